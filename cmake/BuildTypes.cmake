@@ -1,0 +1,13 @@
+# Extra build types: Asan (AddressSanitizer + UndefinedBehaviorSanitizer) and Tsan.
+# Release and Debug are CMake's own. Fuzz targets are a separate option (MADENGINE_FUZZ, clang only).
+set(CMAKE_CXX_FLAGS_ASAN "-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined")
+set(CMAKE_C_FLAGS_ASAN "${CMAKE_CXX_FLAGS_ASAN}")
+set(CMAKE_EXE_LINKER_FLAGS_ASAN "-fsanitize=address,undefined")
+set(CMAKE_SHARED_LINKER_FLAGS_ASAN "-fsanitize=address,undefined")
+set(CMAKE_CXX_FLAGS_TSAN "-O1 -g -fsanitize=thread -fno-omit-frame-pointer")
+set(CMAKE_C_FLAGS_TSAN "${CMAKE_CXX_FLAGS_TSAN}")
+set(CMAKE_EXE_LINKER_FLAGS_TSAN "-fsanitize=thread")
+set(CMAKE_SHARED_LINKER_FLAGS_TSAN "-fsanitize=thread")
+if(MADENGINE_FUZZ AND NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  message(FATAL_ERROR "MADENGINE_FUZZ needs clang (libFuzzer): configure with -DCMAKE_CXX_COMPILER=clang++")
+endif()

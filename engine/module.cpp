@@ -1,0 +1,1 @@
+// madengine_engine: module anchor (see README.md); real sources land beside it.

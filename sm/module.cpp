@@ -1,0 +1,1 @@
+// madengine_sm: module anchor (see README.md); real sources land beside it.
