@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages madengine needs to build, test and run
+# against its real peers (ibsim, OpenSM, infiniband-diags). Installs only
+# what is missing, so a second run costs a second. Needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential g++ cmake ninja-build pkg-config git
+  clang libclang-rt-14-dev         # libFuzzer and clang sanitizer runtimes
+  # test and benchmark frameworks
+  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  # RDMA stack: libibumad (transport), libibmad (independent decoder in tests), verbs/mlx5dv
+  rdma-core ibverbs-providers libibumad-dev libibmad-dev libibverbs-dev
+  # real peers
+  ibsim-utils opensm infiniband-diags
+  # rings, CLI, config, logging, JSON
+  libdpdk-dev libboost-dev libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  # tools the scripts and tests call
+  procps psmisc python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" == "install ok installed" ]] || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

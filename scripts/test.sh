@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds, and runs every test.
+#   1. clang + libFuzzer build: every fuzz target for a few seconds (label fuzz)
+#   2. ASan+UBSan build: the fast and sim tests
+#   3. TSan build: ring and core stress tests (label tsan)
+#   4. the main build (RelWithDebInfo, g++): every test, ibsim interop included
+# The main suite runs last so the output ends with ctest's summary.
+# Faster loops for a developer:  scripts/test.sh --fast  (main build, label fast only)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+fast_only=0
+[[ "${1:-}" == "--fast" ]] && fast_only=1
+
+bash scripts/deps.sh || exit 1
+jobs=$(nproc)
+status=0
+step() { echo; echo "==== $* ===="; }
+
+if ((fast_only == 0)); then
+  if command -v clang++ >/dev/null; then
+    step "fuzz (clang, libFuzzer)"
+    if bash scripts/build.sh build-fuzz Debug -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMADENGINE_FUZZ=ON; then
+      ctest --test-dir build-fuzz -L fuzz --output-on-failure -j"$jobs" || status=1
+    else status=1; fi
+  else
+    echo "clang not found: fuzz targets skipped"
+  fi
+
+  step "ASan + UBSan"
+  if bash scripts/build.sh build-asan Asan; then
+    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      ctest --test-dir build-asan -L 'fast|sim' -LE 'ibsim|slow' --output-on-failure -j"$jobs" || status=1
+  else status=1; fi
+
+  step "TSan (rings, cores)"
+  if bash scripts/build.sh build-tsan Tsan; then
+    TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan -L tsan --output-on-failure -j"$jobs" --no-tests=ignore || status=1
+  else status=1; fi
+fi
+
+step "main suite"
+bash scripts/build.sh build RelWithDebInfo || exit 1
+if ((status != 0)); then echo "test.sh: an earlier suite failed (see above)"; fi
+labels=()
+((fast_only)) && labels=(-L fast)
+ctest --test-dir build "${labels[@]}" --output-on-failure -j"$jobs" || status=1
+exit $status
