@@ -1,0 +1,146 @@
+// LID assignment: unique aligned LIDs, stable across restarts and re-sweeps,
+// deterministic conflict resolution, and a guid2lid file that names bad lines.
+#include "sm/lids/lid_assign.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "fabric_builders.hpp"
+
+namespace madengine::sm {
+namespace {
+
+using testing::fat_tree2;
+
+std::map<std::uint64_t, std::uint16_t> lids_by_guid(const fabric::Fabric& f) {
+  std::map<std::uint64_t, std::uint16_t> out;
+  for (auto e : f.end_ports()) out[end_port_guid(f, e)] = f.lid_of(e);
+  return out;
+}
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("madengine_" + name + "_" + std::to_string(::getpid()))).string();
+}
+
+TEST(LidAssign, FreshFabricGetsUniqueAlignedLids) {
+  for (std::uint8_t lmc : {0, 1, 2}) {
+    auto f = fat_tree2(6, 3, 5);
+    Guid2Lid map;
+    const auto rep = assign_lids(f, map, lmc);
+    EXPECT_EQ(rep.assigned_new, f.end_ports().size());
+    std::set<std::uint16_t> used;
+    for (auto e : f.end_ports()) {
+      const bool sw = f.nodes[e.node].is_switch();
+      const unsigned count = sw ? 1 : 1u << lmc;
+      const auto base = f.lid_of(e);
+      ASSERT_NE(base, 0);
+      EXPECT_EQ(base % count, 0u) << "LMC block not aligned";
+      for (unsigned i = 0; i < count; ++i) EXPECT_TRUE(used.insert(static_cast<std::uint16_t>(base + i)).second);
+    }
+  }
+}
+
+TEST(LidAssign, RestartWithTheFileKeepsEveryLid) {
+  auto f = fat_tree2(4, 2, 4);
+  Guid2Lid map;
+  assign_lids(f, map, 0);
+  const auto before = lids_by_guid(f);
+  const auto path = temp_path("g2l");
+  Guid2LidError err;
+  ASSERT_TRUE(save_guid2lid(path, map, err)) << err.what;
+
+  // A restarted SM discovers the nodes in another order and has only the file.
+  auto g = fat_tree2(4, 2, 4);
+  std::reverse(g.nodes.begin(), g.nodes.end());
+  for (auto& n : g.nodes)
+    for (auto& p : n.ports)
+      if (p.linked()) p.peer = static_cast<fabric::NodeId>(g.nodes.size() - 1 - p.peer);
+  Guid2Lid loaded;
+  ASSERT_TRUE(load_guid2lid(path, loaded, err)) << err.what;
+  const auto rep = assign_lids(g, loaded, 0);
+  EXPECT_EQ(rep.assigned_new, 0u);
+  EXPECT_EQ(rep.kept_from_map, g.end_ports().size());
+  EXPECT_EQ(lids_by_guid(g), before);
+  std::remove(path.c_str());
+}
+
+TEST(LidAssign, NewPortDoesNotRenumberOthers) {
+  auto f = fat_tree2(2, 1, 2);
+  Guid2Lid map;
+  assign_lids(f, map, 0);
+  const auto before = lids_by_guid(f);
+  // Plug a new host with a GUID lower than everyone's into a free port.
+  const auto host = testing::add_ca(f, 0x1);
+  auto& leaf = f.nodes[1];
+  leaf.ports.resize(leaf.ports.size() + 1);
+  f.link(1, static_cast<std::uint8_t>(leaf.ports.size() - 1), host, 1);
+  const auto rep = assign_lids(f, map, 0);
+  EXPECT_EQ(rep.assigned_new, 1u);
+  auto after = lids_by_guid(f);
+  for (auto [guid, lid] : before) EXPECT_EQ(after[guid], lid) << std::hex << guid;
+}
+
+TEST(LidAssign, AdoptsCurrentLidsOfASubnetTakenOver) {
+  auto f = fat_tree2(2, 1, 2);
+  const auto ports = f.end_ports();
+  std::vector<std::uint16_t> current(ports.size());
+  for (std::size_t i = 0; i < ports.size(); ++i) current[i] = static_cast<std::uint16_t>(100 + 7 * i);
+  Guid2Lid map;
+  const auto rep = assign_lids(f, map, 0, current);
+  EXPECT_EQ(rep.kept_current, ports.size());
+  for (std::size_t i = 0; i < ports.size(); ++i) EXPECT_EQ(f.lid_of(ports[i]), current[i]);
+}
+
+TEST(LidAssign, ConflictsResolvedDeterministically) {
+  auto f = fat_tree2(2, 1, 2);
+  const auto ports = f.end_ports();
+  // Two ports claim LID 5 in the current state: the lower GUID keeps it.
+  std::vector<std::uint16_t> current(ports.size(), 0);
+  current[0] = 5;
+  current[1] = 5;
+  Guid2Lid map;
+  const auto rep = assign_lids(f, map, 0, current);
+  EXPECT_EQ(rep.conflicts, 1u);
+  const auto g0 = end_port_guid(f, ports[0]), g1 = end_port_guid(f, ports[1]);
+  EXPECT_EQ(f.lid_of(g0 < g1 ? ports[0] : ports[1]), 5);
+  EXPECT_NE(f.lid_of(g0 < g1 ? ports[1] : ports[0]), 5);
+  // The same input gives the same answer every time.
+  auto f2 = fat_tree2(2, 1, 2);
+  Guid2Lid map2;
+  assign_lids(f2, map2, 0, current);
+  EXPECT_EQ(lids_by_guid(f), lids_by_guid(f2));
+}
+
+TEST(Guid2LidFile, BadLinesAreNamed) {
+  const auto path = temp_path("bad_g2l");
+  struct Case {
+    std::string text;
+    int line;
+    std::string fragment;
+  };
+  for (const Case& c : {Case{"0x10 1 1\nnonsense 1 1\n", 2, "not a GUID"},
+                        Case{"# comment\n\n0x10 1\n", 3, "expected"},
+                        Case{"0x10 5 4\n", 1, "not a unicast range"},
+                        Case{"0x10 1 1\n0x10 2 2\n", 2, "twice"},
+                        Case{"0x10 1 1 extra\n", 1, "unexpected"}}) {
+    std::ofstream(path) << c.text;
+    Guid2Lid map;
+    Guid2LidError err;
+    EXPECT_FALSE(load_guid2lid(path, map, err)) << c.text;
+    EXPECT_EQ(err.line, c.line) << c.text;
+    EXPECT_NE(err.what.find(c.fragment), std::string::npos) << err.what;
+  }
+  std::remove(path.c_str());
+  Guid2Lid map;
+  Guid2LidError err;
+  EXPECT_TRUE(load_guid2lid(path + ".missing", map, err)) << "a missing file is a first start";
+  EXPECT_TRUE(map.empty());
+}
+
+}  // namespace
+}  // namespace madengine::sm
