@@ -1,0 +1,393 @@
+// ibsim harness: child processes (ibsim, OpenSM, diags) started with fork/exec
+// into their own process group, with PR_SET_PDEATHSIG so a crashed test
+// leaves nothing running; outputs go to files in a per-fabric work dir.
+#include "ibsim_harness.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#ifndef MADENGINE_IBSIM_TOPOLOGY_DIR
+#error "MADENGINE_IBSIM_TOPOLOGY_DIR must be defined by tests/ibsim/CMakeLists.txt"
+#endif
+
+namespace madengine::ibsim {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+constexpr auto kPollStep = std::chrono::milliseconds(10);
+constexpr auto kTermGrace = std::chrono::milliseconds(2000);
+
+// ibsim's built-in capacities (ibsim.c): only raised, never lowered.
+constexpr int kDefaultNodesMax = 2048;
+constexpr int kDefaultSwitchesMax = 256;
+constexpr int kDefaultPortsMax = 13312;
+
+std::atomic<unsigned> g_fabric_seq{0};
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Spawn {
+  std::vector<std::string> argv;
+  std::vector<std::string> env_extra;  // added to (and overriding) the current environment
+  std::string cwd;
+  std::string out_path;
+  std::string err_path;  // empty: same as out_path
+  int stdin_fd = -1;     // -1: /dev/null
+};
+
+// fork/exec with the child in its own process group, dying with its parent.
+pid_t spawn(const Spawn& s) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    bool overridden = false;
+    for (const auto& x : s.env_extra)
+      if (kv.substr(0, kv.find('=') + 1) == std::string_view(x).substr(0, x.find('=') + 1))
+        overridden = true;
+    if (!overridden) env.emplace_back(kv);
+  }
+  env.insert(env.end(), s.env_extra.begin(), s.env_extra.end());
+  std::vector<char*> envp;
+  for (auto& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = s.argv;
+  std::vector<char*> argvp;
+  for (auto& a : args) argvp.push_back(a.data());
+  argvp.push_back(nullptr);
+
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid != 0) {
+    if (pid > 0) setpgid(pid, pid);  // also done in the child: whichever runs first
+    return pid;
+  }
+  // Child: only async-signal-safe calls from here on.
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);
+  const int in = s.stdin_fd >= 0 ? s.stdin_fd : ::open("/dev/null", O_RDONLY);
+  const int out = ::open(s.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int err = s.err_path.empty()
+                      ? out
+                      : ::open(s.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (in < 0 || out < 0 || err < 0) _exit(127);
+  dup2(in, 0);
+  dup2(out, 1);
+  dup2(err, 2);
+  if (!s.cwd.empty() && chdir(s.cwd.c_str()) != 0) _exit(127);
+  execve(argvp[0], argvp.data(), envp.data());
+  execvpe(argvp[0], argvp.data(), envp.data());
+  _exit(127);
+}
+
+// Waits for `pid` up to `timeout`; returns the wait status or nullopt.
+std::optional<int> wait_for(pid_t pid, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    const pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) return status;
+    if (r < 0) return std::nullopt;
+    if (Clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(kPollStep);
+  }
+}
+
+// SIGTERM to the process group, then SIGKILL after a grace period; reaps.
+void terminate(pid_t& pid) {
+  if (pid <= 0) return;
+  kill(-pid, SIGTERM);
+  if (!wait_for(pid, kTermGrace)) {
+    kill(-pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  kill(-pid, SIGKILL);  // anything left in the group
+  pid = -1;
+}
+
+bool unix_socket_bound(const std::string& abstract_name) {
+  // /proc/net/unix shows an abstract name with '@' for each NUL: a leading
+  // one, and a trailing one because ibsim binds the name with its terminator.
+  std::ifstream in("/proc/net/unix");
+  std::string line;
+  const std::string needle = "@" + abstract_name;
+  while (std::getline(in, line)) {
+    const auto pos = line.rfind(' ');
+    if (pos == std::string::npos) continue;
+    const std::string_view name = std::string_view(line).substr(pos + 1);
+    if (name == needle || name == needle + "@") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string topology_path(std::string_view file_name) {
+  return std::string(MADENGINE_IBSIM_TOPOLOGY_DIR) + "/" + std::string(file_name);
+}
+
+std::optional<TopologySize> topology_size(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  TopologySize sz;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string type;
+    int ports = 0;
+    if (!(ls >> type >> ports)) continue;
+    if (type == "Switch") {
+      ++sz.switches;
+    } else if (type != "Hca" && type != "Ca" && type != "Rt") {
+      continue;
+    }
+    ++sz.nodes;
+    sz.ports += ports + 1;  // port 0 counts too
+  }
+  return sz;
+}
+
+IbsimFabric::IbsimFabric(std::string topology_path, Options options)
+    : topology_(std::move(topology_path)), options_(options) {
+  const unsigned seq = g_fabric_seq.fetch_add(1);
+  sockname_ = "madeng-" + std::to_string(getpid()) + "-" + std::to_string(seq);
+  std::string tmpl = (fs::temp_directory_path() / ("ibsim-" + sockname_ + "-XXXXXX")).string();
+  if (mkdtemp(tmpl.data()) == nullptr) {
+    error_ = "mkdtemp failed: " + std::string(std::strerror(errno));
+    return;
+  }
+  work_dir_ = tmpl;
+  if (!fs::exists(topology_)) {
+    error_ = "no topology file " + topology_;
+    return;
+  }
+  start_ibsim();
+}
+
+IbsimFabric::~IbsimFabric() {
+  stop_opensm();
+  kill_ibsim();
+  if (!work_dir_.empty() && std::getenv("MADENGINE_KEEP_IBSIM_DIR") == nullptr) {
+    std::error_code ec;
+    fs::remove_all(work_dir_, ec);
+  }
+}
+
+bool IbsimFabric::start_ibsim() {
+  const auto sz = topology_size(topology_);
+  if (!sz || sz->nodes == 0) {
+    error_ = "cannot size topology " + topology_;
+    return false;
+  }
+  std::vector<std::string> argv = {"ibsim", "-s"};
+  if (!options_.console) argv.push_back("-n");  // without a console ibsim spins on stdin
+  argv.insert(argv.end(),
+              {"-N", std::to_string(std::max(kDefaultNodesMax, sz->nodes * 2)), "-S",
+               std::to_string(std::max(kDefaultSwitchesMax, sz->switches * 2)), "-P",
+               std::to_string(std::max(kDefaultPortsMax, sz->ports * 2)), topology_});
+  int pipe_fds[2] = {-1, -1};
+  if (options_.console) {
+    if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+      error_ = "pipe failed";
+      return false;
+    }
+  }
+  // The test process itself may run with the shim preloaded: ibsim must not.
+  Spawn s{argv, {"IBSIM_SOCKNAME=" + sockname_, "LD_PRELOAD="}, work_dir_, work_dir_ + "/ibsim.out", "",
+          options_.console ? pipe_fds[0] : -1};
+  ibsim_pid_ = spawn(s);
+  if (options_.console) {
+    ::close(pipe_fds[0]);
+    console_fd_ = pipe_fds[1];
+  }
+  if (ibsim_pid_ < 0) {
+    error_ = "fork failed";
+    return false;
+  }
+  if (!wait_ready(options_.start_timeout)) return false;
+  error_.clear();
+  return true;
+}
+
+bool IbsimFabric::wait_ready(std::chrono::milliseconds timeout) {
+  // Ready once the control socket is bound: clients connecting earlier would
+  // sit in the shim's 2-second retry loop.
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(ibsim_pid_, &status, WNOHANG) == ibsim_pid_) {
+      ibsim_pid_ = -1;
+      error_ = "ibsim exited early: " + ibsim_output();
+      return false;
+    }
+    if (unix_socket_bound(sockname_ + ":ctl") &&
+        ibsim_output().find("simulator ready") != std::string::npos)
+      return true;
+    std::this_thread::sleep_for(kPollStep);
+  }
+  error_ = "ibsim did not become ready: " + ibsim_output();
+  return false;
+}
+
+void IbsimFabric::kill_ibsim() {
+  if (console_fd_ >= 0) {
+    ::close(console_fd_);
+    console_fd_ = -1;
+  }
+  if (ibsim_pid_ > 0) {
+    kill(-ibsim_pid_, SIGKILL);
+    waitpid(ibsim_pid_, nullptr, 0);
+    ibsim_pid_ = -1;
+  }
+}
+
+bool IbsimFabric::restart() {
+  kill_ibsim();
+  error_.clear();
+  return start_ibsim();
+}
+
+std::vector<std::string> IbsimFabric::client_env(std::string_view sim_host) const {
+  // SIM_HOST is always set, empty for the default node, so a value the test
+  // process gave itself (attach_self) does not leak into its children.
+  return {std::string("LD_PRELOAD=") + kShimPath, "IBSIM_SOCKNAME=" + sockname_,
+          "SIM_HOST=" + std::string(sim_host)};
+}
+
+RunResult IbsimFabric::run(const std::string& cmd, std::string_view sim_host,
+                           std::chrono::milliseconds timeout) const {
+  RunResult r;
+  static std::atomic<unsigned> run_seq{0};
+  const std::string base = work_dir_ + "/run" + std::to_string(run_seq.fetch_add(1));
+  Spawn s{{"/bin/sh", "-c", cmd}, client_env(sim_host), work_dir_, base + ".out", base + ".err", -1};
+  pid_t pid = spawn(s);
+  if (pid < 0) {
+    r.err = "fork failed";
+    return r;
+  }
+  if (const auto status = wait_for(pid, timeout)) {
+    r.exit_code = WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
+  } else {
+    // The shim never reports a send timeout: a diag waiting for an answer
+    // that will not come hangs. Its ibsim client slot stays taken.
+    r.timed_out = true;
+    kill(-pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+  }
+  kill(-pid, SIGKILL);
+  r.out = read_file(base + ".out");
+  r.err = read_file(base + ".err");
+  return r;
+}
+
+bool IbsimFabric::console(std::string_view command) {
+  if (console_fd_ < 0) return false;
+  std::string line(command);
+  line.push_back('\n');
+  return ::write(console_fd_, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+}
+
+std::string IbsimFabric::ibsim_output() const { return read_file(work_dir_ + "/ibsim.out"); }
+
+bool IbsimFabric::wait_ibsim_output(std::string_view needle,
+                                    std::chrono::milliseconds timeout) const {
+  const auto deadline = Clock::now() + timeout;
+  do {
+    if (ibsim_output().find(needle) != std::string::npos) return true;
+    std::this_thread::sleep_for(kPollStep);
+  } while (Clock::now() < deadline);
+  return false;
+}
+
+bool IbsimFabric::start_opensm(int priority, std::string_view sim_host) {
+  stop_opensm();
+  const std::string dir = work_dir_ + "/opensm";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  auto env = client_env(sim_host);
+  env.push_back("OSM_TMP_DIR=" + dir);
+  env.push_back("OSM_CACHE_DIR=" + dir);
+  // -d 2 flushes the log after each message: without it "SUBNET UP" sits in
+  // OpenSM's stdio buffer and never reaches the file while it runs.
+  Spawn s{{"opensm", "-f", dir + "/osm.log", "-e", "-d", "2", "-s", "0", "-p",
+           std::to_string(priority)},
+          env,
+          dir,
+          dir + "/opensm.out",
+          "",
+          -1};
+  opensm_pid_ = spawn(s);
+  return opensm_pid_ > 0;
+}
+
+std::string IbsimFabric::opensm_log() const { return read_file(work_dir_ + "/opensm/osm.log"); }
+
+bool IbsimFabric::wait_subnet_up(std::chrono::milliseconds timeout) const {
+  const auto deadline = Clock::now() + timeout;
+  do {
+    if (opensm_log().find("SUBNET UP") != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  } while (Clock::now() < deadline);
+  return false;
+}
+
+void IbsimFabric::stop_opensm() { terminate(opensm_pid_); }
+
+void IbsimFabric::attach_self(std::string_view sim_host) const {
+  setenv("IBSIM_SOCKNAME", sockname_.c_str(), 1);
+  if (!sim_host.empty())
+    setenv("SIM_HOST", std::string(sim_host).c_str(), 1);
+  else
+    unsetenv("SIM_HOST");
+  // The shim creates its fake sysfs under ./sys-<pid>: keep it in the work dir.
+  if (chdir(work_dir_.c_str()) != 0)
+    std::fprintf(stderr, "ibsim harness: chdir %s: %s\n", work_dir_.c_str(), std::strerror(errno));
+}
+
+bool shim_loaded() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line))
+    if (line.find("libumad2sim.so") != std::string::npos) return true;
+  return false;
+}
+
+void reexec_with_shim(int argc, char** argv) {
+  (void)argc;
+  if (shim_loaded()) return;
+  if (std::getenv("MADENGINE_IBSIM_REEXEC") != nullptr) {
+    std::fprintf(stderr, "ibsim harness: %s is preloaded but not mapped; ibsim tests will skip\n",
+                 kShimPath);
+    return;
+  }
+  if (access(kShimPath, R_OK) != 0) {
+    std::fprintf(stderr, "ibsim harness: %s missing (apt-get install libumad2sim0)\n", kShimPath);
+    return;
+  }
+  setenv("LD_PRELOAD", kShimPath, 1);
+  setenv("MADENGINE_IBSIM_REEXEC", "1", 1);
+  execv("/proc/self/exe", argv);
+  std::fprintf(stderr, "ibsim harness: re-exec failed: %s\n", std::strerror(errno));
+}
+
+}  // namespace madengine::ibsim
