@@ -1,0 +1,163 @@
+// A worker core: one thread running a poll loop over the transports it owns
+// (rx burst -> classify -> run here or hand to the owner core through a
+// per-pair SPSC ring), the inbound rings, its Pollers, and one tx burst per
+// transport. It is the TxSink and CoreContext of the code that runs on it.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "madengine/engine/clock.hpp"
+#include "madengine/engine/dispatch.hpp"
+#include "madengine/engine/mad_buf.hpp"
+#include "madengine/engine/mad_pool.hpp"
+#include "madengine/engine/poller.hpp"
+#include "madengine/engine/ring.hpp"
+#include "madengine/engine/transport.hpp"
+#include "madengine/engine/tx_sink.hpp"
+
+namespace madengine {
+
+using CoreRing = Ring<MadBuf, RingMode::kSpsc>;
+
+// Per-core counters; each is written by its core only.
+struct CoreCounters {
+  std::uint64_t rx = 0;            // MADs received from this core's transports
+  std::uint64_t tx = 0;            // MADs this core's transports accepted
+  std::uint64_t handled = 0;       // MADs run by a handler or response hook here
+  std::uint64_t handed_off = 0;    // received here, sent to their owner core
+  std::uint64_t ring_full = 0;     // hand-off attempts that found a ring full (back-pressure)
+  std::uint64_t no_handler = 0;    // requests with no handler, responses with no hook
+  std::uint64_t malformed = 0;     // too short or bad base version
+  std::uint64_t unsupported_sent = 0;  // unsupported-method/attribute answers queued
+  std::uint64_t tx_full = 0;       // send() refused: tx queue full or pool empty
+  std::uint64_t tx_busy = 0;       // tx_burst calls that left MADs for the next iteration
+  std::uint64_t tx_no_route = 0;   // MADs for a port no transport serves (dropped, counted)
+  std::uint64_t rx_alloc_failures = 0;
+  std::uint64_t device_events = 0;
+  std::uint64_t idle_loops = 0;    // iterations that did no work
+  std::uint64_t loops = 0;
+};
+
+// One (class, method, attribute) bucket of MADs nobody handled.
+struct NoHandlerBucket {
+  std::uint8_t mgmt_class = 0;
+  std::uint8_t method = 0;
+  std::uint16_t attr_id = 0;
+  std::uint64_t count = 0;
+};
+
+struct CoreSnapshot {
+  std::uint16_t core = 0;
+  CoreCounters counters;
+  std::vector<NoHandlerBucket> no_handler;  // buckets beyond the table land in no_handler_other
+  std::uint64_t no_handler_other = 0;
+};
+
+// How a core waits when an iteration found nothing to do: spin with a pause
+// instruction, then yield, then sleep; any work resets the ladder.
+struct IdleBackoff {
+  std::uint32_t spin_loops_max = 256;
+  std::uint32_t yield_loops_max = 256;
+  std::uint32_t sleep_us = 50;
+};
+
+// A transport as the engine knows it: its owner core and the port it serves
+// (outgoing MADs pick their transport by MadAddr::port_num).
+struct TransportSlot {
+  Transport* transport = nullptr;
+  std::uint16_t core = 0;
+  std::uint8_t port_num = 1;
+};
+
+// What all cores share, fixed before they start.
+struct CoreShared {
+  MadPool* pool = nullptr;
+  const Dispatcher* dispatcher = nullptr;
+  const Clock* clock = nullptr;
+  std::uint16_t cores = 1;
+  // [from * cores + to]; the diagonal is empty. rx: requests and responses to
+  // their owner; tx: MADs for a transport owned by another core.
+  std::vector<std::unique_ptr<CoreRing>> rx_mesh;
+  std::vector<std::unique_ptr<CoreRing>> tx_mesh;
+  std::vector<TransportSlot> transports;
+  std::array<std::int16_t, 256> port_to_transport{};  // -1: no transport
+  bool answer_unsupported = false;
+  IdleBackoff backoff;
+
+  CoreRing* rx_ring(std::uint16_t from, std::uint16_t to) const noexcept { return rx_mesh[from * cores + to].get(); }
+  CoreRing* tx_ring(std::uint16_t from, std::uint16_t to) const noexcept { return tx_mesh[from * cores + to].get(); }
+};
+
+class Core final : public CoreContext, public TxSink {
+ public:
+  Core(std::uint16_t id, CoreShared& shared);
+  Core(const Core&) = delete;
+  Core& operator=(const Core&) = delete;
+  ~Core() override;
+
+  // Setup, before the core runs. Throws if the core already has
+  // transports_per_core_max transports.
+  void add_transport(std::uint16_t transport_index);
+  void add_poller(Poller& poller);
+
+  // One iteration of the poll loop; returns the work it did (0 = idle).
+  // Called only from this core's thread (or, in tests, a single thread
+  // driving every core in turn).
+  std::size_t poll_once() noexcept;
+  // Polls until `stop` is set, backing off when idle, then releases every
+  // buffer this core holds (release()).
+  void run(const std::atomic<bool>& stop) noexcept;
+  // Frees every buffer the core holds (staging, spares, tx queues) and
+  // flushes its pool cache. Rings are drained by the engine once all cores stopped.
+  void release() noexcept;
+
+  // CoreContext
+  std::uint16_t core_id() const noexcept override { return id_; }
+  TxSink& tx() noexcept override { return *this; }
+  const Clock& clock() const noexcept override { return *shared_.clock; }
+  MadPool& pool() noexcept override { return *shared_.pool; }
+
+  // TxSink: copies `buf` into a pool buffer queued for the next tx flush.
+  // Call it only on this core's thread.
+  bool send(const MadBuf& buf) noexcept override;
+
+  // Readable from any thread while the core runs.
+  CoreSnapshot snapshot() const;
+
+ private:
+  struct Counters;        // atomics, one writer
+  struct LocalTransport;  // an owned transport with its rx spares and tx backlog
+
+  std::size_t rx_transports() noexcept;
+  std::size_t flush_handoffs() noexcept;
+  std::size_t drain_inbound() noexcept;
+  std::size_t flush_tx() noexcept;
+  std::size_t poll_events() noexcept;
+  void classify(MadBuf* buf) noexcept;
+  void deliver(MadBuf* buf) noexcept;
+  void count_no_handler(const MadBuf& buf) noexcept;
+
+  const std::uint16_t id_;
+  CoreShared& shared_;
+  std::unique_ptr<Counters> counters_;
+  std::vector<LocalTransport> local_;
+  std::vector<Poller*> pollers_;
+  // All sized at construction; the loop only moves pointers within them.
+  // Per destination core: MADs received here waiting to enter its rx ring
+  // (handoff_[dst * handoff_slots_ ...], handoff_len_[dst] of them).
+  std::vector<MadBuf*> handoff_;
+  std::vector<std::uint32_t> handoff_len_;
+  std::uint32_t handoff_slots_ = 0;
+  std::size_t handoff_pending_ = 0;
+  std::vector<MadBuf*> tx_queue_;  // tx_len_ of tx_queue_depth, filled by send()
+  std::uint32_t tx_len_ = 0;
+  std::vector<MadBuf*> batch_;     // scratch for draining inbound rings
+  std::uint32_t idle_streak_ = 0;
+};
+
+}  // namespace madengine

@@ -1,0 +1,89 @@
+// The object a daemon or library user builds: the buffer pool, the two core
+// meshes of rings, the dispatcher and the worker cores, wired together.
+// Configure (transports, handlers, pollers), start(), stop(); counters any time.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "madengine/engine/clock.hpp"
+#include "madengine/engine/core.hpp"
+#include "madengine/engine/dispatch.hpp"
+#include "madengine/engine/mad_pool.hpp"
+#include "madengine/engine/poller.hpp"
+#include "madengine/engine/transport.hpp"
+
+namespace madengine {
+
+struct EngineConfig {
+  std::uint16_t cores = 1;         // also the default of pool.cores, which must match
+  PoolBounds pool{};               // pool.cores is overwritten with `cores`
+  bool pin = true;                 // pin core i to CPU (first_cpu + i) % CPUs; failure is logged, not fatal
+  unsigned first_cpu = 0;
+  bool answer_unsupported = false; // answer requests nobody handles with kMethodAttrUnsupported
+  IdleBackoff backoff{};
+  const Clock* clock = nullptr;    // nullptr: a SteadyClock owned by the engine
+};
+
+struct EngineStats {
+  std::vector<CoreSnapshot> cores;
+  PoolStats pool;
+  std::vector<RingStats> rx_mesh;  // [from * cores + to], zeros on the diagonal
+  std::vector<RingStats> tx_mesh;
+  CoreCounters total() const noexcept;  // the per-core counters summed
+};
+
+class Engine {
+ public:
+  // Throws std::invalid_argument on bad bounds; allocates everything here.
+  explicit Engine(const EngineConfig& config);
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+  ~Engine();  // stops if running
+
+  // Setup, before start(). The transport is opened by the caller and must
+  // outlive the engine; its core runs its rx/tx bursts. Outgoing MADs pick
+  // their transport by MadAddr::port_num (default: the transport's local port).
+  void add_transport(Transport& transport, std::uint16_t core, std::optional<std::uint8_t> port_num = std::nullopt);
+  void add_handler(const DispatchKey& key, MadHandler& handler, OwnerSelector owner);
+  void set_response_hook(std::uint16_t core, MadHandler& hook);
+  void add_poller(std::uint16_t core, Poller& poller);
+
+  // Starts one thread per core. Throws std::logic_error if already running.
+  void start();
+  // Stops and joins every core, then returns every buffer still in a ring to
+  // the pool: afterwards pool().in_use() is 0 unless a handler kept one.
+  void stop() noexcept;
+  bool running() const noexcept { return !threads_.empty(); }
+
+  // Drives every core once from the calling thread instead of start():
+  // deterministic tests and single-threaded benchmarks. Returns the work done.
+  std::size_t poll_all_once() noexcept;
+  // After poll_all_once() use: release() every core and drain the rings.
+  void quiesce() noexcept;
+
+  EngineStats stats() const;
+  std::uint16_t cores() const noexcept { return shared_.cores; }
+  MadPool& pool() noexcept { return *pool_; }
+  const Dispatcher& dispatcher() const noexcept { return dispatcher_; }
+  Core& core(std::uint16_t id) { return *cores_.at(id); }
+
+ private:
+  void drain_rings() noexcept;
+  void check_stopped(const char* what) const;
+
+  EngineConfig config_;
+  SteadyClock steady_;
+  std::unique_ptr<MadPool> pool_;
+  Dispatcher dispatcher_;
+  CoreShared shared_;
+  std::vector<std::unique_ptr<Core>> cores_;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace madengine
