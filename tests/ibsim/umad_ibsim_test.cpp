@@ -243,7 +243,7 @@ TEST(UmadIbsim, PathRecordGetMatchesSaquery) {
   EXPECT_EQ(m.at("sgid"), gid_string(pr->sgid));
   EXPECT_EQ(m.at("dgid"), gid_string(pr->dgid));
   EXPECT_EQ(num(m, "service_id"), pr->service_id.get());
-  EXPECT_EQ(num(m, "hop_flow_raw"), wire::BitField<44, 0, 32>::get(b));
+  EXPECT_EQ(num(m, "hop_flow_raw"), (wire::BitField<44, 0, 32>::get(b)));
   EXPECT_EQ(num(m, "tclass"), pr->tclass);
   EXPECT_EQ(num(m, "num_path_revers"), pr->reversible_numb_path);
   EXPECT_EQ(num(m, "pkey"), pr->pkey.get());
@@ -263,7 +263,8 @@ TEST(UmadIbsim, PathRecordGetMatchesSaquery) {
 // ibsim is seen (the next send fails) and reported as kDeviceLost, the reopen
 // against the shim's stale device "succeeds" (kDeviceBack), and the first
 // send after it fails again: the transport reports kDeviceLost again rather
-// than pretending to work. A real HCA reset is the case that comes back.
+// than pretending to work, also after ibsim is restarted. A real HCA reset is
+// the case that comes back (see engine/umad/README.md).
 TEST(UmadIbsim, IbsimKilledIsDeviceLost) {
   SKIP_WITHOUT_SHIM();
   IbsimFabric fabric(ibsim::topology_path("chain3.topo"));
@@ -297,6 +298,17 @@ TEST(UmadIbsim, IbsimKilledIsDeviceLost) {
   EXPECT_EQ(t.counters().reopens, 1u);
   EXPECT_EQ(t.tx_burst(std::span<MadBuf* const>(out, 1)), 0u);
   EXPECT_EQ(t.poll_events(), DeviceEvent::kDeviceLost);
+
+  // A new ibsim on the same socket name does not help: the shim's data socket
+  // stays disconnected (ENOTCONN) for the rest of the process.
+  ASSERT_TRUE(fabric.restart()) << fabric.error();
+  clock.advance_ns(cfg.reopen_interval_ms * kNanosPerMilli);
+  EXPECT_EQ(t.poll_events(), DeviceEvent::kDeviceBack);
+  EXPECT_EQ(t.tx_burst(std::span<MadBuf* const>(out, 1)), 0u);
+  EXPECT_EQ(t.poll_events(), DeviceEvent::kDeviceLost);
+  std::printf("after restart: %s\n", std::string(t.last_error()).c_str());
+  EXPECT_EQ(t.counters().reopens, 2u);
+  EXPECT_EQ(t.counters().tx, 1u);
 }
 
 }  // namespace
