@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "sm/routing/parallel.hpp"
+#include "madengine/common/parallel_for.hpp"
 
 namespace madengine::sm {
 

@@ -8,7 +8,7 @@
 #include <unordered_map>
 
 #include "sm/routing/hop_tables.hpp"
-#include "sm/routing/parallel.hpp"
+#include "madengine/common/parallel_for.hpp"
 #include "sm/routing/switch_graph.hpp"
 
 namespace madengine::sm {

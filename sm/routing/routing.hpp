@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "madengine/fabric/fabric.hpp"
+#include "madengine/fabric/lft.hpp"
 
 namespace madengine::sm {
 
@@ -17,18 +18,13 @@ enum class RoutingAlgo : std::uint8_t { kMinHop, kUpDown, kFatTree };
 const char* to_string(RoutingAlgo a) noexcept;
 bool parse_routing_algo(const std::string& s, RoutingAlgo& out) noexcept;
 
-inline constexpr std::uint8_t kLftNoRoute = 0xff;
+using fabric::kLftNoRoute;
+using fabric::Lft;
 
 struct RoutingOptions {
   RoutingAlgo algo = RoutingAlgo::kMinHop;
   std::vector<std::uint64_t> root_guids;  // up/down: configured roots (else detected)
   unsigned threads = 1;                   // worker threads for the two phases
-};
-
-// One LFT per switch, indexed by LID (0..top_lid); kLftNoRoute where unrouted.
-struct Lft {
-  fabric::NodeId node = fabric::kNoNode;
-  std::vector<std::uint8_t> ports;
 };
 
 struct RoutingResult {

@@ -1,6 +1,7 @@
-// A minimal static-partition parallel loop for the routing phases. Each
-// index is processed by exactly one thread; results must not depend on the
-// thread count (every phase writes only what its own index owns).
+// A minimal parallel loop for start-up and per-epoch batch work (routing
+// phases, path tables). Each index is processed by exactly one thread;
+// callers write only what their own index owns, so results never depend on
+// the thread count.
 #pragma once
 
 #include <algorithm>
@@ -8,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-namespace madengine::sm {
+namespace madengine {
 
 template <typename Fn>
 void parallel_for(std::size_t count, unsigned threads, Fn&& fn) {
@@ -26,4 +27,4 @@ void parallel_for(std::size_t count, unsigned threads, Fn&& fn) {
   for (auto& th : pool) th.join();
 }
 
-}  // namespace madengine::sm
+}  // namespace madengine
