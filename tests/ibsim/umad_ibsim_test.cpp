@@ -258,6 +258,67 @@ TEST(UmadIbsim, PathRecordGetMatchesSaquery) {
   EXPECT_EQ(pr->sgid.guid.get(), lp.port_guid);
 }
 
+// The SA-server side: with is_sm the transport holds the issm device, so
+// ibsim routes SA requests for the SM LID to it. OpenSM configures the LIDs
+// first and is stopped (ibsim keeps them); saquery on H2 then asks H1, the
+// transport receives the request and answers ERR_NO_RECORDS.
+TEST(UmadIbsim, SaServerAnswersSaquery) {
+  SKIP_WITHOUT_SHIM();
+  IbsimFabric fabric(ibsim::topology_path("chain3.topo"));
+  ASSERT_TRUE(fabric.ok()) << fabric.error();
+  ASSERT_TRUE(fabric.start_opensm(0, "H1"));
+  ASSERT_TRUE(fabric.wait_subnet_up(60s)) << fabric.opensm_log();
+  fabric.stop_opensm();
+
+  fabric.attach_self("H1");
+  SteadyClock clock;
+  UmadTransport t({}, clock);
+  ASSERT_TRUE(t.open(AgentSpec{.smi = true, .is_sm = true, .sa_server = true})) << t.last_error();
+  const auto cap = fabric.run("smpquery portinfo " + std::to_string(t.local_port().lid), "H2");
+  EXPECT_NE(cap.out.find("IsSM"), std::string::npos) << cap.out;  // CapabilityMask.IsSM
+
+  ibsim::RunResult client;
+  std::thread saquery([&] { client = fabric.run("saquery NR", "H2", 20s); });
+  MadBuf rx[8];
+  MadBuf* rxp[8];
+  for (int i = 0; i < 8; ++i) rxp[i] = &rx[i];
+  std::optional<MadBuf> request;
+  std::size_t smps_seen = 0;
+  const auto deadline = std::chrono::steady_clock::now() + kWaitForResponse;
+  while (!request && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{t.fd(), POLLIN, 0};
+    ::poll(&p, 1, 50);
+    const std::size_t n = t.rx_burst(std::span<MadBuf*>(rxp, 8));
+    for (std::size_t i = 0; i < n; ++i) {
+      if (rx[i].hdr().mgmt_class == static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm))
+        request = rx[i];
+      else
+        ++smps_seen;  // e.g. trap 144 that ibsim sends when an SM registers
+    }
+  }
+  ASSERT_TRUE(request.has_value()) << "no SA request reached the issm client";
+  std::printf("SMI MADs seen meanwhile: %zu\n", smps_seen);
+  EXPECT_EQ(request->hdr().method, wire::method::kGetTable);
+  EXPECT_EQ(request->hdr().attr_id.get(), wire::sa_attr::kNodeRecord);
+  EXPECT_NE(request->addr.lid, 0);  // H2's LID
+  EXPECT_EQ(request->addr.remote_qpn, 1u);
+
+  MadBuf resp = *request;
+  auto& h = resp.hdr();
+  h.method = wire::method::kGetTableResp;
+  h.status = wire::be16::from(wire::sa_status::kNoRecords);
+  resp.as<wire::SaMad>().rmpp = {};
+  resp.resp_timeout_ms = 0;
+  MadBuf* out[] = {&resp};
+  EXPECT_EQ(t.tx_burst(std::span<MadBuf* const>(out, 1)), 1u);
+  saquery.join();
+  EXPECT_FALSE(client.timed_out) << "saquery did not get the answer";
+  EXPECT_NE(client.exit_code, 0);
+  std::printf("saquery said: %s%s\n", client.out.c_str(), client.err.c_str());
+  EXPECT_NE((client.out + client.err).find("NO_RECORDS"), std::string::npos)
+      << client.out << client.err;
+}
+
 // What the life cycle looks like on ibsim. umad2sim connects a process to
 // ibsim once, on its first device access, and never reconnects; so a killed
 // ibsim is seen (the next send fails) and reported as kDeviceLost, the reopen
