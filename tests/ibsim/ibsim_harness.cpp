@@ -386,6 +386,13 @@ void reexec_with_shim(int argc, char** argv) {
   }
   setenv("LD_PRELOAD", kShimPath, 1);
   setenv("MADENGINE_IBSIM_REEXEC", "1", 1);
+  // Sanitizer builds: ASan insists on being first in the link order, which a
+  // preloaded shim breaks; the check is only a guard, the runtime still works.
+  std::string asan = std::getenv("ASAN_OPTIONS") ? std::getenv("ASAN_OPTIONS") : "";
+  if (asan.find("verify_asan_link_order") == std::string::npos) {
+    asan += (asan.empty() ? "" : ":") + std::string("verify_asan_link_order=0");
+    setenv("ASAN_OPTIONS", asan.c_str(), 1);
+  }
   execv("/proc/self/exe", argv);
   std::fprintf(stderr, "ibsim harness: re-exec failed: %s\n", std::strerror(errno));
 }
