@@ -209,6 +209,20 @@ TEST(SmpHelpers, NodeInfoHelpers) {
   EXPECT_STREQ(to_string(NodeType::kCa), "CA");
 }
 
+TEST(SmpHelpers, SwitchInfoPortStateChangeForSet) {
+  SwitchInfo s{};
+  s.set_life_time_value(18);
+  s.set_port_state_change(1);  // as read in a GetResp
+  s.set_optimized_sl_to_vl_mapping_programming(3);
+  s.prepare_for_set(false);
+  EXPECT_EQ(s.port_state_change(), 0);
+  EXPECT_EQ(s.life_time_value(), 18);
+  EXPECT_EQ(s.optimized_sl_to_vl_mapping_programming(), 3);
+  s.prepare_for_set(true);
+  EXPECT_EQ(s.port_state_change(), 1);
+  EXPECT_EQ(s.bits11_, 18 << 3 | 1 << 2 | 3);
+}
+
 TEST(SmpHelpers, AttrTable) {
   EXPECT_EQ(smp_attr_size(smp_attr::kNodeInfo), 40u);
   EXPECT_EQ(smp_attr_size(smp_attr::kPortInfo), 64u);

@@ -35,7 +35,7 @@ struct NodeInfo {
   std::uint8_t num_ports;      // 3: physical ports (a switch's port 0 is not counted)
   be64 system_image_guid;      // 4
   be64 node_guid;              // 12
-  be64 port_guid;              // 20: GUID of the port the SMP arrived on (the node GUID's port 0 on a switch)
+  be64 port_guid;              // 20: GUID of the port the SMP arrived on (of port 0 on a switch)
   be16 partition_cap;          // 28: P_Key table entries (32 per PKeyTable block)
   be16 device_id;              // 30
   be32 revision;               // 32

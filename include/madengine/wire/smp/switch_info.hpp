@@ -39,6 +39,13 @@ struct SwitchInfo {
   MADENGINE_WIRE_BITS(filter_raw_inbound_cap, 16, 2, 1);
   MADENGINE_WIRE_BITS(filter_raw_outbound_cap, 16, 3, 1);
   MADENGINE_WIRE_BITS(enhanced_port0, 16, 4, 1);
+
+  // Turns a SwitchInfo read with Get into the payload of a Set: the
+  // PortStateChange bit is written as `clear_port_state_change` so a stale 1
+  // from the GetResp never clears a change the SM has not yet seen.
+  void prepare_for_set(bool clear_port_state_change) noexcept {
+    set_port_state_change(clear_port_state_change ? 1 : 0);
+  }
 };
 static_assert(sizeof(SwitchInfo) == 20 && alignof(SwitchInfo) == 1);
 static_assert(offsetof(SwitchInfo, linear_fdb_top) == 6);
