@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "madengine/wire/codec.hpp"
@@ -332,6 +333,41 @@ TEST(SaRecordKnownVector, LinkRecordAndComponentMasks) {
   EXPECT_EQ(guid_info_record_cm::guid(7), guid_info_record_cm::kGuid7);
   EXPECT_EQ(port_info_record_cm::kLinkSpeedExtEnabled, 1ull << 57);
   EXPECT_EQ(multi_path_record_cm::kServiceIdLsb, 1ull << 21);
+}
+
+TEST(SaRecordKnownVector, ServiceRecordName) {
+  ServiceRecord sr{};
+  sr.service_name.fill(0xee);
+  ASSERT_TRUE(sr.set_name("madengine.test"));
+  EXPECT_EQ(sr.name(), "madengine.test");
+  EXPECT_EQ(sr.service_name[14], 0);
+  EXPECT_EQ(sr.service_name[63], 0);
+  const std::string full(64, 'x');
+  ASSERT_TRUE(sr.set_name(full));
+  EXPECT_EQ(sr.name(), full);  // no NUL: all 64 bytes
+  EXPECT_FALSE(sr.set_name(full + "y"));
+  EXPECT_EQ(sr.name(), full);
+  EXPECT_EQ(offsetof(ServiceRecord, service_name), 48u);
+}
+
+TEST(SaRecordKnownVector, ClassPortInfoSaCapabilities) {
+  std::array<std::uint8_t, 72> b{};
+  b[0] = 1; b[1] = 2;                  // BaseVersion 1, SA ClassVersion 2
+  b[2] = 0x24; b[3] = 0x02;            // CapabilityMask: PortInfoCapMaskMatch, MultiPath, Get/Set
+  b[4] = 0x00; b[5] = 0x00; b[6] = 0x01; b[7] = 0x52;  // CapMask2 0x0a (QoS, MulticastFdbTop), RespTimeValue 18
+  b[33] = 0x00; b[34] = 0x00; b[35] = 0x01;            // RedirectQP 1
+  b[36] = 0x80; b[37] = 0x01; b[38] = 0x00; b[39] = 0x00;  // RedirectQ_Key: the GSI well-known Q_Key
+  b[64] = 0x40;                        // TrapHL 64
+  const auto cpi = decode<ClassPortInfo>(b);
+  ASSERT_TRUE(cpi);
+  EXPECT_EQ(cpi->class_version, kSaClassVersion);
+  EXPECT_EQ(cpi->capability_mask.get(), cpi_cap::kSaPortInfoCapMaskMatch | cpi_cap::kSaMultiPath | cpi_cap::kGetSet);
+  EXPECT_EQ(cpi->cap_mask2(), cpi_cap2::kSaQos | cpi_cap2::kSaMulticastFdbTop);
+  EXPECT_EQ(cpi->resp_time_value(), 18);
+  EXPECT_EQ(cpi->redirect_qpn(), 1u);
+  EXPECT_EQ(cpi->redirect_qkey.get(), 0x80010000u);
+  EXPECT_EQ(cpi->trap_hop_limit(), 64);
+  EXPECT_EQ(cpi->trap_qpn(), 0u);
 }
 
 TEST(SaRecordEdge, ShortInputIsRejected) {

@@ -12,18 +12,35 @@
 
 namespace madengine::wire {
 
-// CapabilityMask bits common to all classes (IBA 13.4.8.1, Table 119) and
-// the SA-specific ones (IBA 15.2.5.1, Table 186).
+// CapabilityMask bits common to all classes (IBA 13.4.8.1) and the SA's own
+// (IBA 15.2.5.1 and the 1.2 errata), bit numbers as OpenSM advertises them.
 namespace cpi_cap {
 inline constexpr std::uint16_t kTrap = 0x0001;
-inline constexpr std::uint16_t kGetSet = 0x0002;
+inline constexpr std::uint16_t kGetSet = 0x0002;  // Get/Set(Notice)
 inline constexpr std::uint16_t kCapMask2 = 0x0004;
-inline constexpr std::uint16_t kSaOptionalRecords = 0x0100;  // IsOptionalRecordsSupported
-inline constexpr std::uint16_t kSaUdMulticast = 0x0200;
-inline constexpr std::uint16_t kSaMultiPath = 0x0400;
-inline constexpr std::uint16_t kSaReinit = 0x0800;
-inline constexpr std::uint16_t kSaMulticastPKeyTrapSuppression = 0x2000;
+inline constexpr std::uint16_t kSaOptionalRecords = 1u << 8;
+inline constexpr std::uint16_t kSaUdMulticast = 1u << 9;
+inline constexpr std::uint16_t kSaMultiPath = 1u << 10;  // MultiPathRecord and TraceRecord
+inline constexpr std::uint16_t kSaReinit = 1u << 11;
+inline constexpr std::uint16_t kSaPortInfoCapMaskMatch = 1u << 13;
 }  // namespace cpi_cap
+
+// The SA's CapabilityMask2 bits (27-bit field).
+namespace cpi_cap2 {
+inline constexpr std::uint32_t kSaQos = 1u << 1;
+inline constexpr std::uint32_t kSaReversePathPKey = 1u << 2;
+inline constexpr std::uint32_t kSaMulticastFdbTop = 1u << 3;
+inline constexpr std::uint32_t kSaHierarchyInfo = 1u << 4;
+inline constexpr std::uint32_t kSaAliasGuids = 1u << 5;
+inline constexpr std::uint32_t kSaFullPortInfoRecord = 1u << 6;
+inline constexpr std::uint32_t kSaExtendedSpeeds = 1u << 7;
+inline constexpr std::uint32_t kSaMulticastServiceRecords = 1u << 8;
+inline constexpr std::uint32_t kSaPortInfoCapMask2Match = 1u << 10;
+inline constexpr std::uint32_t kSaSendOnlyFullMember = 1u << 12;
+inline constexpr std::uint32_t kSaLinkWidth2x = 1u << 13;
+inline constexpr std::uint32_t kSaLinkSpeedHdr = 1u << 15;
+inline constexpr std::uint32_t kSaLinkSpeedNdr = 1u << 17;
+}  // namespace cpi_cap2
 
 struct ClassPortInfo {
   std::uint8_t base_version;

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 #include "madengine/wire/endian.hpp"
 
@@ -46,6 +47,21 @@ struct ServiceRecord {
   std::array<be16, 8> service_data16;
   std::array<be32, 4> service_data32;
   std::array<be64, 2> service_data64;
+
+  // The name up to its first NUL (all 64 bytes when none).
+  std::string_view name() const noexcept {
+    const auto* p = reinterpret_cast<const char*>(service_name.data());
+    std::size_t n = 0;
+    while (n < service_name.size() && p[n] != '\0') ++n;
+    return {p, n};
+  }
+  // NUL-pads the name; false (name unchanged) if longer than 64 bytes.
+  bool set_name(std::string_view n) noexcept {
+    if (n.size() > service_name.size()) return false;
+    service_name.fill(0);
+    for (std::size_t i = 0; i < n.size(); ++i) service_name[i] = static_cast<std::uint8_t>(n[i]);
+    return true;
+  }
 };
 static_assert(sizeof(ServiceRecord) == 176 && alignof(ServiceRecord) == 1);
 static_assert(offsetof(ServiceRecord, service_gid) == 8);
