@@ -8,6 +8,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "madengine/wire/smp.hpp"
+#include "madengine/wire/smp/node_description.hpp"
+#include "madengine/wire/smp/node_info.hpp"
+#include "madengine/wire/smp/port_info.hpp"
+#include "madengine/wire/smp/switch_info.hpp"
+
 namespace madengine::fabric {
 
 using NodeId = std::uint32_t;
@@ -25,6 +31,7 @@ struct Port {
   std::uint8_t mtu = 0;
   std::uint8_t vl_cap = 0;
   std::uint8_t state = 0;      // PortState
+  wire::PortInfo info{};       // as last read (discovery) or programmed (bring-up)
   bool linked() const noexcept { return peer != kNoNode; }
 };
 
@@ -39,6 +46,11 @@ struct Node {
   std::uint8_t lmc = 0;
   // CA ports carry their own LIDs; index = port number.
   std::vector<std::uint16_t> port_lids;
+  // Raw attributes as discovery read them (the SA serves records from these).
+  wire::NodeInfo node_info{};
+  wire::NodeDescription node_desc{};
+  wire::SwitchInfo switch_info{};  // switches only
+  wire::DrPath dr_path{};          // how the SM reaches this node
 
   bool is_switch() const noexcept { return kind == NodeKind::kSwitch; }
   std::uint8_t num_ports() const noexcept {

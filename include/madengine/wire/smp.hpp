@@ -106,10 +106,20 @@ struct DrPath {
 
 // Checks the parts of a DR SMP that a forwarder trusts: hop count within the
 // path array and a hop pointer no further than one past the end (IBA 14.2.2).
+// A hop pointer of hop_count + 1 (up to 64) marks a finished outbound walk:
+// index the 64-entry paths only with a pointer <= hop_count.
 constexpr MadError validate(const DrSmp& smp) noexcept {
   if (smp.hdr.base_version != 1) return MadError::kBadBaseVersion;
+  if (smp.hdr.class_version != 1) return MadError::kBadClassVersion;
   if (smp.hop_count() > kDrHopsMax) return MadError::kBadHopPointer;
   if (smp.hop_pointer() > smp.hop_count() + 1) return MadError::kBadHopPointer;
+  return MadError::kOk;
+}
+
+// A LID-routed SMP: base and class version 1.
+constexpr MadError validate(const Smp& smp) noexcept {
+  if (smp.hdr.base_version != 1) return MadError::kBadBaseVersion;
+  if (smp.hdr.class_version != 1) return MadError::kBadClassVersion;
   return MadError::kOk;
 }
 

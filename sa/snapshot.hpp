@@ -1,0 +1,69 @@
+// An immutable view of the subnet that the SM publishes after each routing
+// pass (one epoch) and the SA answers every query from: the fabric with its
+// raw attributes, the LFTs, the path-record database and lookup indexes.
+// Publication is one atomic pointer swap, so the SA never waits for the SM.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "madengine/fabric/fabric.hpp"
+#include "madengine/fabric/lft.hpp"
+#include "sa/paths/path_db.hpp"
+
+namespace madengine::sa {
+
+// The master SM as the SA reports it (SMInfoRecord, ClassPortInfo, Reports).
+struct SmIdentity {
+  std::uint64_t port_guid = 0;
+  std::uint16_t lid = 0;
+  std::uint8_t sl = 0;
+  std::uint8_t priority = 0;
+  std::uint8_t state = 0;  // SmState
+  std::uint64_t sm_key = 0;
+  std::uint32_t act_count = 0;
+  std::uint8_t subnet_timeout = 0x12;
+};
+
+struct Snapshot {
+  std::uint64_t epoch = 0;
+  fabric::Fabric fabric;
+  std::vector<fabric::Lft> lfts;
+  std::uint16_t top_lid = 0;
+  PathDb paths;
+  SmIdentity sm;
+  std::uint64_t subnet_prefix = 0xfe80000000000000ull;
+  // Indexes built once per epoch by index().
+  std::vector<fabric::EndPort> by_lid;  // LID -> end port (every LID of an LMC block)
+  std::unordered_map<std::uint64_t, fabric::EndPort> by_port_guid;
+  std::unordered_map<std::uint64_t, fabric::NodeId> by_node_guid;
+
+  // Fills the indexes from `fabric`; call before publishing.
+  void index();
+  const fabric::EndPort* end_port_by_lid(std::uint16_t lid) const noexcept {
+    return lid < by_lid.size() && by_lid[lid].node != fabric::kNoNode ? &by_lid[lid] : nullptr;
+  }
+};
+
+// Where the SM publishes and the SA reads. Readers keep the shared_ptr for
+// the duration of a query (or a batch), so an epoch outlives its readers.
+class SnapshotStore {
+ public:
+  void publish(std::shared_ptr<const Snapshot> s) noexcept {
+    const std::uint64_t e = s ? s->epoch : 0;
+    current_.store(std::move(s), std::memory_order_release);  // pairs with the acquire in current()
+    epoch_.store(e, std::memory_order_release);
+  }
+  std::shared_ptr<const Snapshot> current() const noexcept { return current_.load(std::memory_order_acquire); }
+  // A cheap check for readers that cache the pointer: reload when it changes.
+  std::uint64_t epoch() const noexcept { return epoch_.load(std::memory_order_acquire); }
+
+ private:
+  std::atomic<std::shared_ptr<const Snapshot>> current_;
+  std::atomic<std::uint64_t> epoch_{0};
+};
+
+}  // namespace madengine::sa
