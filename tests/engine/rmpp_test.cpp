@@ -257,7 +257,9 @@ void round_trip(std::uint32_t segments, Faults faults, std::uint64_t seed, bool 
   }
   EXPECT_EQ(link.sender.active(), 0u);
   EXPECT_EQ(link.receiver.active(), 0u);
-  if (faults.loss_data > 0 && segments >= 100) EXPECT_GT(link.sender.counters().segments_resent, 0u);
+  if (faults.loss_data > 0 && segments >= 100) {
+    EXPECT_GT(link.sender.counters().segments_resent, 0u);
+  }
 }
 
 TEST(Rmpp, RoundTripsWithoutFaults) {
