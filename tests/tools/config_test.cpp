@@ -1,0 +1,85 @@
+// The daemon's configuration: defaults, every section parsed, and bad input
+// rejected with a message naming the line.
+#include "config.hpp"
+
+#include <gtest/gtest.h>
+
+namespace madengine::daemon {
+namespace {
+
+TEST(Config, EmptyFileGivesDefaults) {
+  const Config c = parse_config("", "empty.toml");
+  EXPECT_EQ(c.engine.cores, 2u);
+  EXPECT_EQ(c.transport.kind, TransportKind::kSim);
+  EXPECT_EQ(c.sm.sm_key, 1u);
+  EXPECT_EQ(c.sm.routing, "minhop");
+  EXPECT_NO_THROW(validate(c));
+}
+
+TEST(Config, EverySectionIsRead) {
+  const Config c = parse_config(R"(
+[engine]
+cores = 4
+pin = false
+[transport]
+kind = "umad"
+ca = "mlx5_0"
+port = 1
+[sm]
+priority = 3
+sm_key = 0x1234
+guid2lid = "/tmp/g2l"
+lmc = 2
+routing = "updn"
+roots = ["0x0002c90300001234", "0x10"]
+sweep_interval_ms = 100
+[sa]
+queue_depth = 64
+[log]
+level = "debug"
+)",
+                                "full.toml");
+  EXPECT_EQ(c.engine.cores, 4u);
+  EXPECT_FALSE(c.engine.pin);
+  EXPECT_EQ(c.transport.kind, TransportKind::kUmad);
+  EXPECT_EQ(c.transport.ca, "mlx5_0");
+  EXPECT_EQ(c.sm.priority, 3u);
+  EXPECT_EQ(c.sm.sm_key, 0x1234u);
+  EXPECT_EQ(c.sm.lmc, 2u);
+  EXPECT_EQ(c.sm.routing, "updn");
+  ASSERT_EQ(c.sm.roots.size(), 2u);
+  EXPECT_EQ(c.sm.roots[0], 0x0002c90300001234u);
+  EXPECT_EQ(c.sa.queue_depth, 64u);
+  EXPECT_EQ(c.log.level, "debug");
+}
+
+void expect_error(const std::string& text, const std::string& fragment) {
+  try {
+    parse_config(text, "bad.toml");
+    FAIL() << "accepted: " << text;
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(Config, BadInputNamesTheLine) {
+  expect_error("[engine]\ncores = 0\n", "bad.toml:2: engine.cores = 0 is outside 1..256");
+  expect_error("[engine]\n\ncorez = 2\n", "bad.toml:3: unknown key engine.corez");
+  expect_error("[transport]\nkind = \"verbs\"\n", "bad.toml:2: transport.kind must be");
+  expect_error("[sm]\nrouting = \"dor\"\n", "bad.toml:2: sm.routing must be");
+  expect_error("[sm]\nroots = [\"zz\"]\n", "bad.toml:2: sm.roots: not a GUID");
+  expect_error("[sm]\npriority = \"high\"\n", "bad.toml:2: sm.priority must be an integer");
+  expect_error("[nonsense]\n", "bad.toml:1: unknown section [nonsense]");
+  expect_error("[engine\ncores = 2\n", "bad.toml:1:");
+  expect_error("[log]\nlevel = \"loud\"\n", "bad.toml:2: log.level");
+}
+
+TEST(Config, RelationsAreChecked) {
+  Config c;
+  c.sm.smps_per_node_max = 100;
+  c.sm.smps_in_flight_max = 10;
+  EXPECT_THROW(validate(c), ConfigError);
+}
+
+}  // namespace
+}  // namespace madengine::daemon
