@@ -83,3 +83,22 @@ TEST(Config, RelationsAreChecked) {
 
 }  // namespace
 }  // namespace madengine::daemon
+
+namespace madengine::daemon {
+namespace {
+
+// The shipped example lists every key with its default value.
+TEST(Config, ShippedExampleEqualsTheDefaults) {
+  const Config file = load_config_file(MADENGINE_EXAMPLE_CONFIG);
+  const Config defaults;
+  EXPECT_EQ(file.engine.cores, defaults.engine.cores);
+  EXPECT_EQ(file.transport.generate, defaults.transport.generate);
+  EXPECT_EQ(file.sm.guid2lid, defaults.sm.guid2lid);
+  EXPECT_EQ(file.sm.smps_in_flight_max, defaults.sm.smps_in_flight_max);
+  EXPECT_EQ(file.sm.subnet_timeout, defaults.sm.subnet_timeout);
+  EXPECT_EQ(file.sa.queue_depth, defaults.sa.queue_depth);
+  EXPECT_EQ(file.log.level, defaults.log.level);
+}
+
+}  // namespace
+}  // namespace madengine::daemon
