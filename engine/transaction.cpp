@@ -1,5 +1,5 @@
 // The transaction manager (see transaction.hpp). A TID's low half is
-// core(4) | generation | slot, so a response finds its transaction in O(1)
+// core(kTidCoreBits) | generation | slot (dispatch.hpp's layout), so a response finds its transaction in O(1)
 // and a late duplicate (older generation) never matches a newer request.
 #include "madengine/engine/transaction.hpp"
 
@@ -23,19 +23,21 @@ const char* to_string(TxnStatus s) noexcept {
 }
 
 namespace {
-constexpr std::uint32_t kSlotBitsMax = 20;  // leaves >= 8 generation bits below the core id
+constexpr std::uint32_t kSlotBitsMax = 20;  // leaves >= 4 generation bits below the core id
+static_assert(kTidSeqBits >= kSlotBitsMax + 4, "TID sequence too narrow for slots plus a generation");
+// Every TransactionConfig::core_id (8 bits) fits the TID's core field.
+static_assert(kCoresMax >= 256, "TransactionConfig::core_id is wider than kTidCoreBits");
 }
 
 TransactionManager::TransactionManager(const Clock& clock, TxSink& tx, TransactionConfig cfg)
     : clock_(clock), tx_(tx), cfg_(cfg), timers_(cfg.window_max + cfg.queue_max) {
-  if (cfg.core_id > 15) throw std::invalid_argument("TransactionConfig.core_id must be 0..15 (4 TID bits)");
   if (cfg.window_max == 0 || cfg.window_per_dest_max == 0)
     throw std::invalid_argument("TransactionConfig windows must be >= 1");
   const std::uint32_t slots = cfg.window_max + cfg.queue_max;
   slot_bits_ = std::max(1u, static_cast<std::uint32_t>(std::bit_width(slots - 1)));
   if (slot_bits_ > kSlotBitsMax)
     throw std::invalid_argument("TransactionConfig window_max + queue_max must be <= 2^20");
-  generation_mask_ = (1u << (28 - slot_bits_)) - 1;
+  generation_mask_ = (1u << (kTidSeqBits - slot_bits_)) - 1;
   txns_.resize(slots);
   for (std::uint32_t i = 0; i < slots; ++i) txns_[i].next_free = i + 1 < slots ? i + 1 : kNone;
   free_head_ = 0;
@@ -177,7 +179,7 @@ TxnStatus TransactionManager::submit(const MadBuf& req, RequestOptions opts, std
   t.opts.backoff_factor = std::max<std::uint8_t>(opts.backoff_factor, 1);
   t.timeout_ns = std::min<Nanos>(std::max<std::uint32_t>(opts.timeout_ms, 1), opts.timeout_max_ms) * kNanosPerMilli;
   t.generation = (t.generation + 1) & generation_mask_;
-  t.tid_low = (std::uint32_t{cfg_.core_id} << 28) | (t.generation << slot_bits_) | slot;
+  t.tid_low = make_tid_low(cfg_.core_id, (t.generation << slot_bits_) | slot);
   t.req.hdr().tid = wire::be64::from(wire_tid(t));
   t.req.cookie = t.tid_low;
   t.key = key_of(req);
@@ -306,13 +308,21 @@ bool TransactionManager::on_response(const MadBuf& resp) noexcept {
   const auto low = static_cast<std::uint32_t>(h.tid.get());
   const std::uint32_t slot = low & ((1u << slot_bits_) - 1);
   const bool is_response = h.is_response() || h.method == wire::method::kTrapRepress;
-  if (!is_response || (low >> 28) != cfg_.core_id || slot >= txns_.size() ||
+  if (!is_response || tid_core(low) != cfg_.core_id || slot >= txns_.size() ||
       txns_[slot].state != State::kInFlight || txns_[slot].tid_low != low ||
       txns_[slot].req.hdr().mgmt_class != h.mgmt_class) {
     ++counters_.unmatched;
     return false;
   }
   complete(slot, TxnStatus::kOk, &resp, clock_.now_ns());
+  return true;
+}
+
+bool TransactionManager::cancel(std::uint64_t tid) noexcept {
+  const auto low = static_cast<std::uint32_t>(tid);
+  const std::uint32_t slot = low & ((1u << slot_bits_) - 1);
+  if (slot >= txns_.size() || txns_[slot].state == State::kFree || txns_[slot].tid_low != low) return false;
+  complete(slot, TxnStatus::kCancelled, nullptr, clock_.now_ns());
   return true;
 }
 

@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "madengine/engine/dispatch.hpp"
 #include "madengine/wire/smp.hpp"
 
 namespace madengine {
@@ -268,6 +269,24 @@ TEST(Transaction, ResendAllAndFailAllReportTheirTids) {
   EXPECT_FALSE(rig.txn.on_response(response_to(rig.sink.sent[0])));
 }
 
+TEST(Transaction, CancelByTidWithdrawsQueuedAndInFlightRequests) {
+  Completion done;
+  Rig rig(TransactionConfig{.window_max = 1, .window_per_dest_max = 1, .queue_max = 4});
+  ASSERT_EQ(rig.txn.request(lid_get(1), {}, &Completion::cb, &done), TxnStatus::kOk);
+  ASSERT_EQ(rig.txn.request(lid_get(2), {}, &Completion::cb, &done), TxnStatus::kOk);
+  const std::uint64_t first = rig.sink.sent[0].hdr().tid.get();
+  ASSERT_TRUE(rig.txn.cancel(first));
+  EXPECT_FALSE(rig.txn.cancel(first));
+  ASSERT_EQ(done.results.size(), 1u);
+  EXPECT_EQ(done.results[0].status, TxnStatus::kCancelled);
+  EXPECT_EQ(done.results[0].tid, first);
+  rig.txn.poll(rig.clock.now_ns());  // the queued one takes the window
+  ASSERT_EQ(rig.sink.sent.size(), 2u);
+  EXPECT_FALSE(rig.txn.on_response(response_to(rig.sink.sent[0])));  // late answer to the cancelled one
+  EXPECT_TRUE(rig.txn.on_response(response_to(rig.sink.sent[1])));
+  EXPECT_EQ(rig.txn.counters().cancelled, 1u);
+}
+
 TEST(Transaction, CallbackMayResubmitDuringFailAll) {
   struct Resubmit {
     TransactionManager* txn = nullptr;
@@ -366,7 +385,6 @@ TEST(Transaction, ManagerShutdownResumesTasksWithCancelled) {
 TEST(Transaction, BadConfigurationIsRejected) {
   ManualClock clock;
   MemSink sink;
-  EXPECT_THROW(TransactionManager(clock, sink, TransactionConfig{.core_id = 16}), std::invalid_argument);
   EXPECT_THROW(TransactionManager(clock, sink, TransactionConfig{.window_max = 0}), std::invalid_argument);
   EXPECT_THROW(TransactionManager(clock, sink, TransactionConfig{.window_max = 1u << 20, .queue_max = 1u << 20}),
                std::invalid_argument);
@@ -427,6 +445,37 @@ TEST(Transaction, RandomLossAndDuplicatesCompleteEachRequestOnce) {
   EXPECT_GT(c.retried, 0u);
   EXPECT_GT(c.unmatched, 0u);
   EXPECT_EQ(rig.txn.in_flight(), 0u);
+}
+
+// The TID layout is the Dispatcher's: a response to a request that core 1's
+// (or core 200's) manager sent is routed to that core's response hook, and
+// that manager matches it.
+TEST(Transaction, DispatcherRoutesResponsesToTheSendingCore) {
+  struct Hook final : MadHandler {
+    void on_mad(MadBuf&, CoreContext&) noexcept override {}
+  };
+  for (const std::uint8_t core : {std::uint8_t{1}, std::uint8_t{200}}) {
+    Completion done;
+    Rig rig(TransactionConfig{.core_id = core});
+    Dispatcher d(static_cast<std::uint16_t>(core + 1));
+    Hook hook0, hook_core;
+    d.set_response_hook(0, hook0);
+    d.set_response_hook(core, hook_core);
+    for (int i = 0; i < 20; ++i)  // many slots and generations
+      ASSERT_EQ(rig.txn.request(dr_get({1, static_cast<std::uint8_t>(i % 5 + 1)}), {}, &Completion::cb, &done),
+                TxnStatus::kOk);
+    ASSERT_EQ(rig.sink.sent.size(), 20u);  // 5 destinations x window 4
+    for (std::size_t k = 0; k < rig.sink.sent.size(); ++k) {
+      MadBuf resp = response_to(rig.sink.sent[k]);
+      const Route r = d.route(resp);
+      EXPECT_EQ(r.verdict, DispatchVerdict::kResponse);
+      EXPECT_EQ(r.core, core);
+      EXPECT_EQ(r.handler, &hook_core);
+      EXPECT_EQ(TransactionManager::core_of_tid(resp.hdr().tid.get()), tid_core(resp.hdr().tid.get()));
+      EXPECT_TRUE(rig.txn.on_response(resp));
+    }
+    EXPECT_EQ(done.results.size(), 20u);
+  }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The per-core transaction manager: owns the low 32 bits of every TID this
-// core sends, windows of requests in flight (per destination and in all),
+// core sends (core id, slot generation, slot; the high half belongs to the
+// kernel/umad agent and is ignored when matching), windows of requests in flight (per destination and in all),
 // a bounded wait queue, timeouts with retries and back-off, and matching of
 // responses. Tasks `co_await txn.request(mad, opts)`; other code passes a
 // callback. Single-threaded (owner core only); all tables sized at start-up.
@@ -10,9 +11,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "madengine/engine/clock.hpp"
+#include "madengine/engine/dispatch.hpp"
 #include "madengine/engine/mad_buf.hpp"
 #include "madengine/engine/poller.hpp"
 #include "madengine/engine/scheduler.hpp"
@@ -54,7 +57,7 @@ struct TxnResult {
 using TxnCallback = void (*)(void* user, const TxnResult& result) noexcept;
 
 struct TransactionConfig {
-  std::uint8_t core_id = 0;                // 0..15: the top 4 bits of every TID's low half
+  std::uint8_t core_id = 0;                // the top kTidCoreBits of every TID's low half (dispatch.hpp)
   std::uint32_t window_max = 256;          // requests in flight on this core
   std::uint32_t window_per_dest_max = 4;   // in flight to one LID or one DR path
   std::uint32_t queue_max = 4096;          // requests waiting for a window
@@ -92,6 +95,11 @@ class TransactionManager final : public Poller {
   // will run), otherwise the immediate failure (no callback).
   TxnStatus request(const MadBuf& req, RequestOptions opts, TxnCallback cb, void* user) noexcept;
 
+  // Withdraws a request by its wire TID (as a TxnResult or the sink saw it):
+  // it completes with kCancelled now and a late response is ignored. False if
+  // no request with that TID is outstanding.
+  bool cancel(std::uint64_t tid) noexcept;
+
   // Offers a received MAD; true if it completed one of our transactions.
   bool on_response(const MadBuf& resp) noexcept;
 
@@ -111,8 +119,9 @@ class TransactionManager final : public Poller {
   std::uint32_t in_flight_to(const MadBuf& req) const noexcept;
   std::uint8_t core_id() const noexcept { return cfg_.core_id; }
   // The core a TID (low half) belongs to: lets a dispatcher route responses.
+  // Same layout as the Dispatcher's tid_core(), which it delegates to.
   static std::uint8_t core_of_tid(std::uint64_t tid) noexcept {
-    return static_cast<std::uint8_t>((tid >> 28) & 0xf);
+    return static_cast<std::uint8_t>(tid_core(tid));
   }
 
   class RequestAwaiter : detail::CancelHook {
@@ -126,7 +135,7 @@ class TransactionManager final : public Poller {
       ctx_ = detail::context_of(h);
       return mgr_->start_await(*this, h);
     }
-    TxnResult await_resume() noexcept { return result_; }
+    TxnResult await_resume() noexcept { return std::move(result_); }
 
    private:
     friend class TransactionManager;
