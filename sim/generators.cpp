@@ -18,7 +18,9 @@ void check_radix(unsigned k) {
 
 std::string name(const char* base, unsigned a) { return std::string(base) + "-" + std::to_string(a); }
 std::string name(const char* base, unsigned a, unsigned b) { return name(base, a) + "-" + std::to_string(b); }
-std::string name(const char* base, unsigned a, unsigned b, unsigned c) { return name(base, a, b) + "-" + std::to_string(c); }
+std::string name(const char* base, unsigned a, unsigned b, unsigned c) {
+  return name(base, a, b) + "-" + std::to_string(c);
+}
 
 // Builds a 2-level tree into `t` with ids prefixed by `prefix`; returns the
 // spine indices and the first host.
@@ -35,7 +37,8 @@ Tree2 add_fat_tree_2level(Topology& t, const FatTree2Spec& s, const std::string&
   if (hosts + half > s.k) throw std::invalid_argument("hosts per leaf + k/2 uplinks exceed the radix");
   Tree2 r;
   for (unsigned i = 0; i < half; ++i)
-    r.spines.push_back(t.add_node(NodeType::kSwitch, static_cast<std::uint8_t>(spine_ports), prefix + name("spine", i)));
+    r.spines.push_back(
+        t.add_node(NodeType::kSwitch, static_cast<std::uint8_t>(spine_ports), prefix + name("spine", i)));
   std::vector<std::uint32_t> leaf_ids;
   for (unsigned l = 0; l < leaves; ++l) {
     const auto leaf = t.add_node(NodeType::kSwitch, static_cast<std::uint8_t>(s.k), prefix + name("leaf", l));
@@ -91,7 +94,8 @@ Topology make_fat_tree_3level(const FatTree3Spec& spec) {
     // agg a upper port half+j+1 <-> core a*half+j port p+1
     for (unsigned a = 0; a < half; ++a)
       for (unsigned j = 0; j < half; ++j)
-        t.connect(agg[a], static_cast<std::uint8_t>(half + j + 1), core[a * half + j], static_cast<std::uint8_t>(p + 1));
+        t.connect(agg[a], static_cast<std::uint8_t>(half + j + 1), core[a * half + j],
+                  static_cast<std::uint8_t>(p + 1));
   }
   return t;
 }
@@ -141,8 +145,9 @@ Topology make_random(const RandomSpec& s) {
     if (x == y) continue;
     link(want[x], want[y]);
     const unsigned a = want[x], b = want[y];
-    want.erase(std::remove_if(want.begin(), want.end(), [&](unsigned v) { return (v == a || v == b) && used[v] >= degree; }),
-               want.end());
+    want.erase(
+        std::remove_if(want.begin(), want.end(), [&](unsigned v) { return (v == a || v == b) && used[v] >= degree; }),
+        want.end());
   }
   for (unsigned i = 0; i < s.switches; ++i)
     for (unsigned h = 0; h < s.hosts_per_switch; ++h) {

@@ -30,18 +30,24 @@ std::string hex64(std::uint64_t v) {
 
 const char* type_keyword(NodeType t) noexcept {
   switch (t) {
-    case NodeType::kSwitch: return "Switch";
-    case NodeType::kCa: return "Hca";
-    case NodeType::kRouter: return "Rt";
+    case NodeType::kSwitch:
+      return "Switch";
+    case NodeType::kCa:
+      return "Hca";
+    case NodeType::kRouter:
+      return "Rt";
   }
   return "?";
 }
 
 const char* guid_keyword(NodeType t) noexcept {
   switch (t) {
-    case NodeType::kSwitch: return "switchguid";
-    case NodeType::kCa: return "caguid";
-    case NodeType::kRouter: return "rtguid";
+    case NodeType::kSwitch:
+      return "switchguid";
+    case NodeType::kCa:
+      return "caguid";
+    case NodeType::kRouter:
+      return "rtguid";
   }
   return "?";
 }
@@ -73,8 +79,8 @@ bool parse_uint(std::string_view s, std::uint64_t& out, std::size_t* used = null
 }  // namespace
 
 std::uint8_t active_width(std::uint8_t a, std::uint8_t b) noexcept {
-  static constexpr std::uint8_t kOrder[] = {link_width::k12x, link_width::k8x, link_width::k4x,
-                                            link_width::k2x, link_width::k1x};
+  static constexpr std::uint8_t kOrder[] = {link_width::k12x, link_width::k8x, link_width::k4x, link_width::k2x,
+                                            link_width::k1x};
   return pick_best(static_cast<std::uint8_t>(a & b), kOrder);
 }
 std::uint8_t active_speed(std::uint8_t a, std::uint8_t b) noexcept {
@@ -82,8 +88,8 @@ std::uint8_t active_speed(std::uint8_t a, std::uint8_t b) noexcept {
   return pick_best(static_cast<std::uint8_t>(a & b), kOrder);
 }
 std::uint8_t active_speed_ext(std::uint8_t a, std::uint8_t b) noexcept {
-  static constexpr std::uint8_t kOrder[] = {link_speed_ext::kNdr, link_speed_ext::kHdr,
-                                            link_speed_ext::kEdr, link_speed_ext::kFdr};
+  static constexpr std::uint8_t kOrder[] = {link_speed_ext::kNdr, link_speed_ext::kHdr, link_speed_ext::kEdr,
+                                            link_speed_ext::kFdr};
   return pick_best(static_cast<std::uint8_t>(a & b), kOrder);
 }
 
@@ -110,8 +116,8 @@ TopologyError::TopologyError(std::string file, std::size_t line, const std::stri
 
 // ---- Topology -------------------------------------------------------------
 
-std::uint32_t Topology::add_node(NodeType type, std::uint8_t num_ports, std::string id,
-                                 std::string description, std::uint64_t node_guid) {
+std::uint32_t Topology::add_node(NodeType type, std::uint8_t num_ports, std::string id, std::string description,
+                                 std::uint64_t node_guid) {
   if (num_ports == 0) throw std::invalid_argument("node \"" + id + "\" has no ports");
   if (id.empty()) throw std::invalid_argument("empty node id");
   if (by_id_.count(id)) throw std::invalid_argument("duplicate node id \"" + id + "\"");
@@ -212,7 +218,8 @@ class TopologyParser {
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
 
       if (cur && (starts_with(line, "[") || starts_with(line, "@"))) {
-        if (++port_lines > cur->num_ports) fail("more port lines than the node's " + std::to_string(cur->num_ports) + " ports");
+        if (++port_lines > cur->num_ports)
+          fail("more port lines than the node's " + std::to_string(cur->num_ports) + " ports");
         parse_port_line(line, cur_idx, claims_begin);
         continue;
       }
@@ -263,8 +270,9 @@ class TopologyParser {
       } else if (starts_with(line, "pdebug")) {
         continue;
       } else {
-        fail("unrecognised line (expected a node header such as 'Switch 8 \"name\"', a port line '[1] \"peer\"[2]', "
-             "a '# comment' or an assignment such as 'switchguid=0x...')");
+        fail(
+            "unrecognised line (expected a node header such as 'Switch 8 \"name\"', a port line '[1] \"peer\"[2]', "
+            "a '# comment' or an assignment such as 'switchguid=0x...')");
       }
       cur = &topo_.nodes[cur_idx];
       port_lines = 0;
@@ -329,7 +337,8 @@ class TopologyParser {
       fail("node header: expected a port count 1..254 before the quoted id");
     std::string_view id = quoted(line, pos, "node id");
     if (id.empty()) fail("node header: empty node id");
-    if (id.find_first_of("#@") != std::string_view::npos) fail("node id \"" + std::string(id) + "\": '#' and '@' are reserved");
+    if (id.find_first_of("#@") != std::string_view::npos)
+      fail("node id \"" + std::string(id) + "\": '#' and '@' are reserved");
     // Optional "# "desc" [enhanced|base] port 0 lid N lmc M".
     std::string_view rest = line.substr(pos);
     std::string desc;
@@ -398,7 +407,8 @@ class TopologyParser {
     std::size_t used = 0;
     if (!parse_uint(line.substr(1, line.find(']') - 1), port, &used)) fail("port line: expected '[<port number>]'");
     if (port == 0 || port > n.num_ports)
-      fail("port " + std::to_string(port) + " out of range 1.." + std::to_string(n.num_ports) + " for node \"" + n.id + "\"");
+      fail("port " + std::to_string(port) + " out of range 1.." + std::to_string(n.num_ports) + " for node \"" + n.id +
+           "\"");
     TopoPort& tp = n.ports[port];
     for (std::size_t i = claims_begin; i < claims_.size(); ++i)
       if (claims_[i].port == port) fail("port " + std::to_string(port) + " listed twice");
@@ -409,7 +419,8 @@ class TopologyParser {
     if (pos < line.size() && line[pos] == '(') {
       const auto e = line.find(')', pos);
       std::uint64_t g = 0;
-      if (e == std::string_view::npos || !parse_hex(line.substr(pos + 1, e - pos - 1), g)) fail("port line: bad '(port GUID)'");
+      if (e == std::string_view::npos || !parse_hex(line.substr(pos + 1, e - pos - 1), g))
+        fail("port line: bad '(port GUID)'");
       if (n.type != NodeType::kSwitch) tp.guid = g;
       pos = e + 1;
     }
@@ -432,7 +443,8 @@ class TopologyParser {
     std::string_view opts = rest.substr(0, hash);
     parse_port_options(opts, tp);
     if (hash != std::string_view::npos) parse_connection_data(rest.substr(hash), n, tp);
-    claims_.push_back({node_idx, static_cast<std::uint8_t>(port), std::string(peer), static_cast<std::uint8_t>(peer_port), line_no_});
+    claims_.push_back(
+        {node_idx, static_cast<std::uint8_t>(port), std::string(peer), static_cast<std::uint8_t>(peer_port), line_no_});
   }
 
   static bool parse_hex(std::string_view s, std::uint64_t& v) noexcept {
@@ -475,7 +487,8 @@ class TopologyParser {
     const auto last_quote = comment.rfind('"');
     const auto l = comment.find("lid ", last_quote == std::string_view::npos ? 0 : last_quote);
     if (n.type != NodeType::kSwitch) {
-      if (const auto f = comment.find("lid "); f != std::string_view::npos && f < last_quote && last_quote != std::string_view::npos) {
+      if (const auto f = comment.find("lid ");
+          f != std::string_view::npos && f < last_quote && last_quote != std::string_view::npos) {
         std::uint64_t v = 0;
         if (parse_uint(comment.substr(f + 4, comment.find_first_of(" \t", f + 4) - f - 4), v) && v <= 0xffff)
           tp.lid = static_cast<std::uint16_t>(v);
@@ -497,12 +510,23 @@ class TopologyParser {
     std::string_view speed = s.substr(x + 1);
     speed = speed.substr(0, speed.find_first_of(" \t"));
     switch (w) {
-      case 1: tp.width_enabled = link_width::k1x; break;
-      case 2: tp.width_enabled = link_width::k2x; break;
-      case 4: tp.width_enabled = link_width::k1x | link_width::k4x; break;
-      case 8: tp.width_enabled = link_width::k8x; break;
-      case 12: tp.width_enabled = link_width::k1x | link_width::k4x | link_width::k12x; break;
-      default: fail("port comment: link width must be 1x, 2x, 4x, 8x or 12x");
+      case 1:
+        tp.width_enabled = link_width::k1x;
+        break;
+      case 2:
+        tp.width_enabled = link_width::k2x;
+        break;
+      case 4:
+        tp.width_enabled = link_width::k1x | link_width::k4x;
+        break;
+      case 8:
+        tp.width_enabled = link_width::k8x;
+        break;
+      case 12:
+        tp.width_enabled = link_width::k1x | link_width::k4x | link_width::k12x;
+        break;
+      default:
+        fail("port comment: link width must be 1x, 2x, 4x, 8x or 12x");
     }
     constexpr std::uint8_t kSdrDdrQdr = link_speed::kSdr | link_speed::kDdr | link_speed::kQdr;
     if (speed == "SDR") {
@@ -544,8 +568,8 @@ class TopologyParser {
         if (b->port == c.peer_port) back = b;
       const TopoNode& me = topo_.nodes[c.node];
       if (!back)
-        fail_at(c.line, "\"" + c.peer + "\"[" + std::to_string(c.peer_port) + "] does not list the link back to \"" + me.id +
-                            "\"[" + std::to_string(c.port) + "]");
+        fail_at(c.line, "\"" + c.peer + "\"[" + std::to_string(c.peer_port) + "] does not list the link back to \"" +
+                            me.id + "\"[" + std::to_string(c.port) + "]");
       if (back->peer != me.id || back->peer_port != c.port)
         fail_at(c.line, "\"" + me.id + "\"[" + std::to_string(c.port) + "] says it connects to \"" + c.peer + "\"[" +
                             std::to_string(c.peer_port) + "] but that port lists \"" + back->peer + "\"[" +

@@ -56,15 +56,15 @@ struct TopoPort {
 
 struct TopoNode {
   NodeType type = NodeType::kCa;
-  std::uint8_t num_ports = 0;    // external ports; a switch also has port 0
-  bool hosts_sm = false;         // a generator's hint: an SM is meant to run here
-  bool enhanced_port0 = false;   // SwitchInfo.EnhancedPort0 ("enhanced port 0")
-  std::uint32_t vendor_id = 0;   // 24 bits
+  std::uint8_t num_ports = 0;   // external ports; a switch also has port 0
+  bool hosts_sm = false;        // a generator's hint: an SM is meant to run here
+  bool enhanced_port0 = false;  // SwitchInfo.EnhancedPort0 ("enhanced port 0")
+  std::uint32_t vendor_id = 0;  // 24 bits
   std::uint16_t device_id = 0;
   std::uint64_t node_guid = 0;
   std::uint64_t system_guid = 0;
-  std::string id;           // the quoted node id, unique in the file
-  std::string description;  // NodeDescription; the id when the file gives none
+  std::string id;               // the quoted node id, unique in the file
+  std::string description;      // NodeDescription; the id when the file gives none
   std::vector<TopoPort> ports;  // index = port number, size num_ports + 1 (index 0: switch port 0)
 
   bool is_switch() const noexcept { return type == NodeType::kSwitch; }
@@ -107,8 +107,8 @@ class Topology {
 
   // Adds a node with GUIDs from `guids` (or the given node_guid when non-zero);
   // throws std::invalid_argument on a duplicate id or GUID.
-  std::uint32_t add_node(NodeType type, std::uint8_t num_ports, std::string id,
-                         std::string description = {}, std::uint64_t node_guid = 0);
+  std::uint32_t add_node(NodeType type, std::uint8_t num_ports, std::string id, std::string description = {},
+                         std::uint64_t node_guid = 0);
   // Connects two free ports; throws std::invalid_argument on a bad or busy port
   // or when the two ends share no width or speed.
   void connect(std::uint32_t a, std::uint8_t a_port, std::uint32_t b, std::uint8_t b_port);

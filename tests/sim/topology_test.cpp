@@ -1,13 +1,14 @@
 // Topology reader, writer and generators: every ibsim example parses, GUIDs
 // follow ibsim's allocation, errors name the line, and write/parse round-trips.
+#include "sim/topology.hpp"
+
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <set>
 #include <string>
 
-#include <gtest/gtest.h>
-
 #include "sim/generators.hpp"
-#include "sim/topology.hpp"
 
 using namespace madengine::sim;
 
@@ -133,8 +134,8 @@ Ca	1 "H-0002c90000000005"		# "mtx02 HCA-1"
 }
 
 TEST(Topology, PortOptions) {
-  const Topology t = parse_topology(
-      "Switch 4 \"s\"\n[1] \"h\"[1] w=8 s=4 e=3\n\nHca 1 \"h\"\n[1] \"s\"[1] w=10 s=6 e=1\n");
+  const Topology t =
+      parse_topology("Switch 4 \"s\"\n[1] \"h\"[1] w=8 s=4 e=3\n\nHca 1 \"h\"\n[1] \"s\"[1] w=10 s=6 e=1\n");
   EXPECT_EQ(active_width(t.nodes[0].ports[1].width_enabled, t.nodes[1].ports[1].width_enabled), link_width::k12x);
   EXPECT_EQ(active_speed(t.nodes[0].ports[1].speed_enabled, t.nodes[1].ports[1].speed_enabled), link_speed::kQdr);
   EXPECT_EQ(active_speed_ext(t.nodes[0].ports[1].speed_ext_enabled, t.nodes[1].ports[1].speed_ext_enabled),
@@ -147,7 +148,8 @@ TEST(Topology, ErrorsNameTheLine) {
   EXPECT_EQ(error_of("Switch 2 \"s\"\n[1] \"h\"[1]\n"), "t.net:2: unknown peer node \"h\"");
   EXPECT_EQ(error_of("Switch 2 \"s\"\n[1] \"h\"[1]\n\nHca 1 \"h\"\n"),
             "t.net:2: \"h\"[1] does not list the link back to \"s\"[1]");
-  EXPECT_EQ(error_of("# c\nSwitch x \"s\"\n"), "t.net:2: node header: expected a port count 1..254 before the quoted id");
+  EXPECT_EQ(error_of("# c\nSwitch x \"s\"\n"),
+            "t.net:2: node header: expected a port count 1..254 before the quoted id");
   EXPECT_EQ(error_of("Hca 1 \"h\"\nHca 1 \"h\"\n"), "t.net:2: duplicate node id \"h\"");
   EXPECT_EQ(error_of("bogus\n"),
             "t.net:1: unrecognised line (expected a node header such as 'Switch 8 \"name\"', a port line "

@@ -1,0 +1,312 @@
+// The in-process fabric: nodes, ports and links built from a Topology, an SMA
+// per node answering SubnGet/SubnSet, directed-route (IBA 14.2.2) and
+// LID-routed forwarding through the LFTs an SM programmed, endpoints where
+// engines and hosts attach, the simulator's clock and seeded fault injection.
+//
+// Single-threaded by design: everything (engines' polls included) runs on the
+// thread that drives the fabric, so a run replays exactly from its seed.
+// Memory: per-node and per-port state is struct-of-arrays for the fields the
+// forwarding loop touches (peer, state, LID), a compact record for the rest,
+// and tables (LFT, MFT, P_Key, SL2VL, VLArb, GUIDInfo) exist only once set.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "madengine/engine/clock.hpp"
+#include "madengine/engine/mad_buf.hpp"
+#include "madengine/engine/transport.hpp"
+#include "madengine/wire/smp.hpp"
+#include "madengine/wire/smp/port_info.hpp"
+#include "madengine/wire/smp/sm_info.hpp"
+#include "sim/event_queue.hpp"
+#include "sim/topology.hpp"
+
+namespace madengine::sim {
+
+using PortIdx = std::uint32_t;  // a port's index over the whole fabric
+inline constexpr PortIdx kNoPortIdx = 0xffffffffu;
+using EndpointId = std::uint32_t;
+inline constexpr EndpointId kNoEndpoint = 0xffffffffu;
+
+// Why the fabric dropped a packet; each has a counter.
+enum class DropReason : std::uint8_t {
+  kBadMad,         // header fails validation (base version, hop pointer/count)
+  kBadPath,        // DR path names a port the node lacks, or starts at another port
+  kNotSwitch,      // a DR path or LID route would continue through a CA
+  kLinkDown,       // no cable, or a port of the link is not physically up
+  kPortNotActive,  // LID-routed through a port that is not ACTIVE
+  kNoRoute,        // no LFT entry (255, above LinearFDBTop) or LID not on the reached port
+  kHopLimit,       // LID-routed loop
+  kNodeMuted,      // the node's SMA does not answer (fault)
+  kNodeDead,       // the node is dead (fault)
+  kLoss,           // random loss (fault)
+  kMKey,           // M_Key check failed: no response (IBA 14.2.4.1)
+  kNoAgent,        // nothing listens for this MAD at the reached port
+  kRxFull,         // the endpoint's receive queue is full
+  kCount,
+};
+const char* to_string(DropReason r) noexcept;
+
+struct FabricConfig {
+  Nanos hop_latency_ns = 100;             // per link traversal
+  Nanos sma_latency_ns = 1000;            // SMA processing per request
+  std::uint16_t linear_fdb_cap = 0xc000;  // ibsim 0.10 uses 30720
+  std::uint16_t multicast_fdb_cap = 1024;
+  std::uint16_t ca_partition_cap = 64;
+  std::uint16_t switch_partition_cap = 8;     // NodeInfo.PartitionCap of a switch (port 0)
+  std::uint16_t switch_enforcement_cap = 64;  // SwitchInfo.PartitionEnforcementCap
+  std::uint8_t ca_guid_cap = 32;
+  std::uint8_t mtu_cap = 4;                // 2048, as ibsim
+  std::uint8_t vl_cap = 4;                 // VL0-7
+  std::uint32_t endpoint_rx_depth = 1024;  // MADs an endpoint holds before kRxFull
+  std::uint8_t lid_hops_max = 64;
+  std::uint64_t seed = 1;  // loss decisions; print it on failure to replay
+};
+
+struct FabricCounters {
+  std::uint64_t sma_requests = 0;
+  std::uint64_t sma_responses = 0;
+  std::uint64_t delivered = 0;
+  std::uint64_t link_traversals = 0;
+  std::array<std::uint64_t, static_cast<std::size_t>(DropReason::kCount)> drops{};
+  std::uint64_t drop(DropReason r) const noexcept { return drops[static_cast<std::size_t>(r)]; }
+  std::uint64_t drops_total() const noexcept;
+};
+
+// A MAD in flight with its LRH fields (the MAD alone has no LIDs).
+struct Packet {
+  wire::Mad mad;
+  std::uint16_t slid = 0;
+  std::uint16_t dlid = 0;
+  std::uint32_t src_qp = 0;
+  std::uint32_t dst_qp = 0;
+  std::uint32_t qkey = 0;
+  std::uint16_t pkey_index = 0;
+  std::uint8_t sl = 0;
+  std::uint16_t hops = 0;        // links crossed so far (latency)
+  std::uint16_t dr_end_lid = 0;  // DR SMP with a LID-routed tail: the LID of the switch that ended the DR part
+  PortIdx at = kNoPortIdx;       // port where it currently is
+  std::uint32_t from_endpoint = kNoEndpoint;
+};
+
+class Fabric {
+ public:
+  explicit Fabric(const Topology& topo, const FabricConfig& config = {});
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  // ---- structure --------------------------------------------------------
+  std::uint32_t node_count() const noexcept { return static_cast<std::uint32_t>(node_type_.size()); }
+  std::uint32_t port_count() const noexcept { return static_cast<std::uint32_t>(peer_.size()); }
+  NodeType node_type(std::uint32_t n) const noexcept { return static_cast<NodeType>(node_type_[n]); }
+  bool is_switch(std::uint32_t n) const noexcept {
+    return node_type_[n] == static_cast<std::uint8_t>(NodeType::kSwitch);
+  }
+  std::uint8_t num_ports(std::uint32_t n) const noexcept { return num_ports_[n]; }
+  std::uint64_t node_guid(std::uint32_t n) const noexcept { return node_guid_[n]; }
+  std::string_view description(std::uint32_t n) const noexcept;
+  std::uint32_t find_node(std::string_view id) const noexcept;  // by topology id
+  std::uint32_t node_of(PortIdx p) const noexcept { return port_node_[p]; }
+  std::uint8_t port_num_of(PortIdx p) const noexcept;
+  // kNoPortIdx if the node has no such port (CAs have no port 0).
+  PortIdx port(std::uint32_t node, std::uint8_t port_num) const noexcept;
+  PortIdx peer(PortIdx p) const noexcept { return peer_[p]; }
+  std::uint64_t port_guid(PortIdx p) const noexcept { return cfg_[p].guid; }
+  std::uint16_t lid(PortIdx p) const noexcept { return lid_[p]; }
+  wire::PortState port_state(PortIdx p) const noexcept { return static_cast<wire::PortState>(state_[p]); }
+  wire::PortPhysState phys_state(PortIdx p) const noexcept { return static_cast<wire::PortPhysState>(phys_[p]); }
+  // The LFT entry of a switch (kLftNoPort when unset).
+  std::uint8_t lft_port(std::uint32_t node, std::uint16_t lid) const noexcept;
+  bool port_state_change(std::uint32_t node) const noexcept;
+
+  // Memory the model holds, and per node, for the bytes-per-node figure.
+  std::size_t memory_bytes() const noexcept;
+
+  // ---- time -------------------------------------------------------------
+  // The simulator's clock: give it to engines (EngineConfig::clock) so engine
+  // timers and fabric latency share one time line.
+  const ManualClock& clock() const noexcept { return clock_; }
+  Nanos now_ns() const noexcept { return clock_.now_ns(); }
+  // Runs every event due at or before now; returns how many ran.
+  std::size_t poll() noexcept;
+  // Moves time to the next event if it is due within max_step_ns, else by
+  // max_step_ns (so engine timers between events still fire), then polls.
+  std::size_t advance(Nanos max_step_ns) noexcept;
+  // Runs events until none is left or time reaches deadline_ns.
+  void run_until(Nanos deadline_ns) noexcept;
+  bool idle() const noexcept { return events_.empty(); }
+  Nanos next_event_ns() const noexcept;
+
+  // ---- endpoints (engines, hosts) ---------------------------------------
+  // Attaches a MAD consumer at a node's port (CA port, or a switch's port 0).
+  // Several endpoints may share a port; each MAD goes to the first whose
+  // AgentSpec wants it. Throws std::invalid_argument on a bad port.
+  EndpointId attach(std::uint32_t node, std::uint8_t port_num, const AgentSpec& spec);
+  void detach(EndpointId e) noexcept;
+  // Sends a copy of `buf` (addr.lid = destination LID for LID-routed MADs;
+  // a DR SMP carries its path). False if the endpoint's device is gone.
+  bool send(EndpointId e, const MadBuf& buf) noexcept;
+  // Copies up to bufs.size() received MADs; returns the count.
+  std::size_t receive(EndpointId e, std::span<MadBuf*> bufs) noexcept;
+  std::size_t pending(EndpointId e) const noexcept;
+  // The endpoint's view of its port, and life-cycle events since last asked.
+  LocalPort local_port(EndpointId e) const noexcept;
+  DeviceEvent take_event(EndpointId e) noexcept;
+  bool device_present(EndpointId e) const noexcept;
+  PortIdx endpoint_port(EndpointId e) const noexcept { return endpoints_[e].port; }
+
+  // ---- SMInfo for SM nodes without an attached engine --------------------
+  void set_sm_info(std::uint32_t node, const wire::SmInfo& info);
+
+  // ---- faults (all deterministic; schedule with the *_at variants) --------
+  void set_loss_rate(double rate) noexcept { global_loss_ = rate; }
+  void set_link_loss_rate(PortIdx p, double rate);
+  void link_down(PortIdx p) noexcept;
+  void link_up(PortIdx p) noexcept;
+  // Physically connects two free ports (e.g. joining two subnets); false if busy.
+  bool link(PortIdx a, PortIdx b) noexcept;
+  void mute_node(std::uint32_t n, bool muted) noexcept;
+  void reset_node(std::uint32_t n) noexcept;
+  void kill_node(std::uint32_t n) noexcept;
+  void revive_node(std::uint32_t n) noexcept;
+  void schedule(Nanos at_ns, EventKind kind, std::uint32_t a, std::uint32_t b = 0) { events_.push(at_ns, kind, a, b); }
+
+  const FabricCounters& counters() const noexcept { return counters_; }
+  std::uint64_t seed() const noexcept { return config_.seed; }
+  const FabricConfig& config() const noexcept { return config_; }
+
+ private:
+  // Port fields the forwarding loop does not touch.
+  struct PortCfg {
+    std::uint64_t guid = 0;
+    std::uint64_t m_key = 0;
+    std::uint64_t gid_prefix = 0;
+    std::uint16_t sm_lid = 0;
+    std::uint16_t m_key_lease = 0;
+    std::uint16_t m_key_violations = 0;
+    std::uint8_t lmc = 0;
+    std::uint8_t sm_sl = 0;
+    std::uint8_t m_key_protect = 0;
+    std::uint8_t width_enabled = 0, width_active = 0;
+    std::uint8_t speed_enabled = 0, speed_active = 0;
+    std::uint8_t speed_ext_enabled = 0, speed_ext_active = 0;
+    std::uint8_t link_down_default = 2;  // Polling
+    std::uint8_t neighbor_mtu = 4;
+    std::uint8_t op_vls = 4;
+    std::uint8_t vl_high_limit = 0;
+    std::uint8_t hoq_life = 0;
+    std::uint8_t vl_stall = 0;
+    std::uint8_t subnet_timeout = 0;
+    std::uint8_t init_type = 0;
+  };
+  struct SwitchState {
+    std::uint16_t linear_fdb_top = 0;
+    std::uint16_t multicast_fdb_top = 0;
+    std::uint8_t default_port = 0;
+    std::uint8_t default_mcast_primary = 0;
+    std::uint8_t default_mcast_not_primary = 0;
+    std::uint8_t life_time = 0;
+    bool port_state_change = false;
+    bool enhanced_port0 = false;
+    std::vector<std::uint8_t> lft;   // grows to the highest block set
+    std::vector<std::uint16_t> mft;  // [block*32 + i] * positions, lazily
+  };
+  struct Endpoint {
+    PortIdx port = kNoPortIdx;
+    AgentSpec spec{};
+    bool attached = false;
+    bool device_present = true;
+    DeviceEvent event = DeviceEvent::kNone;
+    bool owe_back = false;     // kDeviceBack follows the pending kDeviceLost
+    std::vector<MadBuf> ring;  // fixed capacity, allocated at attach
+    std::size_t head = 0, count = 0;
+  };
+
+  // Forwarding: each returns false (and counts) when the packet is dropped.
+  void inject(Packet& pkt, EndpointId from) noexcept;
+  void dr_request_at(Packet& pkt, PortIdx in) noexcept;
+  void dr_response_at(Packet& pkt, PortIdx in, bool at_responder) noexcept;
+  bool cross(Packet& pkt, PortIdx out, PortIdx& arrived) noexcept;  // one link
+  bool lid_route(Packet& pkt, PortIdx from, std::uint16_t dlid, PortIdx& arrived) noexcept;
+  void arrive_lid(Packet& pkt, PortIdx at) noexcept;  // a LID-routed MAD reached its port
+  void to_sma(Packet& pkt, PortIdx in) noexcept;
+  void to_endpoint(Packet& pkt, PortIdx at, bool smi) noexcept;
+  void deliver(std::uint32_t slot, EndpointId e) noexcept;
+  void run_sma(std::uint32_t slot) noexcept;
+  void drop(DropReason r) noexcept { ++counters_.drops[static_cast<std::size_t>(r)]; }
+  std::uint32_t store(const Packet& pkt);
+  bool lost(PortIdx out) noexcept;
+  bool lid_matches(PortIdx p, std::uint16_t dlid) const noexcept;
+  void set_state(PortIdx p, std::uint8_t state) noexcept;
+  void note_port_change(PortIdx p) noexcept;
+  void run_event(const Event& e) noexcept;
+
+  // SMA (sma.cpp): fills the response in place; false = answer nothing.
+  bool sma_process(Packet& pkt, PortIdx in) noexcept;
+  std::uint16_t sma_node_info(std::uint32_t node, PortIdx in, std::uint8_t* data) noexcept;
+  std::uint16_t sma_port_info(bool set, std::uint32_t node, PortIdx in, std::uint32_t mod, std::uint8_t* data,
+                              bool show_mkey) noexcept;
+  std::uint16_t sma_switch_info(bool set, std::uint32_t node, std::uint8_t* data) noexcept;
+  std::uint16_t sma_lft(bool set, std::uint32_t node, std::uint32_t mod, std::uint8_t* data) noexcept;
+  std::uint16_t sma_mft(bool set, std::uint32_t node, std::uint32_t mod, std::uint8_t* data) noexcept;
+  std::uint16_t sma_pkey(bool set, std::uint32_t node, PortIdx in, std::uint32_t mod, std::uint8_t* data) noexcept;
+  std::uint16_t sma_sl2vl(bool set, std::uint32_t node, PortIdx in, std::uint32_t mod, std::uint8_t* data) noexcept;
+  std::uint16_t sma_vlarb(bool set, std::uint32_t node, PortIdx in, std::uint32_t mod, std::uint8_t* data) noexcept;
+  std::uint16_t sma_guid_info(bool set, std::uint32_t node, PortIdx in, std::uint32_t mod, std::uint8_t* data) noexcept;
+  std::uint16_t sma_sm_info(bool set, std::uint32_t node, std::uint8_t* data) noexcept;
+  PortIdx mgmt_port(std::uint32_t node, PortIdx in) const noexcept;  // whose M_Key guards the node
+
+  FabricConfig config_;
+  ManualClock clock_;
+  EventQueue events_;
+  std::mt19937_64 rng_;
+  FabricCounters counters_;
+
+  // Nodes (struct of arrays).
+  std::vector<std::uint8_t> node_type_;
+  std::vector<std::uint8_t> num_ports_;
+  std::vector<std::uint8_t> node_flags_;  // kMuted, kDead, kHostsSm
+  std::vector<PortIdx> first_port_;       // switch: port 0; CA: port 1
+  std::vector<std::uint64_t> node_guid_;
+  std::vector<std::uint64_t> sys_guid_;
+  std::vector<std::uint32_t> vendor_id_;
+  std::vector<std::uint16_t> device_id_;
+  std::vector<std::uint32_t> desc_off_;  // into desc_pool_; desc_off_[n+1] ends it
+  std::string desc_pool_;
+  std::vector<std::uint32_t> switch_of_;  // node -> index into switches_ (or kNoNode)
+  std::vector<SwitchState> switches_;
+  std::unordered_map<std::string, std::uint32_t> by_id_;
+
+  // Ports (struct of arrays for the hot fields).
+  std::vector<PortIdx> peer_;
+  std::vector<std::uint32_t> port_node_;
+  std::vector<std::uint16_t> lid_;
+  std::vector<std::uint8_t> state_;  // wire::PortState
+  std::vector<std::uint8_t> phys_;   // wire::PortPhysState
+  std::vector<PortCfg> cfg_;
+  // Tables that differ from the defaults, by port.
+  std::unordered_map<PortIdx, std::vector<std::uint16_t>> pkeys_;
+  std::unordered_map<std::uint64_t, std::array<std::uint8_t, 8>> sl2vl_;   // key: port << 8 | out port
+  std::unordered_map<std::uint64_t, std::array<std::uint8_t, 64>> vlarb_;  // key: port << 8 | block
+  std::unordered_map<PortIdx, std::vector<std::uint64_t>> guid_info_;
+  std::unordered_map<std::uint32_t, wire::SmInfo> sm_info_;
+  std::unordered_map<PortIdx, double> link_loss_;
+  double global_loss_ = 0.0;
+
+  std::vector<Packet> slots_;
+  std::vector<std::uint32_t> free_slots_;
+  std::vector<Endpoint> endpoints_;
+  std::unordered_map<PortIdx, std::vector<EndpointId>> port_endpoints_;
+
+  static constexpr std::uint8_t kMuted = 1, kDead = 2, kHostsSm = 4;
+};
+
+}  // namespace madengine::sim
