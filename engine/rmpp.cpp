@@ -559,7 +559,7 @@ bool RmppReceiver::stop(const RmppKey& key) noexcept {
   if (slot == kNone || transfers_[slot].state != State::kReceiving) return false;
   Transfer& t = transfers_[slot];
   t.state = State::kStopped;
-  send_ctl(t.first, RmppType::kStop, rmpp_status::kResourcesExhausted, t.expected - 1, t.window_last);
+  send_ctl(t.first, RmppType::kStop, rmpp_status::kResourcesExhausted, 0, 0);  // data fields reserved
   return true;
 }
 

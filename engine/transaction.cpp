@@ -1,6 +1,8 @@
 // The transaction manager (see transaction.hpp). A TID's low half is
-// core(kTidCoreBits) | generation | slot (dispatch.hpp's layout), so a response finds its transaction in O(1)
-// and a late duplicate (older generation) never matches a newer request.
+// core (kTidCoreBits, dispatch.hpp's layout) | generation | slot, so a
+// response finds its transaction in O(1) and a late duplicate (older
+// generation) does not match a newer request until the slot's generation
+// wraps, 2^(kTidSeqBits - slot bits) reuses later.
 #include "madengine/engine/transaction.hpp"
 
 #include <algorithm>

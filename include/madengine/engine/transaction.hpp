@@ -1,9 +1,10 @@
 // The per-core transaction manager: owns the low 32 bits of every TID this
 // core sends (core id, slot generation, slot; the high half belongs to the
-// kernel/umad agent and is ignored when matching), windows of requests in flight (per destination and in all),
-// a bounded wait queue, timeouts with retries and back-off, and matching of
-// responses. Tasks `co_await txn.request(mad, opts)`; other code passes a
-// callback. Single-threaded (owner core only); all tables sized at start-up.
+// kernel/umad agent and is ignored when matching), windows of requests in
+// flight (per destination and in all), a bounded wait queue, timeouts with
+// retries and back-off, and matching of responses. Tasks
+// `co_await txn.request(mad, opts)`; other code passes a callback.
+// Single-threaded (owner core only); all tables sized at start-up.
 #pragma once
 
 #include <array>
