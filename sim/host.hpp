@@ -1,0 +1,50 @@
+// A simulated client host: an endpoint on a CA port that sends SA queries
+// (GMPs to its port's SM LID on QP1) and collects the responses and Reports,
+// answering each Report with a ReportResp as IBA 13.4.9 asks of a subscriber.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "madengine/wire/sa.hpp"
+#include "sim/fabric.hpp"
+
+namespace madengine::sim {
+
+struct HostCounters {
+  std::uint64_t queries = 0;
+  std::uint64_t responses = 0;
+  std::uint64_t reports = 0;
+  std::uint64_t send_refused = 0;  // no SM LID yet, or the device is gone
+};
+
+class Host {
+ public:
+  // Throws std::invalid_argument on a node without that CA port.
+  Host(Fabric& fabric, std::uint32_t node, std::uint8_t port_num = 1, std::uint32_t inbox_max = 1024);
+
+  // Sends an SA request to the SM LID; returns its TID, or nullopt when the
+  // port has no SM LID (not configured yet) or its device is gone.
+  std::optional<std::uint64_t> query(std::uint8_t method, std::uint16_t attr_id, std::uint64_t comp_mask,
+                                     std::span<const std::uint8_t> record, std::uint32_t attr_mod = 0);
+  // Moves what arrived into the inbox (answering Reports); returns how many.
+  std::size_t poll();
+  // The response with this TID, removed from the inbox.
+  std::optional<MadBuf> take_response(std::uint64_t tid);
+  const std::vector<MadBuf>& reports() const noexcept { return reports_; }
+  const HostCounters& counters() const noexcept { return counters_; }
+  EndpointId endpoint() const noexcept { return ep_; }
+
+ private:
+  Fabric& fabric_;
+  EndpointId ep_;
+  std::uint32_t inbox_max_;
+  std::uint64_t next_tid_ = 0x4a00000000000001ull;
+  std::vector<MadBuf> inbox_;
+  std::vector<MadBuf> reports_;
+  HostCounters counters_;
+};
+
+}  // namespace madengine::sim
