@@ -71,6 +71,7 @@ Core::Core(std::uint16_t id, CoreShared& shared)
   handoff_.resize(std::size_t{shared.cores} * handoff_slots_);
   handoff_len_.resize(shared.cores);
   tx_queue_.resize(b.tx_queue_depth);
+  rx_burst_max_ = b.rx_burst_max;
   batch_.resize(std::max(b.rx_burst_max, b.tx_queue_depth));
 }
 
@@ -170,6 +171,7 @@ std::size_t Core::rx_transports() noexcept {
   std::size_t got = 0;
   MadPool& pool = *shared_.pool;
   for (LocalTransport& lt : local_) {
+    if (!make_tx_room()) break;
     const auto want = static_cast<std::uint32_t>(lt.spare.size());
     if (lt.spare_len < want) {
       const std::span<MadBuf*> hole(lt.spare.data() + lt.spare_len, want - lt.spare_len);
@@ -221,11 +223,19 @@ std::size_t Core::flush_handoffs() noexcept {
   return moved;
 }
 
+bool Core::make_tx_room() noexcept {
+  // Every MAD handled here may answer once: keep room for a whole burst of
+  // answers before taking a burst in, or leave the burst where it is.
+  if (tx_queue_.size() - tx_len_ < rx_burst_max_) early_tx_work_ += flush_tx();
+  return tx_queue_.size() - tx_len_ >= rx_burst_max_;
+}
+
 std::size_t Core::drain_inbound() noexcept {
   std::size_t work = 0;
   for (std::uint16_t src = 0; src < shared_.cores; ++src) {
     if (src == id_) continue;
-    const std::size_t n = shared_.rx_ring(src, id_)->dequeue_burst(std::span<MadBuf*>(batch_.data(), batch_.size()));
+    if (!make_tx_room()) break;
+    const std::size_t n = shared_.rx_ring(src, id_)->dequeue_burst(std::span<MadBuf*>(batch_.data(), rx_burst_max_));
     for (std::size_t i = 0; i < n; ++i) deliver(batch_[i]);
     work += n;
   }
@@ -351,7 +361,8 @@ std::size_t Core::poll_once() noexcept {
     const Nanos now = shared_.clock->now_ns();
     for (Poller* p : pollers_) work += p->poll(now);
   }
-  work += flush_tx();
+  work += flush_tx() + early_tx_work_;
+  early_tx_work_ = 0;
   if (loop % kEventPollLoops == 0) work += poll_events();
   if (work == 0) bump(counters_->idle_loops);
   return work;

@@ -48,10 +48,41 @@ void BM_Ring(benchmark::State& state) {
   state.counters["full"] = static_cast<double>(ring.stats().enqueue_full);
 }
 
+// One thread enqueues a burst and dequeues it again: the cost of the ring
+// operations themselves, without cache-line transfers or the scheduler (the
+// two-thread numbers on a shared machine mostly measure the latter).
+template <typename R>
+void BM_RingSameThread(benchmark::State& state) {
+  const auto burst = static_cast<std::size_t>(state.range(0));
+  R ring(kRingDepth);
+  std::array<Item, kBurstMax> items{};
+  std::array<Item*, kBurstMax> in{};
+  for (std::size_t i = 0; i < kBurstMax; ++i) in[i] = &items[i];
+  std::array<Item*, kBurstMax> out{};
+  for (auto _ : state) {
+    ring.enqueue_burst(std::span<Item* const>(in.data(), burst));
+    benchmark::DoNotOptimize(ring.dequeue_burst(std::span<Item*>(out.data(), burst)));
+  }
+  const auto moved = static_cast<double>(state.iterations()) * static_cast<double>(burst);
+  state.SetItemsProcessed(static_cast<std::int64_t>(moved));
+  state.counters["ns_per_mad"] = benchmark::Counter(moved, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
 void Bursts(benchmark::internal::Benchmark* b) {
   for (int burst : {1, 4, 8, 16, 32, 64}) b->Arg(burst);
   b->UseRealTime();
 }
+
+void SameThreadBursts(benchmark::internal::Benchmark* b) {
+  for (int burst : {1, 8, 32, 64}) b->Arg(burst);
+}
+
+BENCHMARK_TEMPLATE(BM_RingSameThread, BoostRing<Item, RingMode::kSpsc>)->Name("ring1t/boost/spsc")->Apply(SameThreadBursts);
+BENCHMARK_TEMPLATE(BM_RingSameThread, BoostRing<Item, RingMode::kMpmc>)->Name("ring1t/boost/mpmc")->Apply(SameThreadBursts);
+#if defined(MADENGINE_RING_DPDK)
+BENCHMARK_TEMPLATE(BM_RingSameThread, DpdkRing<Item, RingMode::kSpsc>)->Name("ring1t/dpdk/spsc")->Apply(SameThreadBursts);
+BENCHMARK_TEMPLATE(BM_RingSameThread, DpdkRing<Item, RingMode::kMpmc>)->Name("ring1t/dpdk/mpmc")->Apply(SameThreadBursts);
+#endif
 
 BENCHMARK_TEMPLATE(BM_Ring, BoostRing<Item, RingMode::kSpsc>)->Name("ring/boost/spsc")->Apply(Bursts);
 BENCHMARK_TEMPLATE(BM_Ring, BoostRing<Item, RingMode::kMpmc>)->Name("ring/boost/mpmc")->Apply(Bursts);

@@ -137,6 +137,7 @@ class Core final : public CoreContext, public TxSink {
   std::size_t flush_handoffs() noexcept;
   std::size_t drain_inbound() noexcept;
   std::size_t flush_tx() noexcept;
+  bool make_tx_room() noexcept;
   std::size_t poll_events() noexcept;
   void classify(MadBuf* buf) noexcept;
   void deliver(MadBuf* buf) noexcept;
@@ -157,6 +158,8 @@ class Core final : public CoreContext, public TxSink {
   std::vector<MadBuf*> tx_queue_;  // tx_len_ of tx_queue_depth, filled by send()
   std::uint32_t tx_len_ = 0;
   std::vector<MadBuf*> batch_;     // scratch for draining inbound rings
+  std::uint32_t rx_burst_max_ = 0;
+  std::size_t early_tx_work_ = 0;  // MADs sent by flushes that made room mid-iteration
   std::uint32_t idle_streak_ = 0;
 };
 
