@@ -341,6 +341,62 @@ TEST(Transaction, CoroutineRequestAndCancellation) {
   EXPECT_FALSE(sched.alive(b));
 }
 
+// The shape of SM logic: a polling loop (SMInfo-style) that requests, then
+// sleeps, and a one-shot sweep that fans out requests from sub-tasks; the
+// poller is cancelled while asleep and leaves cleanly.
+TEST(Transaction, PollingLoopAndFanOutUnderOneScheduler) {
+  ManualClock clock;
+  MemSink sink;
+  sink.clock = &clock;
+  Scheduler sched(clock);
+  TransactionManager txn(clock, sink, TransactionConfig{.window_max = 4, .window_per_dest_max = 1, .queue_max = 64});
+  int polls_ok = 0;
+  int polls_failed = 0;
+  bool poller_exited = false;
+  auto poller = [&]() -> Task<void> {
+    for (;;) {
+      const TxnResult r = co_await txn.request(lid_get(50, wire::smp_attr::kSmInfo), {.timeout_ms = 10, .retries = 1});
+      if (r.status == TxnStatus::kCancelled) break;
+      ++(r ? polls_ok : polls_failed);
+      const Wake w = co_await sched.sleep_for(100 * kNanosPerMilli);
+      if (!w) break;
+    }
+    poller_exited = true;
+  };
+  auto probe = [&](std::uint16_t lid) -> Task<int> {
+    const TxnResult r = co_await txn.request(lid_get(lid));
+    co_return r ? 1 : 0;
+  };
+  int swept = -1;
+  auto sweep = [&]() -> Task<void> {
+    int found = 0;
+    for (std::uint16_t lid = 1; lid <= 8; ++lid) found += co_await probe(lid);
+    swept = found;
+  };
+  const TaskHandle p = sched.spawn(poller());
+  sched.spawn(sweep());
+  // The fabric: answers every request on the next millisecond, except that
+  // the SMInfo target (LID 50) stays silent between 250 and 450 ms.
+  std::size_t answered = 0;
+  for (int ms = 0; ms < 1000; ++ms) {
+    sched.poll(clock.now_ns());
+    for (; answered < sink.sent.size(); ++answered) {
+      const MadBuf& m = sink.sent[answered];
+      if (m.addr.lid == 50 && ms >= 250 && ms < 450) continue;
+      txn.on_response(response_to(m));
+    }
+    clock.advance_ns(kNanosPerMilli);
+    txn.poll(clock.now_ns());
+    if (ms == 700) sched.cancel(p);
+  }
+  EXPECT_EQ(swept, 8);
+  EXPECT_TRUE(poller_exited);
+  EXPECT_GE(polls_ok, 5);
+  EXPECT_GE(polls_failed, 1);
+  EXPECT_EQ(sched.live_tasks(), 0u);
+  EXPECT_EQ(txn.in_flight(), 0u);
+}
+
 TEST(Transaction, SchedulerShutdownWithdrawsPendingRequests) {
   ManualClock clock;
   MemSink sink;
