@@ -69,7 +69,7 @@ struct Rig {
 
 }  // namespace
 
-TEST(Fabric, DirectedRouteNodeInfoAcrossTheFabric) {
+TEST(SimFabric, DirectedRouteNodeInfoAcrossTheFabric) {
   Rig r(parse_topology(kNet));
   auto local = r.client.dr(kGet, wire::smp_attr::kNodeInfo, 0, wire::DrPath{});
   ASSERT_TRUE(local);
@@ -96,7 +96,7 @@ TEST(Fabric, DirectedRouteNodeInfoAcrossTheFabric) {
   EXPECT_EQ(r.fabric.now_ns() - t0, 6 * r.fabric.config().hop_latency_ns + r.fabric.config().sma_latency_ns);
 }
 
-TEST(Fabric, DirectedRouteDrops) {
+TEST(SimFabric, DirectedRouteDrops) {
   Rig r(parse_topology(kNet));
   EXPECT_FALSE(r.client.dr(kGet, wire::smp_attr::kNodeInfo, 0, path({2})));  // not our port
   EXPECT_EQ(r.fabric.counters().drop(DropReason::kBadPath), 1u);
@@ -108,7 +108,7 @@ TEST(Fabric, DirectedRouteDrops) {
   EXPECT_EQ(r.fabric.counters().drop(DropReason::kBadPath), 2u);
 }
 
-TEST(Fabric, StatusForBadRequests) {
+TEST(SimFabric, StatusForBadRequests) {
   Rig r(parse_topology(kNet));
   auto si = r.client.dr(kGet, wire::smp_attr::kSwitchInfo, 0, wire::DrPath{});  // H1 is a CA
   ASSERT_TRUE(si);
@@ -124,7 +124,7 @@ TEST(Fabric, StatusForBadRequests) {
   EXPECT_EQ(weird->smp_status(), wire::status::kMethodUnsupported);
 }
 
-TEST(Fabric, PortStateMachineAndPortStateChange) {
+TEST(SimFabric, PortStateMachineAndPortStateChange) {
   Rig r(parse_topology(kNet));
   auto get_pi = [&](const wire::DrPath& p, std::uint32_t port) {
     return as<wire::PortInfo>(*r.client.dr(kGet, wire::smp_attr::kPortInfo, port, p));
@@ -167,7 +167,7 @@ TEST(Fabric, PortStateMachineAndPortStateChange) {
   EXPECT_EQ(get_pi(path({1}), 5).state(), wire::PortState::kInit);
 }
 
-TEST(Fabric, MKeyProtection) {
+TEST(SimFabric, MKeyProtection) {
   Rig r(parse_topology(kNet));
   auto pi = as<wire::PortInfo>(*r.client.dr(kGet, wire::smp_attr::kPortInfo, 0, path({1, 3, 1})));
   pi.m_key = wire::be64::from(0x1234);
@@ -192,7 +192,7 @@ TEST(Fabric, MKeyProtection) {
   EXPECT_EQ(r.fabric.counters().drop(DropReason::kMKey), 2u);
 }
 
-TEST(Fabric, TablesRoundTrip) {
+TEST(SimFabric, TablesRoundTrip) {
   Rig r(parse_topology(kNet));
   wire::LftBlock lft{};
   for (std::size_t i = 0; i < wire::kLftBlockSize; ++i) lft.set_port(i, static_cast<std::uint8_t>(i % 9));
@@ -213,7 +213,7 @@ TEST(Fabric, TablesRoundTrip) {
             wire::status::kInvalidField);
 }
 
-TEST(Fabric, BringUpThenLidRouting) {
+TEST(SimFabric, BringUpThenLidRouting) {
   Rig r(make_fat_tree_2level({8}), {}, "host-0-0");
   Fabric& f = r.fabric;
   SmpClient& client = r.client;
@@ -248,7 +248,7 @@ TEST(Fabric, BringUpThenLidRouting) {
   EXPECT_TRUE(client.dr(kGet, wire::smp_attr::kNodeInfo, 0, path({1, 5})));
 }
 
-TEST(Fabric, SeededLossReplaysExactly) {
+TEST(SimFabric, SeededLossReplaysExactly) {
   auto run = [](std::uint64_t seed) {
     FabricConfig cfg;
     cfg.seed = seed;
@@ -269,7 +269,7 @@ TEST(Fabric, SeededLossReplaysExactly) {
   EXPECT_LT(ok, 60);
 }
 
-TEST(Fabric, FaultsMuteResetKill) {
+TEST(SimFabric, FaultsMuteResetKill) {
   Rig r(parse_topology(kNet));
   Fabric& f = r.fabric;
   const std::uint32_t s2 = f.find_node("S2");
@@ -299,7 +299,7 @@ TEST(Fabric, FaultsMuteResetKill) {
   EXPECT_TRUE(r.client.dr(kGet, wire::smp_attr::kNodeInfo, 0, path({1})));
 }
 
-TEST(Fabric, JoinTwoSubnets) {
+TEST(SimFabric, JoinTwoSubnets) {
   const TwoSubnets two = make_two_subnets(4);
   Fabric f(two.topo);
   AgentSpec spec;

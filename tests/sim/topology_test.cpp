@@ -54,7 +54,7 @@ std::string error_of(std::string_view text) {
 
 }  // namespace
 
-TEST(Topology, AllIbsimExamplesParseAndRoundTrip) {
+TEST(SimTopology, AllIbsimExamplesParseAndRoundTrip) {
   std::size_t files = 0;
   for (const auto& e : std::filesystem::directory_iterator(MADENGINE_IBSIM_EXAMPLES)) {
     if (e.path().filename().string().rfind("net", 0) != 0) continue;
@@ -67,7 +67,7 @@ TEST(Topology, AllIbsimExamplesParseAndRoundTrip) {
   EXPECT_EQ(files, 5u);
 }
 
-TEST(Topology, GuidsFollowIbsim) {
+TEST(SimTopology, GuidsFollowIbsim) {
   const Topology t = load_topology(std::string(MADENGINE_IBSIM_EXAMPLES) + "/net.2sw2path4hca2port");
   // Switches count from 0x200000, one GUID each; CAs from 0x100000, ports + 1 each.
   EXPECT_EQ(t.nodes[t.find("Switch1")].node_guid, 0x200000u);
@@ -83,7 +83,7 @@ TEST(Topology, GuidsFollowIbsim) {
   EXPECT_EQ(s1.description, "Switch1");
 }
 
-TEST(Topology, IbnetdiscoverOutput) {
+TEST(SimTopology, IbnetdiscoverOutput) {
   const char* text = R"(#
 # Topology file: generated on Sun Nov 29 2026
 #
@@ -133,7 +133,7 @@ Ca	1 "H-0002c90000000005"		# "mtx02 HCA-1"
   expect_same(t, parse_topology(write_topology(t)));
 }
 
-TEST(Topology, PortOptions) {
+TEST(SimTopology, PortOptions) {
   const Topology t =
       parse_topology("Switch 4 \"s\"\n[1] \"h\"[1] w=8 s=4 e=3\n\nHca 1 \"h\"\n[1] \"s\"[1] w=10 s=6 e=1\n");
   EXPECT_EQ(active_width(t.nodes[0].ports[1].width_enabled, t.nodes[1].ports[1].width_enabled), link_width::k12x);
@@ -143,7 +143,7 @@ TEST(Topology, PortOptions) {
   expect_same(t, parse_topology(write_topology(t)));
 }
 
-TEST(Topology, ErrorsNameTheLine) {
+TEST(SimTopology, ErrorsNameTheLine) {
   EXPECT_EQ(error_of("Switch 2 \"s\"\n[3] \"h\"[1]\n"), "t.net:2: port 3 out of range 1..2 for node \"s\"");
   EXPECT_EQ(error_of("Switch 2 \"s\"\n[1] \"h\"[1]\n"), "t.net:2: unknown peer node \"h\"");
   EXPECT_EQ(error_of("Switch 2 \"s\"\n[1] \"h\"[1]\n\nHca 1 \"h\"\n"),
@@ -170,7 +170,7 @@ TEST(Topology, ErrorsNameTheLine) {
   }
 }
 
-TEST(Generators, FatTree2Level) {
+TEST(SimGenerators, FatTree2Level) {
   const Topology t = make_fat_tree_2level({36});
   EXPECT_EQ(t.ca_count(), 648u);
   EXPECT_EQ(t.switch_count(), 54u);
@@ -178,7 +178,7 @@ TEST(Generators, FatTree2Level) {
   expect_same(t, parse_topology(write_topology(t)));
 }
 
-TEST(Generators, FatTree3Level) {
+TEST(SimGenerators, FatTree3Level) {
   EXPECT_EQ(make_fat_tree_3level({36, 4}).ca_count(), 1296u);
   EXPECT_EQ(make_fat_tree_3level({36, 8}).ca_count(), 2592u);
   EXPECT_EQ(make_fat_tree_3level({36, 16}).ca_count(), 5184u);
@@ -197,7 +197,7 @@ TEST(Generators, FatTree3Level) {
   EXPECT_THROW(make_fat_tree_3level({8, 9}), std::invalid_argument);
 }
 
-TEST(Generators, RandomIsSeededAndConnected) {
+TEST(SimGenerators, RandomIsSeededAndConnected) {
   const RandomSpec spec{40, 5, 3, 16, 77};
   const Topology a = make_random(spec);
   const Topology b = make_random(spec);
@@ -220,7 +220,7 @@ TEST(Generators, RandomIsSeededAndConnected) {
   expect_same(a, parse_topology(write_topology(a)));
 }
 
-TEST(Generators, TwoSubnets) {
+TEST(SimGenerators, TwoSubnets) {
   const TwoSubnets s = make_two_subnets(8);
   EXPECT_EQ(s.topo.ca_count(), 64u);
   EXPECT_TRUE(s.topo.nodes[s.sm_a].hosts_sm);
