@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,30 @@ TEST(Task, LazyStartAndNestedAwaitReturnValues) {
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0], 42);
   EXPECT_EQ(sched.live_tasks(), 0u);
+}
+
+TEST(Task, MoveOnlyAndNonDefaultConstructibleResults) {
+  struct NoDefault {
+    explicit NoDefault(int v) : value(v) {}
+    int value;
+  };
+  ManualClock clock;
+  Scheduler sched(clock);
+  auto make_ptr = [&]() -> Task<std::unique_ptr<int>> {
+    co_await sched.yield();
+    co_return std::make_unique<int>(7);
+  };
+  auto make_nd = [&]() -> Task<NoDefault> { co_return NoDefault(9); };
+  int sum = 0;
+  auto root = [&]() -> Task<void> {
+    std::unique_ptr<int> p = co_await make_ptr();
+    const NoDefault nd = co_await make_nd();
+    sum = *p + nd.value;
+  };
+  sched.spawn(root());
+  sched.poll(0);
+  sched.poll(0);
+  EXPECT_EQ(sum, 16);
 }
 
 TEST(Task, DeepSynchronousChain) {
