@@ -217,7 +217,12 @@ std::size_t Fabric::memory_bytes() const noexcept {
   b += cfg_.capacity() * sizeof(PortCfg);
   b += by_id_.size() * (sizeof(std::string) + 4 + 2 * sizeof(void*)) + by_id_.bucket_count() * sizeof(void*);
   for (const auto& [k, v] : by_id_) b += k.capacity() > 15 ? k.capacity() : 0;
-  b += slots_.capacity() * sizeof(Packet) + free_slots_.capacity() * 4;
+  return b;
+}
+
+std::size_t Fabric::pool_bytes() const noexcept {
+  std::size_t b = slots_.capacity() * sizeof(Packet) + free_slots_.capacity() * 4;
+  for (const auto& e : endpoints_) b += e.ring.capacity() * sizeof(MadBuf);
   return b;
 }
 

@@ -127,8 +127,11 @@ class Fabric {
   std::uint8_t lft_port(std::uint32_t node, std::uint16_t lid) const noexcept;
   bool port_state_change(std::uint32_t node) const noexcept;
 
-  // Memory the model holds, and per node, for the bytes-per-node figure.
+  // Bytes the model holds (nodes, ports, switch tables, names), without the
+  // fixed pools below: the figure behind "bytes per node".
   std::size_t memory_bytes() const noexcept;
+  // In-flight packet slots and endpoint receive rings (independent of size).
+  std::size_t pool_bytes() const noexcept;
 
   // ---- time -------------------------------------------------------------
   // The simulator's clock: give it to engines (EngineConfig::clock) so engine
