@@ -1,0 +1,183 @@
+// Host discovery through a NodeRecord GetTable, and the hosts file reader.
+#include "lib/hosts.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "madengine/engine/rmpp.hpp"
+#include "madengine/engine/tx_sink.hpp"
+#include "madengine/wire/codec.hpp"
+#include "madengine/wire/sa.hpp"
+#include "madengine/wire/sa/get_table.hpp"
+#include "madengine/wire/sa/node_record.hpp"
+
+namespace madstorm {
+
+namespace wire = madengine::wire;
+using madengine::MadBuf;
+
+namespace {
+
+// Sends straight through the transport: discovery is one transfer, not a storm.
+struct DirectSink final : madengine::TxSink {
+  explicit DirectSink(madengine::Transport& t) : transport(t) {}
+  bool send(const MadBuf& buf) noexcept override {
+    MadBuf copy = buf;
+    MadBuf* p = &copy;
+    return transport.tx_burst(std::span<MadBuf* const>(&p, 1)) == 1;
+  }
+  madengine::Transport& transport;
+};
+
+struct Collector {
+  std::uint32_t tid_low = 0;
+  bool done = false;
+  std::string error;
+  std::vector<Host> hosts;
+};
+
+void on_done(void* user, const madengine::RmppRecvDone& d) noexcept {
+  auto& c = *static_cast<Collector*>(user);
+  if (static_cast<std::uint32_t>(d.key.tid) != c.tid_low || c.done) return;
+  c.done = true;
+  if (d.outcome != madengine::RmppOutcome::kDone || d.first == nullptr) {
+    c.error = std::string("NodeRecord table transfer ended: ") + madengine::to_string(d.outcome);
+    return;
+  }
+  const auto& m = d.first->as<wire::SaMad>();
+  if (m.hdr.status.get() != 0) {
+    c.error = "NodeRecord GetTable answered with status " + std::to_string(m.hdr.status.get());
+    return;
+  }
+  const std::uint16_t aoff = m.attr_offset.get();
+  const std::size_t n = wire::table_record_count(d.payload.size(), aoff);
+  try {
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto nr = wire::table_record<wire::NodeRecord>(d.payload, aoff, i);
+      if (!nr) {
+        c.error = "NodeRecord table has a bad attribute offset " + std::to_string(aoff);
+        return;
+      }
+      if (nr->node_info.node_type != static_cast<std::uint8_t>(wire::NodeType::kCa)) continue;
+      c.hosts.push_back(Host{nr->lid.get(), nr->node_info.port_guid.get(), nr->node_info.node_guid.get()});
+    }
+  } catch (const std::bad_alloc&) {
+    c.error = "out of memory";
+  }
+}
+
+}  // namespace
+
+std::vector<Host> discover_hosts(madengine::Transport& transport, const madengine::Clock& clock, const SaTarget& sa,
+                                 const std::function<void(Nanos)>& idle, const DiscoverOptions& opts,
+                                 std::string& error) {
+  DirectSink sink(transport);
+  Collector col;
+  madengine::RmppConfig rc;
+  rc.transfers_max = 4;
+  rc.segments_max = 4096;  // 900 KB: NodeRecords of about 8,000 ports
+  madengine::RmppReceiver rmpp(clock, sink, &on_done, &col, rc);
+
+  MadBuf req{};
+  wire::SaMad m{};
+  m.hdr.base_version = 1;
+  m.hdr.mgmt_class = static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm);
+  m.hdr.class_version = wire::kSaClassVersion;
+  m.hdr.method = wire::method::kGetTable;
+  m.hdr.attr_id = wire::be16::from(wire::sa_attr::kNodeRecord);
+  col.tid_low = 0x0d15c000u | (static_cast<std::uint32_t>(clock.now_ns()) & 0xfffu);
+  m.hdr.tid = wire::be64::from(col.tid_low);
+  wire::encode(m, std::span<std::uint8_t>(req.mad.bytes));
+  req.addr.lid = sa.lid;
+  req.addr.remote_qpn = 1;
+  req.addr.qkey = madengine::kGsiQkey;
+  req.addr.sl = sa.sl;
+  req.addr.pkey_index = sa.pkey_index;
+  req.resp_timeout_ms = opts.timeout_ms;
+
+  std::vector<MadBuf> rx(16);
+  std::vector<MadBuf*> rxp(rx.size());
+  for (std::size_t i = 0; i < rx.size(); ++i) rxp[i] = &rx[i];
+  for (unsigned attempt = 0; attempt <= opts.retries && !col.done; ++attempt) {
+    MadBuf* p = &req;
+    if (transport.tx_burst(std::span<MadBuf* const>(&p, 1)) != 1) {
+      error = "the transport refused the NodeRecord GetTable";
+      return {};
+    }
+    const Nanos deadline = clock.now_ns() + static_cast<Nanos>(opts.timeout_ms) * madengine::kNanosPerMilli;
+    while (!col.done) {
+      const Nanos now = clock.now_ns();
+      // A transfer under way gets its whole time limit, not just this attempt's.
+      if (now >= deadline && rmpp.active() == 0) break;
+      const std::size_t n = transport.rx_burst(std::span<MadBuf*>(rxp));
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto& h = rx[i].hdr();
+        if (h.mgmt_class != static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm) || !h.is_response()) continue;
+        if (static_cast<std::uint32_t>(h.tid.get()) != col.tid_low) continue;
+        if (rx[i].as<wire::SaMad>().rmpp.active()) {
+          rmpp.on_mad(rx[i]);
+        } else {
+          col.done = true;
+          col.error = "NodeRecord GetTable answered without RMPP, status " + std::to_string(h.status.get());
+        }
+      }
+      rmpp.poll(clock.now_ns());
+      if (n == 0 && idle) idle(std::min(deadline, clock.now_ns() + 10 * madengine::kNanosPerMilli));
+    }
+  }
+  if (!col.done) {
+    error = "no answer from the SA at LID " + std::to_string(sa.lid) + " to a NodeRecord GetTable";
+    return {};
+  }
+  if (!col.error.empty()) {
+    error = col.error;
+    return {};
+  }
+  std::sort(col.hosts.begin(), col.hosts.end(), [](const Host& a, const Host& b) { return a.lid < b.lid; });
+  col.hosts.erase(std::unique(col.hosts.begin(), col.hosts.end(),
+                              [](const Host& a, const Host& b) { return a.lid == b.lid; }),
+                  col.hosts.end());
+  return std::move(col.hosts);
+}
+
+std::vector<Host> load_hosts_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open hosts file " + path);
+  std::vector<Host> hosts;
+  std::string line;
+  for (unsigned lineno = 1; std::getline(in, line); ++lineno) {
+    if (const auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    std::istringstream ss(line);
+    std::string a, b, c, extra;
+    if (!(ss >> a)) continue;
+    auto fail = [&](const std::string& why) {
+      return std::runtime_error(path + ":" + std::to_string(lineno) + ": " + why);
+    };
+    if (!(ss >> b)) throw fail("expected LID PORT_GUID [NODE_GUID]");
+    ss >> c;
+    if (ss >> extra) throw fail("unexpected '" + extra + "'");
+    auto num = [&](const std::string& s, std::uint64_t max) {
+      std::size_t used = 0;
+      std::uint64_t v = 0;
+      try {
+        v = std::stoull(s, &used, 0);
+      } catch (const std::exception&) {
+        throw fail("'" + s + "' is not a number");
+      }
+      if (used != s.size() || v > max) throw fail("'" + s + "' is not a number up to " + std::to_string(max));
+      return v;
+    };
+    Host h;
+    h.lid = static_cast<std::uint16_t>(num(a, 0xbfff));
+    if (h.lid == 0) throw fail("LID 0 is not addressable");
+    h.port_guid = num(b, ~std::uint64_t{0});
+    h.node_guid = c.empty() ? h.port_guid : num(c, ~std::uint64_t{0});
+    hosts.push_back(h);
+  }
+  if (hosts.empty()) throw std::runtime_error("hosts file " + path + " names no hosts");
+  return hosts;
+}
+
+}  // namespace madstorm

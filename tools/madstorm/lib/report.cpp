@@ -1,0 +1,229 @@
+// Summary table, JSON, SVG and comparison output.
+#include "lib/report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <stdexcept>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace madstorm {
+
+namespace {
+
+constexpr std::array<std::pair<const char*, double>, 6> kQuantiles = {
+    {{"p50", 0.50}, {"p90", 0.90}, {"p99", 0.99}, {"p999", 0.999}, {"min", 0.0}, {"max", 1.0}}};
+
+double us(std::uint64_t ns) { return static_cast<double>(ns) / 1e3; }
+
+}  // namespace
+
+nlohmann::json to_json(const RunInfo& info, const StormResult& r) {
+  using nlohmann::json;
+  const StormCounters& c = r.counters;
+  json j;
+  j["schema"] = "madstorm/1";
+  j["label"] = info.label;
+  j["transport"] = info.transport;
+  j["config"] = {
+      {"pattern", to_string(info.workload.pattern)},
+      {"by_gid", info.storm.by_gid},
+      {"hosts", r.hosts},
+      {"shard", {{"index", info.workload.shard_index}, {"count", info.workload.shard_count}}},
+      {"seed", info.workload.seed},
+      {"sa_lid", info.storm.sa.lid},
+      {"window_max", info.storm.window_max},
+      {"window_per_host_max", info.storm.window_per_host_max},
+      {"rate_qps", info.storm.rate_qps},
+      {"open_loop", info.storm.rate_qps > 0},
+      {"queries_max", info.storm.queries_max},
+      {"duration_ms", info.storm.duration_ms},
+      {"warmup_ms", info.storm.warmup_ms},
+      {"timeout_ms", info.storm.retry.timeout_ms},
+      {"retries", info.storm.retry.retries},
+      {"busy_backoff_ms", info.storm.retry.busy_backoff_ms},
+      {"busy_retries", info.storm.retry.busy_retries},
+  };
+  json errors = json::object();
+  for (std::size_t k = 0; k < kErrorKindCount; ++k) errors[to_string(static_cast<ErrorKind>(k))] = c.error_by[k];
+  json by_kind = json::object();
+  for (std::size_t k = 0; k < kQueryKindCount; ++k) by_kind[to_string(static_cast<QueryKind>(k))] = c.issued_by[k];
+  j["counts"] = {
+      {"issued", c.issued},         {"answered", c.answered},     {"busy", c.busy},
+      {"timeouts", c.timeouts},     {"errors", c.errors},         {"error_kinds", errors},
+      {"issued_by_kind", by_kind},  {"sent", c.sent},             {"resent", c.resent},
+      {"busy_answers", c.busy_answers}, {"unmatched", c.unmatched}, {"late", c.late},
+      {"not_sa", c.not_sa},         {"records", c.records},       {"rmpp_transfers", c.rmpp_transfers},
+      {"warmup_issued", c.warmup_issued}, {"tx_stalls", c.tx_stalls},
+  };
+  json lat = {{"count", r.latency.count()}, {"mean_us", r.latency.mean() / 1e3}};
+  for (const auto& [name, q] : kQuantiles) lat[std::string(name) + "_us"] = us(r.latency.quantile(q));
+  j["latency"] = lat;
+  j["schedule_lag"] = {{"count", r.schedule_lag.count()},
+                       {"p50_us", us(r.schedule_lag.quantile(0.5))},
+                       {"p99_us", us(r.schedule_lag.quantile(0.99))},
+                       {"max_us", us(r.schedule_lag.max())}};
+  const double cpu_s = r.cpu_user_s + r.cpu_sys_s;
+  j["timing"] = {
+      {"elapsed_s", r.elapsed_s()},
+      {"throughput_qps", r.throughput_qps()},
+      {"issue_rate_qps", r.issue_rate_qps()},
+      {"first_issue_ns", r.first_issue_ns - r.measure_start_ns},
+      {"last_issue_ns", r.last_issue_ns - r.measure_start_ns},
+      {"window_peak", r.window_peak},
+      {"cpu_user_s", r.cpu_user_s},
+      {"cpu_sys_s", r.cpu_sys_s},
+      {"cpu_us_per_query", c.sent == 0 ? 0.0 : cpu_s * 1e6 / static_cast<double>(c.issued + c.warmup_issued)},
+  };
+  json series = json::array();
+  for (const SeriesBucket& b : r.series) series.push_back({b.issued, b.answered, b.failed});
+  j["series"] = {{"bucket_ms", static_cast<double>(r.bucket_ns) / 1e6}, {"columns", {"issued", "answered", "failed"}},
+                 {"buckets", series}};
+  j["counts_add_up"] = r.counts_add_up();
+  return j;
+}
+
+void print_summary(std::FILE* out, const RunInfo& info, const StormResult& r) {
+  const StormCounters& c = r.counters;
+  fmt::print(out, "madstorm: {} storm{}, {} hosts, {} via {}, {}\n", to_string(info.workload.pattern),
+             info.label.empty() ? "" : " against " + info.label, r.hosts, info.storm.by_gid ? "GID" : "LID",
+             info.transport,
+             info.storm.rate_qps > 0 ? fmt::format("open loop at {:.0f} q/s", info.storm.rate_qps)
+                                     : fmt::format("closed loop, window {}", info.storm.window_max));
+  fmt::print(out, "  {:<14}{:>12}\n", "queries", c.issued);
+  fmt::print(out, "  {:<14}{:>12}\n", "answered", c.answered);
+  fmt::print(out, "  {:<14}{:>12}   ({} BUSY answers seen)\n", "BUSY", c.busy, c.busy_answers);
+  fmt::print(out, "  {:<14}{:>12}   ({} re-sends)\n", "timeouts", c.timeouts, c.resent);
+  std::string kinds;
+  for (std::size_t k = 0; k < kErrorKindCount; ++k)
+    if (c.error_by[k] != 0) kinds += fmt::format(" {}={}", to_string(static_cast<ErrorKind>(k)), c.error_by[k]);
+  fmt::print(out, "  {:<14}{:>12}  {}\n", "errors", c.errors, kinds);
+  if (c.unmatched + c.late + c.not_sa != 0)
+    fmt::print(out, "  {:<14}{:>12}   (unmatched TID {}, late {}, not SA {})\n", "stray answers",
+               c.unmatched + c.late + c.not_sa, c.unmatched, c.late, c.not_sa);
+  fmt::print(out, "  {:<14}{:>12.1f} q/s over {:.3f} s\n", "throughput", r.throughput_qps(), r.elapsed_s());
+  if (info.storm.rate_qps > 0)
+    fmt::print(out, "  {:<14}{:>12.1f} q/s (target {:.0f}), schedule lag p99 {:.0f} us\n", "issue rate",
+               r.issue_rate_qps(), info.storm.rate_qps, us(r.schedule_lag.quantile(0.99)));
+  fmt::print(out, "  latency us    {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}\n", "min", "p50", "p90", "p99", "p999", "max");
+  fmt::print(out, "  {:<14}{:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f}\n", "", us(r.latency.min()),
+             us(r.latency.quantile(0.5)), us(r.latency.quantile(0.9)), us(r.latency.quantile(0.99)),
+             us(r.latency.quantile(0.999)), us(r.latency.max()));
+  const double cpu_s = r.cpu_user_s + r.cpu_sys_s;
+  const std::uint64_t all = c.issued + c.warmup_issued;
+  fmt::print(out, "  {:<14}{:>12.2f} CPU-us per query ({:.3f} s user, {:.3f} s sys)\n", "madstorm cost",
+             all == 0 ? 0.0 : cpu_s * 1e6 / static_cast<double>(all), r.cpu_user_s, r.cpu_sys_s);
+  if (!r.counts_add_up()) fmt::print(out, "  WARNING: issued != answered + BUSY + timeouts + errors\n");
+}
+
+void write_svg(const std::string& path, const RunInfo& info, const StormResult& r) {
+  std::ofstream f(path);
+  if (!f) throw std::runtime_error("cannot write " + path);
+  constexpr int kW = 900, kPlotH = 260, kGap = 70, kLeft = 70, kRight = 20, kTop = 40;
+  const int h = kTop + 2 * kPlotH + 2 * kGap;
+  const int pw = kW - kLeft - kRight;
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
+      "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+      kW, h);
+  s += fmt::format("<text x=\"{}\" y=\"20\" font-size=\"15\">madstorm {} {}: {} answered, p99 {:.0f} us</text>\n",
+                   kLeft, to_string(info.workload.pattern), info.label, r.counters.answered,
+                   us(r.latency.quantile(0.99)));
+
+  // 1. Latency histogram: log2-spaced columns (merged log-linear buckets), height = share of answers.
+  {
+    const int y0 = kTop + 10, base = y0 + kPlotH;
+    s += fmt::format("<text x=\"{}\" y=\"{}\">latency (log scale), share of answers</text>\n", kLeft, y0 - 2);
+    std::vector<std::uint64_t> oct(LatencyHistogram::kTopBit + 2, 0);
+    for (std::size_t i = 0; i < LatencyHistogram::kBuckets; ++i) {
+      const std::uint64_t lo = std::max<std::uint64_t>(1, LatencyHistogram::lower_of(i));
+      oct[static_cast<std::size_t>(std::log2(static_cast<double>(lo)))] += r.latency.at(i);
+    }
+    std::size_t first = oct.size(), last = 0;
+    for (std::size_t k = 0; k < oct.size(); ++k)
+      if (oct[k] != 0) first = std::min(first, k), last = k;
+    if (first <= last) {
+      const std::uint64_t peak = *std::max_element(oct.begin(), oct.end());
+      const double bw = static_cast<double>(pw) / static_cast<double>(last - first + 1);
+      for (std::size_t k = first; k <= last; ++k) {
+        const double bh = static_cast<double>(oct[k]) / static_cast<double>(peak) * (kPlotH - 20);
+        const double x = kLeft + bw * static_cast<double>(k - first);
+        s += fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"#4477aa\"/>\n",
+                         x + 1, base - bh, bw - 2, bh);
+        const double lo_us = std::ldexp(1.0, static_cast<int>(k)) / 1e3;
+        s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\" font-size=\"10\">{}</text>\n",
+                         x + bw / 2, base + 14, lo_us < 1 ? fmt::format("{:.2f}", lo_us) : fmt::format("{:.0f}", lo_us));
+        const double share = 100.0 * static_cast<double>(oct[k]) / static_cast<double>(r.latency.count());
+        if (oct[k] != 0)
+          s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" font-size=\"9\">{:.1f}%</text>\n",
+                           x + bw / 2, base - bh - 3, share);
+      }
+    }
+    s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n", kLeft, base, kLeft + pw, base);
+    s += fmt::format("<text x=\"{}\" y=\"{}\">us (bucket lower edge)</text>\n", kLeft + pw - 140, base + 30);
+  }
+  // 2. Throughput over time: answered and failed per second, per bucket.
+  {
+    const int y0 = kTop + kPlotH + kGap, base = y0 + kPlotH;
+    const double per_s = 1e9 / static_cast<double>(std::max<Nanos>(r.bucket_ns, 1));
+    s += fmt::format("<text x=\"{}\" y=\"{}\">throughput over time (answers/s: blue; failures/s: red)</text>\n", kLeft,
+                     y0 - 2);
+    double peak = 1;
+    for (const SeriesBucket& b : r.series) peak = std::max({peak, b.answered * per_s, b.failed * per_s});
+    const std::size_t n = std::max<std::size_t>(r.series.size(), 2);
+    auto poly = [&](auto value, const char* color) {
+      std::string pts;
+      for (std::size_t i = 0; i < r.series.size(); ++i) {
+        const double x = kLeft + static_cast<double>(pw) * static_cast<double>(i) / static_cast<double>(n - 1);
+        const double y = base - value(r.series[i]) * per_s / peak * (kPlotH - 10);
+        pts += fmt::format("{:.1f},{:.1f} ", x, y);
+      }
+      s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>\n", color, pts);
+    };
+    poly([](const SeriesBucket& b) { return static_cast<double>(b.answered); }, "#4477aa");
+    poly([](const SeriesBucket& b) { return static_cast<double>(b.failed); }, "#cc3311");
+    s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n", kLeft, base, kLeft + pw, base);
+    s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"black\"/>\n", kLeft, y0, kLeft, base);
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:.0f}/s</text>\n", kLeft - 4, y0 + 12, peak);
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">0</text>\n", kLeft - 4, base);
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:.1f} s</text>\n", kLeft + pw, base + 14,
+                     static_cast<double>(r.series.size()) * static_cast<double>(r.bucket_ns) / 1e9);
+  }
+  s += "</svg>\n";
+  f << s;
+  if (!f) throw std::runtime_error("cannot write " + path);
+}
+
+void print_compare(std::FILE* out, const nlohmann::json& a, const nlohmann::json& b) {
+  auto get = [](const nlohmann::json& j, const char* sect, const char* key) -> double {
+    if (!j.contains(sect) || !j[sect].contains(key) || !j[sect][key].is_number())
+      throw std::runtime_error(std::string("JSON lacks ") + sect + "." + key);
+    return j[sect][key].get<double>();
+  };
+  const std::string la = a.value("label", "A"), lb = b.value("label", "B");
+  fmt::print(out, "  {:<18}{:>14}{:>14}{:>10}\n", "figure", la.empty() ? "A" : la, lb.empty() ? "B" : lb, "B/A");
+  const std::array<std::pair<const char*, const char*>, 15> rows = {{{"counts", "issued"},
+                                                                     {"counts", "answered"},
+                                                                     {"counts", "busy"},
+                                                                     {"counts", "timeouts"},
+                                                                     {"counts", "errors"},
+                                                                     {"timing", "throughput_qps"},
+                                                                     {"timing", "elapsed_s"},
+                                                                     {"latency", "min_us"},
+                                                                     {"latency", "p50_us"},
+                                                                     {"latency", "p90_us"},
+                                                                     {"latency", "p99_us"},
+                                                                     {"latency", "p999_us"},
+                                                                     {"latency", "max_us"},
+                                                                     {"timing", "cpu_us_per_query"},
+                                                                     {"counts", "resent"}}};
+  for (const auto& [sect, key] : rows) {
+    const double va = get(a, sect, key), vb = get(b, sect, key);
+    const std::string ratio = va != 0 ? fmt::format("{:.2f}", vb / va) : (vb == 0 ? "=" : "inf");
+    fmt::print(out, "  {:<18}{:>14.1f}{:>14.1f}{:>10}\n", key, va, vb, ratio);
+  }
+}
+
+}  // namespace madstorm

@@ -1,0 +1,727 @@
+// Storm: the issue/receive loop, the in-flight table with its timer lists,
+// and the checks every answer goes through.
+#include "lib/storm.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "madengine/engine/rmpp.hpp"
+#include "madengine/engine/tx_sink.hpp"
+#include "madengine/wire/codec.hpp"
+#include "madengine/wire/sa.hpp"
+#include "madengine/wire/sa/get_table.hpp"
+#include "madengine/wire/sa/mc_member_record.hpp"
+#include "madengine/wire/sa/node_record.hpp"
+#include "madengine/wire/sa/path_record.hpp"
+
+namespace madstorm {
+
+namespace wire = madengine::wire;
+using madengine::MadBuf;
+
+const char* to_string(ErrorKind k) noexcept {
+  switch (k) {
+    case ErrorKind::kBadStatus: return "bad_status";
+    case ErrorKind::kWrongMethod: return "wrong_method";
+    case ErrorKind::kWrongAttr: return "wrong_attr";
+    case ErrorKind::kWrongRecord: return "wrong_record";
+    case ErrorKind::kMalformed: return "malformed";
+    case ErrorKind::kRmppAborted: return "rmpp_aborted";
+  }
+  return "unknown";
+}
+
+double StormResult::elapsed_s() const noexcept {
+  return end_ns > first_issue_ns ? static_cast<double>(end_ns - first_issue_ns) / 1e9 : 0.0;
+}
+double StormResult::throughput_qps() const noexcept {
+  const double e = elapsed_s();
+  return e > 0 ? static_cast<double>(counters.answered) / e : 0.0;
+}
+double StormResult::issue_rate_qps() const noexcept {
+  if (counters.issued < 2 || last_issue_ns <= first_issue_ns) return 0.0;
+  return static_cast<double>(counters.issued - 1) / (static_cast<double>(last_issue_ns - first_issue_ns) / 1e9);
+}
+
+namespace {
+
+// TID low 32 bits: slot in bits 0-19, generation in bits 20-31. The high 32
+// bits belong to the transport (ib_umad and ibsim replace them).
+constexpr unsigned kSlotBits = 20;
+constexpr std::uint32_t kSlotMask = (1u << kSlotBits) - 1;
+constexpr std::uint32_t kGenMask = 0xfff;
+constexpr std::uint64_t kTidHigh = 0x6d73746dull << 32;  // "mstm", for captures
+constexpr std::size_t kRxBurst = 32;
+constexpr std::size_t kCtlQueueMax = 256;  // RMPP ACKs waiting for the transport
+
+// IPoIB broadcast group of the default partition (RFC 4391): ff12:401b:ffff::ffff:ffff.
+wire::Gid ipoib_broadcast_mgid() noexcept {
+  wire::Gid g{};
+  g.prefix = wire::be64::from(0xff12401bffff0000ull);
+  g.guid = wire::be64::from(0x00000000ffffffffull);
+  return g;
+}
+
+wire::Gid gid_of(std::uint64_t prefix, std::uint64_t guid) noexcept {
+  wire::Gid g{};
+  g.prefix = wire::be64::from(prefix);
+  g.guid = wire::be64::from(guid);
+  return g;
+}
+
+std::uint8_t method_of(QueryKind k) noexcept {
+  switch (k) {
+    case QueryKind::kPathTable: return wire::method::kGetTable;
+    case QueryKind::kMcJoin: return wire::method::kSet;
+    case QueryKind::kMcLeave: return wire::method::kDelete;
+    default: return wire::method::kGet;
+  }
+}
+
+std::uint16_t attr_of(QueryKind k) noexcept {
+  switch (k) {
+    case QueryKind::kNodeRecord: return wire::sa_attr::kNodeRecord;
+    case QueryKind::kMcJoin:
+    case QueryKind::kMcLeave: return wire::sa_attr::kMcMemberRecord;
+    default: return wire::sa_attr::kPathRecord;
+  }
+}
+
+// The response method for a request method (IBA 15.4: Set answers with GetResp).
+std::uint8_t response_method_of(std::uint8_t m) noexcept {
+  return m == wire::method::kSet ? wire::method::kGetResp : static_cast<std::uint8_t>(m | wire::method::kResponse);
+}
+
+double cpu_seconds(const timeval& tv) noexcept {
+  return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+}
+
+}  // namespace
+
+void Storm::build_request(const StormConfig& cfg, std::span<const Host> hosts, const Query& q, MadBuf& out) noexcept {
+  wire::SaMad sa{};
+  sa.hdr.base_version = 1;
+  sa.hdr.mgmt_class = static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm);
+  sa.hdr.class_version = wire::kSaClassVersion;
+  sa.hdr.method = method_of(q.kind);
+  sa.hdr.attr_id = wire::be16::from(attr_of(q.kind));
+  const Host& src = hosts[q.src];
+  const Host& dst = hosts[q.dst];
+  const std::uint64_t prefix = cfg.sa.subnet_prefix;
+  switch (q.kind) {
+    case QueryKind::kPathRecord:
+    case QueryKind::kPathTable: {
+      wire::PathRecord pr{};
+      std::uint64_t cm = 0;
+      if (cfg.by_gid) {
+        pr.sgid = gid_of(prefix, src.port_guid);
+        cm |= wire::path_record_cm::kSGid;
+      } else {
+        pr.slid = wire::be16::from(src.lid);
+        cm |= wire::path_record_cm::kSLid;
+      }
+      if (q.kind == QueryKind::kPathRecord) {
+        if (cfg.by_gid) {
+          pr.dgid = gid_of(prefix, dst.port_guid);
+          cm |= wire::path_record_cm::kDGid;
+        } else {
+          pr.dlid = wire::be16::from(dst.lid);
+          cm |= wire::path_record_cm::kDLid;
+        }
+      }
+      sa.comp_mask = wire::be64::from(cm);
+      wire::encode(pr, std::span<std::uint8_t>(sa.data));
+      break;
+    }
+    case QueryKind::kNodeRecord: {
+      wire::NodeRecord nr{};
+      nr.lid = wire::be16::from(dst.lid);
+      sa.comp_mask = wire::be64::from(wire::node_record_cm::kLid);
+      wire::encode(nr, std::span<std::uint8_t>(sa.data));
+      break;
+    }
+    case QueryKind::kMcJoin:
+    case QueryKind::kMcLeave: {
+      wire::McMemberRecord mc{};
+      const bool mgid_set = cfg.sa.mgid.prefix.get() != 0 || cfg.sa.mgid.guid.get() != 0;
+      mc.mgid = mgid_set ? cfg.sa.mgid : ipoib_broadcast_mgid();
+      mc.port_gid = gid_of(prefix, src.port_guid);
+      mc.set_join_state(wire::join_state::kFullMember);
+      // The requester stands in for the host whose PortGID it names (IBA 15.2.5.17: ProxyJoin).
+      mc.set_proxy_join(true);
+      sa.comp_mask = wire::be64::from(wire::mc_member_record_cm::kMGid | wire::mc_member_record_cm::kPortGid |
+                                      wire::mc_member_record_cm::kJoinState);
+      wire::encode(mc, std::span<std::uint8_t>(sa.data));
+      break;
+    }
+  }
+  wire::encode(sa, std::span<std::uint8_t>(out.mad.bytes));
+  out.len = wire::kMadSize;
+  out.addr = madengine::MadAddr{};
+  out.addr.lid = cfg.sa.lid;
+  out.addr.remote_qpn = 1;
+  out.addr.qkey = madengine::kGsiQkey;
+  out.addr.sl = cfg.sa.sl;
+  out.addr.pkey_index = cfg.sa.pkey_index;
+  out.resp_timeout_ms = cfg.retry.timeout_ms;
+}
+
+struct Storm::Impl final : madengine::TxSink {
+  enum class State : std::uint8_t { kFree, kInFlight, kBackoff };
+  enum class ListId : std::uint8_t { kNone, kInFlight, kBackoff };
+  static constexpr std::uint32_t kNone = 0xffffffffu;
+
+  struct Slot {
+    MadBuf req;
+    Query q;
+    Nanos sched_ns = 0;       // when the schedule said to issue (open loop) or first send
+    Nanos first_sent_ns = 0;
+    Nanos due_ns = 0;         // timeout (in flight) or end of back-off
+    std::uint32_t gen = 0;
+    std::uint32_t done_gen = kGenMask + 1;  // generation last finished in this slot (for late answers)
+    std::uint32_t prev = kNone, next = kNone;
+    std::uint32_t next_free = kNone;
+    std::uint8_t attempts = 0;
+    std::uint8_t busy_count = 0;
+    State state = State::kFree;
+    ListId list = ListId::kNone;
+    bool measured = false;
+  };
+  struct List {
+    std::uint32_t head = kNone, tail = kNone;
+  };
+  enum class Verdict : std::uint8_t { kOk, kBusy, kError };
+
+  Impl(const StormConfig& c, madengine::Transport& t, const madengine::Clock& clk, std::span<const Host> h,
+       Workload& w)
+      : cfg(c), transport(t), clock(clk), hosts(h), workload(w), slots(c.window_max),
+        per_host(h.size(), 0), rmpp(clk, *this, &Impl::on_rmpp_done, this, rmpp_config(c)) {
+    for (std::uint32_t i = 0; i < slots.size(); ++i) slots[i].next_free = i + 1 < slots.size() ? i + 1 : kNone;
+    free_head = 0;
+    tx_queue.resize(c.window_max + kCtlQueueMax);
+    ctl_bufs.resize(kCtlQueueMax);
+    rx_bufs.resize(kRxBurst);
+    for (std::size_t i = 0; i < kRxBurst; ++i) rx_ptrs[i] = &rx_bufs[i];
+    result.series.assign(c.buckets_max, SeriesBucket{});
+    result.bucket_ns = c.bucket_ns;
+    result.hosts = h.size();
+  }
+
+  static madengine::RmppConfig rmpp_config(const StormConfig& c) {
+    madengine::RmppConfig r;
+    r.transfers_max = std::clamp<std::uint32_t>(c.window_max, 1, 256);
+    r.segments_max = 1024;  // 225 KB: a PathRecord table of about 3,500 paths
+    r.total_timeout_ns = static_cast<Nanos>(c.retry.timeout_ms) * (c.retry.retries + 1) * madengine::kNanosPerMilli;
+    return r;
+  }
+
+  // TxSink for the RMPP receiver's ACKs: copied into a small ring.
+  bool send(const MadBuf& buf) noexcept override {
+    if (ctl_count == kCtlQueueMax || tx_len == tx_queue.size()) return false;
+    MadBuf& b = ctl_bufs[ctl_next];
+    ctl_next = (ctl_next + 1) % kCtlQueueMax;
+    ++ctl_count;
+    b = buf;
+    tx_queue[tx_len++] = {&b, true};
+    return true;
+  }
+
+  // ---- lists ----
+  List& list_of(ListId id) noexcept { return id == ListId::kInFlight ? inflight_list : backoff_list; }
+  void unlink(std::uint32_t i) noexcept {
+    Slot& s = slots[i];
+    if (s.list == ListId::kNone) return;
+    List& l = list_of(s.list);
+    if (s.prev != kNone) slots[s.prev].next = s.next; else l.head = s.next;
+    if (s.next != kNone) slots[s.next].prev = s.prev; else l.tail = s.prev;
+    s.prev = s.next = kNone;
+    s.list = ListId::kNone;
+  }
+  // Every entry of a list has the same delay, so appending keeps it sorted by due time.
+  void append(std::uint32_t i, ListId id) noexcept {
+    unlink(i);
+    Slot& s = slots[i];
+    List& l = list_of(id);
+    s.list = id;
+    s.prev = l.tail;
+    s.next = kNone;
+    if (l.tail != kNone) slots[l.tail].next = i; else l.head = i;
+    l.tail = i;
+  }
+
+  // ---- sending ----
+  void transmit(std::uint32_t i, Nanos now) noexcept {
+    Slot& s = slots[i];
+    const std::uint64_t tid = kTidHigh | (std::uint64_t{s.gen} << kSlotBits) | i;
+    s.req.hdr().tid = wire::be64::from(tid);
+    if (tx_len < tx_queue.size()) tx_queue[tx_len++] = {&s.req, false};
+    ++s.attempts;
+    ++result.counters.sent;
+    s.state = State::kInFlight;
+    s.due_ns = now + timeout_ns;
+    append(i, ListId::kInFlight);
+  }
+
+  void flush_tx() noexcept {
+    if (tx_len == 0) return;
+    std::array<MadBuf*, 64> ptrs;
+    std::size_t done = 0;
+    while (done < tx_len) {
+      const std::size_t n = std::min(ptrs.size(), tx_len - done);
+      for (std::size_t k = 0; k < n; ++k) ptrs[k] = tx_queue[done + k].buf;
+      const std::size_t sent = transport.tx_burst(std::span<MadBuf* const>(ptrs.data(), n));
+      for (std::size_t k = 0; k < sent; ++k)
+        if (tx_queue[done + k].ctl) --ctl_count;
+      done += sent;
+      if (sent < n) {
+        ++result.counters.tx_stalls;
+        break;
+      }
+    }
+    // Keep what the transport did not take, in order, for the next turn.
+    std::copy(tx_queue.begin() + static_cast<std::ptrdiff_t>(done),
+              tx_queue.begin() + static_cast<std::ptrdiff_t>(tx_len), tx_queue.begin());
+    tx_len -= done;
+  }
+
+  // ---- completion ----
+  std::size_t bucket_of(Nanos t) const noexcept {
+    const Nanos rel = t - result.measure_start_ns;
+    if (rel <= 0) return 0;
+    return std::min<std::size_t>(static_cast<std::size_t>(rel / cfg.bucket_ns), cfg.buckets_max - 1);
+  }
+
+  enum class Outcome : std::uint8_t { kAnswered, kBusy, kTimeout, kError };
+  void finish(std::uint32_t i, Outcome o, Nanos now, ErrorKind ek = ErrorKind::kMalformed) noexcept {
+    Slot& s = slots[i];
+    unlink(i);
+    if (s.measured) {
+      StormCounters& c = result.counters;
+      SeriesBucket& b = result.series[bucket_of(now)];
+      used_buckets = std::max(used_buckets, bucket_of(now) + 1);
+      switch (o) {
+        case Outcome::kAnswered:
+          ++c.answered;
+          ++b.answered;
+          result.latency.record(now - s.sched_ns);
+          break;
+        case Outcome::kBusy: ++c.busy; ++b.failed; break;
+        case Outcome::kTimeout: ++c.timeouts; ++b.failed; break;
+        case Outcome::kError:
+          ++c.errors;
+          ++c.error_by[static_cast<std::size_t>(ek)];
+          ++b.failed;
+          break;
+      }
+      result.end_ns = std::max(result.end_ns, now);
+      ++measured_done;
+    }
+    --per_host[s.q.src];
+    --in_flight;
+    s.done_gen = s.gen;
+    s.state = State::kFree;
+    s.next_free = free_head;
+    free_head = i;
+  }
+
+  // A TID back to its slot: kNone for an answer that matches nothing in flight.
+  std::uint32_t match(std::uint64_t tid) noexcept {
+    const auto low = static_cast<std::uint32_t>(tid);
+    const std::uint32_t i = low & kSlotMask, gen = low >> kSlotBits;
+    if (i < slots.size()) {
+      const Slot& s = slots[i];
+      if (s.state == State::kInFlight && s.gen == gen) return i;
+      if (s.done_gen == gen || (s.state == State::kBackoff && s.gen == gen)) {
+        ++result.counters.late;
+        return kNone;
+      }
+    }
+    ++result.counters.unmatched;
+    return kNone;
+  }
+
+  bool gid_is(const wire::Gid& g, std::uint64_t guid) const noexcept {
+    return g.prefix.get() == cfg.sa.subnet_prefix && g.guid.get() == guid;
+  }
+
+  // Checks one record against the query it answers.
+  bool record_ok(const Slot& s, std::span<const std::uint8_t> rec) const noexcept {
+    const Host& src = hosts[s.q.src];
+    const Host& dst = hosts[s.q.dst];
+    switch (s.q.kind) {
+      case QueryKind::kPathRecord:
+      case QueryKind::kPathTable: {
+        const auto pr = wire::decode<wire::PathRecord>(rec);
+        if (!pr) return false;
+        if (pr->slid.get() != src.lid || !gid_is(pr->sgid, src.port_guid)) return false;
+        if (s.q.kind == QueryKind::kPathTable) return pr->dlid.get() != 0;
+        return pr->dlid.get() == dst.lid && gid_is(pr->dgid, dst.port_guid);
+      }
+      case QueryKind::kNodeRecord: {
+        const auto nr = wire::decode<wire::NodeRecord>(rec);
+        return nr && nr->lid.get() == dst.lid && nr->node_info.port_guid.get() == dst.port_guid;
+      }
+      case QueryKind::kMcJoin:
+      case QueryKind::kMcLeave: {
+        const auto mc = wire::decode<wire::McMemberRecord>(rec);
+        if (!mc) return false;
+        const wire::McMemberRecord& want = *wire::decode<wire::McMemberRecord>(
+            std::span<const std::uint8_t>(s.req.mad.bytes).subspan(wire::kSaHeaderSize));
+        if (!(mc->mgid == want.mgid) || !gid_is(mc->port_gid, src.port_guid)) return false;
+        // A join answers with the group (MLID set) and our join state (IBA 15.2.5.17.1).
+        if (s.q.kind == QueryKind::kMcJoin)
+          return mc->mlid.get() >= 0xc000 && (mc->join_state() & wire::join_state::kFullMember) != 0;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // The header checks shared by single answers and reassembled tables.
+  Verdict check_header(const Slot& s, const wire::SaMad& m, ErrorKind& ek) const noexcept {
+    if (wire::validate(m) != wire::MadError::kOk) {
+      ek = ErrorKind::kMalformed;
+      return Verdict::kError;
+    }
+    const std::uint16_t st = m.hdr.status.get();
+    if ((st & wire::status::kBusy) != 0) return Verdict::kBusy;
+    if (m.hdr.method != response_method_of(s.req.hdr().method)) {
+      ek = ErrorKind::kWrongMethod;
+      return Verdict::kError;
+    }
+    if (m.hdr.attr_id.get() != s.req.hdr().attr_id.get()) {
+      ek = ErrorKind::kWrongAttr;
+      return Verdict::kError;
+    }
+    if (st != wire::status::kOk) {
+      ek = ErrorKind::kBadStatus;
+      return Verdict::kError;
+    }
+    return Verdict::kOk;
+  }
+
+  void on_busy(std::uint32_t i, Nanos now) noexcept {
+    Slot& s = slots[i];
+    ++result.counters.busy_answers;
+    if (s.busy_count >= cfg.retry.busy_retries) {
+      finish(i, Outcome::kBusy, now);
+      return;
+    }
+    ++s.busy_count;
+    // The next attempt is a new transaction: a late answer to this one must not complete it.
+    s.done_gen = s.gen;
+    s.state = State::kBackoff;
+    s.due_ns = now + busy_backoff_ns;
+    append(i, ListId::kBackoff);
+  }
+
+  void on_single(const MadBuf& buf, Nanos now) noexcept {
+    const std::uint32_t i = match(buf.hdr().tid.get());
+    if (i == kNone) return;
+    const auto m = wire::decode<wire::SaMad>(std::span<const std::uint8_t>(buf.mad.bytes));
+    Slot& s = slots[i];
+    ErrorKind ek{};
+    switch (check_header(s, *m, ek)) {
+      case Verdict::kBusy: on_busy(i, now); return;
+      case Verdict::kError: finish(i, Outcome::kError, now, ek); return;
+      case Verdict::kOk: break;
+    }
+    if (s.q.kind == QueryKind::kPathTable) {
+      // IBA 15.4: a GetTableResp always travels as RMPP, even in one MAD.
+      finish(i, Outcome::kError, now, ErrorKind::kMalformed);
+      return;
+    }
+    if (buf.len < wire::kMadSize) {
+      finish(i, Outcome::kError, now, ErrorKind::kMalformed);
+      return;
+    }
+    if (!record_ok(s, std::span<const std::uint8_t>(m->data))) {
+      finish(i, Outcome::kError, now, ErrorKind::kWrongRecord);
+      return;
+    }
+    finish(i, Outcome::kAnswered, now);
+  }
+
+  static void on_rmpp_done(void* user, const madengine::RmppRecvDone& d) noexcept {
+    static_cast<Impl*>(user)->rmpp_done(d);
+  }
+  void rmpp_done(const madengine::RmppRecvDone& d) noexcept {
+    const Nanos now = clock.now_ns();
+    const std::uint32_t i = match(d.key.tid);
+    if (i == kNone) return;
+    if (d.outcome != madengine::RmppOutcome::kDone || d.first == nullptr) {
+      finish(i, Outcome::kError, now, ErrorKind::kRmppAborted);
+      return;
+    }
+    ++result.counters.rmpp_transfers;
+    Slot& s = slots[i];
+    const auto m = wire::decode<wire::SaMad>(std::span<const std::uint8_t>(d.first->mad.bytes));
+    ErrorKind ek{};
+    switch (check_header(s, *m, ek)) {
+      case Verdict::kBusy: on_busy(i, now); return;
+      case Verdict::kError: finish(i, Outcome::kError, now, ek); return;
+      case Verdict::kOk: break;
+    }
+    const std::uint16_t aoff = m->attr_offset.get();
+    const std::size_t rec_size = s.q.kind == QueryKind::kNodeRecord ? sizeof(wire::NodeRecord)
+                                 : (s.q.kind == QueryKind::kMcJoin || s.q.kind == QueryKind::kMcLeave)
+                                     ? sizeof(wire::McMemberRecord)
+                                     : sizeof(wire::PathRecord);
+    const std::size_t n = wire::table_record_count(d.payload.size(), aoff);
+    if (wire::table_stride(aoff) < rec_size || (n == 0 && !d.payload.empty() && aoff == 0)) {
+      finish(i, Outcome::kError, now, ErrorKind::kMalformed);
+      return;
+    }
+    if (s.q.kind != QueryKind::kPathTable && n != 1) {
+      // A Get answered through RMPP must still carry exactly one record.
+      finish(i, Outcome::kError, now, ErrorKind::kWrongRecord);
+      return;
+    }
+    for (std::size_t r = 0; r < n; ++r) {
+      if (!record_ok(s, *wire::table_record_bytes(d.payload, aoff, r))) {
+        finish(i, Outcome::kError, now, ErrorKind::kWrongRecord);
+        return;
+      }
+    }
+    if (n == 0) {  // every host has at least a path to itself and its peers
+      finish(i, Outcome::kError, now, ErrorKind::kWrongRecord);
+      return;
+    }
+    result.counters.records += n;
+    finish(i, Outcome::kAnswered, now);
+  }
+
+  void on_rx(const MadBuf& buf, Nanos now) noexcept {
+    const auto& h = buf.hdr();
+    if (h.mgmt_class != static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm) || !h.is_response() ||
+        buf.len < wire::kMadHeaderSize + wire::kRmppHeaderSize) {
+      ++result.counters.not_sa;
+      return;
+    }
+    const auto& rm = buf.as<wire::SaMad>().rmpp;
+    if (rm.active()) {
+      // Segments of one of our transfers (or of a stale one: the receiver
+      // ACKs and delivers it, and the match then counts it as late).
+      rmpp.on_mad(buf);
+      return;
+    }
+    on_single(buf, now);
+  }
+
+  // ---- the loop ----
+  StormResult run(const std::function<void(Nanos)>& idle, const std::function<void(const Progress&)>& progress,
+                  Nanos progress_interval_ns, const std::atomic<bool>& stop_requested) {
+    rusage ru0{};
+    getrusage(RUSAGE_SELF, &ru0);
+    const Nanos start = clock.now_ns();
+    const Nanos warmup_ns = static_cast<Nanos>(cfg.warmup_ms) * madengine::kNanosPerMilli;
+    result.measure_start_ns = start + warmup_ns;
+    const Nanos measure_end = cfg.duration_ms != 0
+                                  ? result.measure_start_ns + static_cast<Nanos>(cfg.duration_ms) * madengine::kNanosPerMilli
+                                  : 0;
+    const bool open_loop = cfg.rate_qps > 0;
+    const double period_ns = open_loop ? 1e9 / cfg.rate_qps : 0.0;
+    std::uint64_t issued_all = 0;
+    Query pending{};
+    bool have_pending = false, exhausted = false;
+    Nanos next_progress = start + progress_interval_ns;
+    std::uint64_t last_prog_answered = 0;
+    Nanos last_prog_ns = start;
+
+    for (;;) {
+      Nanos now = clock.now_ns();
+      std::size_t work = 0;
+
+      // 1. Answers.
+      for (std::size_t round = 0; round < 4; ++round) {
+        const std::size_t n = transport.rx_burst(std::span<MadBuf*>(rx_ptrs.data(), kRxBurst));
+        for (std::size_t k = 0; k < n; ++k) on_rx(rx_bufs[k], now);
+        work += n;
+        if (n < kRxBurst) break;
+      }
+      rmpp.poll(now);
+
+      // 2. Timeouts: re-send with the same TID, or give up.
+      while (inflight_list.head != kNone && slots[inflight_list.head].due_ns <= now) {
+        const std::uint32_t i = inflight_list.head;
+        if (slots[i].attempts <= cfg.retry.retries) {
+          ++result.counters.resent;
+          transmit(i, now);
+        } else {
+          finish(i, Outcome::kTimeout, now);
+        }
+        ++work;
+      }
+      // 3. BUSY back-offs that are over: ask again under a new TID.
+      while (backoff_list.head != kNone && slots[backoff_list.head].due_ns <= now) {
+        const std::uint32_t i = backoff_list.head;
+        slots[i].gen = (slots[i].gen + 1) & kGenMask;
+        slots[i].attempts = 0;
+        transmit(i, now);
+        ++work;
+      }
+
+      // 4. New queries, as the schedule and the windows allow.
+      Nanos next_due = -1;
+      while (!exhausted) {
+        if (stop_requested.load(std::memory_order_relaxed)) {
+          exhausted = true;
+          break;
+        }
+        if (!have_pending) {
+          if (cfg.queries_max != 0 && result.counters.issued >= cfg.queries_max) {
+            exhausted = true;
+            break;
+          }
+          if (!workload.next(pending)) {
+            exhausted = true;
+            break;
+          }
+          have_pending = true;
+        }
+        const Nanos sched = open_loop ? start + static_cast<Nanos>(static_cast<double>(issued_all) * period_ns) : now;
+        if (measure_end != 0 && sched >= measure_end) {
+          exhausted = true;
+          break;
+        }
+        if (sched > now) {
+          next_due = sched;
+          break;
+        }
+        if (in_flight >= cfg.window_max || per_host[pending.src] >= cfg.window_per_host_max ||
+            (pending.barrier && in_flight != 0) || free_head == kNone || tx_len >= cfg.window_max)
+          break;  // held back by a window: its latency keeps counting from `sched`
+        const std::uint32_t i = free_head;
+        Slot& s = slots[i];
+        free_head = s.next_free;
+        s.q = pending;
+        have_pending = false;
+        s.measured = sched >= result.measure_start_ns;
+        s.sched_ns = sched;
+        s.first_sent_ns = now;
+        s.gen = (s.gen + 1) & kGenMask;
+        s.attempts = 0;
+        s.busy_count = 0;
+        Storm::build_request(cfg, hosts, s.q, s.req);
+        ++per_host[s.q.src];
+        ++in_flight;
+        ++issued_all;
+        result.window_peak = std::max(result.window_peak, in_flight);
+        if (s.measured) {
+          StormCounters& c = result.counters;
+          if (c.issued == 0) result.first_issue_ns = now;
+          result.last_issue_ns = now;
+          ++c.issued;
+          ++c.issued_by[static_cast<std::size_t>(s.q.kind)];
+          ++result.series[bucket_of(now)].issued;
+          used_buckets = std::max(used_buckets, bucket_of(now) + 1);
+          if (open_loop) result.schedule_lag.record(now - sched);
+        } else {
+          ++result.counters.warmup_issued;
+        }
+        if (!open_loop) s.sched_ns = now;
+        transmit(i, now);
+        ++work;
+      }
+
+      // 5. One flush per turn.
+      flush_tx();
+
+      if (progress && now >= next_progress) {
+        Progress p;
+        p.now_ns = now;
+        p.since_start_ns = now - start;
+        p.issued = result.counters.issued;
+        p.answered = result.counters.answered;
+        p.failed = result.counters.busy + result.counters.timeouts + result.counters.errors;
+        p.in_flight = in_flight;
+        p.rate_qps = static_cast<double>(p.answered - last_prog_answered) / (static_cast<double>(now - last_prog_ns) / 1e9);
+        const std::uint64_t goal = cfg.queries_max != 0 ? cfg.queries_max : workload.total();
+        if (measure_end != 0) p.eta_s = std::max<double>(0.0, static_cast<double>(measure_end - now) / 1e9);
+        else if (goal != 0 && p.rate_qps > 0) p.eta_s = static_cast<double>(goal - std::min(goal, measured_done)) / p.rate_qps;
+        last_prog_answered = p.answered;
+        last_prog_ns = now;
+        next_progress = now + progress_interval_ns;
+        progress(p);
+      }
+
+      if (exhausted && in_flight == 0 && tx_len == 0) break;
+
+      if (work == 0 && idle) {
+        Nanos deadline = now + madengine::kNanosPerMilli;  // bound on one idle wait
+        if (next_due >= 0) deadline = std::min(deadline, next_due);
+        if (inflight_list.head != kNone) deadline = std::min(deadline, slots[inflight_list.head].due_ns);
+        if (backoff_list.head != kNone) deadline = std::min(deadline, slots[backoff_list.head].due_ns);
+        if (tx_len != 0) deadline = now;  // the transport was full: try again soon
+        if (deadline > now) idle(deadline);
+      }
+    }
+
+    if (result.end_ns == 0) result.end_ns = clock.now_ns();
+    result.series.resize(used_buckets);
+    rusage ru1{};
+    getrusage(RUSAGE_SELF, &ru1);
+    result.cpu_user_s = cpu_seconds(ru1.ru_utime) - cpu_seconds(ru0.ru_utime);
+    result.cpu_sys_s = cpu_seconds(ru1.ru_stime) - cpu_seconds(ru0.ru_stime);
+    return std::move(result);
+  }
+
+  struct TxEntry {
+    MadBuf* buf = nullptr;
+    bool ctl = false;  // an RMPP ACK from ctl_bufs
+  };
+
+  StormConfig cfg;
+  madengine::Transport& transport;
+  const madengine::Clock& clock;
+  std::span<const Host> hosts;
+  Workload& workload;
+  std::vector<Slot> slots;
+  std::vector<std::uint16_t> per_host;
+  madengine::RmppReceiver rmpp;
+  std::uint32_t free_head = kNone;
+  std::uint32_t in_flight = 0;
+  List inflight_list, backoff_list;
+  std::vector<TxEntry> tx_queue;
+  std::size_t tx_len = 0;
+  std::vector<MadBuf> ctl_bufs;
+  std::size_t ctl_next = 0, ctl_count = 0;
+  std::vector<MadBuf> rx_bufs;
+  std::array<MadBuf*, kRxBurst> rx_ptrs{};
+  Nanos timeout_ns = static_cast<Nanos>(cfg.retry.timeout_ms) * madengine::kNanosPerMilli;
+  Nanos busy_backoff_ns = static_cast<Nanos>(cfg.retry.busy_backoff_ms) * madengine::kNanosPerMilli;
+  std::uint64_t measured_done = 0;
+  std::size_t used_buckets = 0;
+  StormResult result;
+};
+
+Storm::Storm(const StormConfig& cfg, madengine::Transport& transport, const madengine::Clock& clock,
+             std::span<const Host> hosts, Workload& workload) {
+  if (cfg.window_max == 0 || cfg.window_max > (1u << kSlotBits))
+    throw std::invalid_argument("window must be 1.." + std::to_string(1u << kSlotBits));
+  if (cfg.window_per_host_max == 0 || cfg.window_per_host_max > 0xffff)
+    throw std::invalid_argument("per-host window must be 1..65535");
+  if (cfg.retry.timeout_ms == 0) throw std::invalid_argument("timeout must be at least 1 ms");
+  if (cfg.sa.lid == 0 || cfg.sa.lid >= 0xc000) throw std::invalid_argument("SA LID " + std::to_string(cfg.sa.lid) + " is not a unicast LID");
+  if (!(cfg.rate_qps >= 0) || !std::isfinite(cfg.rate_qps)) throw std::invalid_argument("rate must be >= 0");
+  if (cfg.bucket_ns <= 0 || cfg.buckets_max == 0) throw std::invalid_argument("bad time-series bounds");
+  if (hosts.empty()) throw std::invalid_argument("no hosts");
+  for (const Host& h : hosts)
+    if (h.lid == 0 || h.lid >= 0xc000) throw std::invalid_argument("host with LID " + std::to_string(h.lid) + " is not addressable");
+  impl_ = std::make_unique<Impl>(cfg, transport, clock, hosts, workload);
+}
+
+Storm::~Storm() = default;
+
+StormResult Storm::run() {
+  if (!impl_) throw std::logic_error("Storm::run called twice");
+  StormResult r = impl_->run(idle_, progress_, progress_interval_ns_, stop_requested_);
+  impl_.reset();
+  return r;
+}
+
+}  // namespace madstorm
