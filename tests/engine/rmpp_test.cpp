@@ -246,14 +246,26 @@ void round_trip(std::uint32_t segments, Faults faults, std::uint64_t seed, bool 
   ASSERT_TRUE(link.out.recv.has_value());
   EXPECT_EQ(link.out.send_callbacks, 1);
   EXPECT_EQ(link.out.recv_callbacks, 1);
-  if (link.out.sent->outcome == RmppOutcome::kDone) {
-    ASSERT_EQ(link.out.recv->outcome, RmppOutcome::kDone);
+  const bool sent_ok = link.out.sent->outcome == RmppOutcome::kDone;
+  const bool recv_ok = link.out.recv->outcome == RmppOutcome::kDone;
+  if (must_finish) {
+    EXPECT_TRUE(sent_ok && recv_ok) << "sender: " << to_string(link.out.sent->outcome) << " status "
+                                    << int{link.out.sent->rmpp_status} << ", receiver: "
+                                    << to_string(link.out.recv->outcome);
+  }
+  if (recv_ok) {
+    // Whatever the sender concluded, a delivered payload is the sent one.
     ASSERT_EQ(link.out.payload.size(), payload.size());
     EXPECT_TRUE(link.out.payload == payload) << "payload differs";
-  } else {
-    EXPECT_FALSE(must_finish) << "sender: " << to_string(link.out.sent->outcome) << " status "
-                              << int{link.out.sent->rmpp_status};
-    EXPECT_NE(link.out.recv->outcome, RmppOutcome::kDone);  // both sides report the abort
+  }
+  // A sender never believes in a transfer the receiver did not complete.
+  if (sent_ok) {
+    EXPECT_TRUE(recv_ok);
+  }
+  // The one asymmetric end: the receiver completed, then every final ACK and
+  // re-ACK was lost until the sender ran out of retries (the two generals).
+  if (recv_ok && !sent_ok) {
+    EXPECT_EQ(link.out.sent->rmpp_status, rmpp_status::kTooManyRetries);
   }
   EXPECT_EQ(link.sender.active(), 0u);
   EXPECT_EQ(link.receiver.active(), 0u);
@@ -276,8 +288,9 @@ TEST(Rmpp, RoundTripsWithLossReorderingAndDuplicates) {
 }
 
 TEST(Rmpp, RoundTripsUnderHeavyLossEndConsistently) {
-  // At 30% loss each way some transfers may abort; whatever happens, both
-  // sides agree: identical bytes, or both report the abort.
+  // At 30% loss each way some transfers abort; then both sides report it,
+  // except that a receiver may complete (with identical bytes) while the
+  // sender never hears the final ACK.
   const Faults faults{.loss_data = 0.3, .loss_ctl = 0.3, .dup = 0.1, .reorder = true};
   for (std::uint32_t n : {1u, 3u, 10u, 100u})
     for (std::uint64_t k = 0; k < 4; ++k) round_trip(n, faults, base_seed() * 17 + n * 5 + k, false);
