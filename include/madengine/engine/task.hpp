@@ -143,8 +143,7 @@ class [[nodiscard]] Task {
 
   // Awaiting a task starts it; it inherits the awaiter's context (scheduler,
   // cancellation) and resumes the awaiter by symmetric transfer when done.
-  // (The task is its own awaiter: g++ 12 mis-sizes frames that hold a
-  // separate awaiter returned from operator co_await.)
+  // The awaiting side keeps owning the frame until the Task object dies.
   bool await_ready() const noexcept { return !h_ || h_.done(); }
   template <typename P>
   std::coroutine_handle<> await_suspend(std::coroutine_handle<P> caller) noexcept {
