@@ -1,0 +1,261 @@
+// Bring-up (see bringup.hpp). Every Set's response is checked for status and
+// read back; port states are driven in two waves (all INIT ports to ARMED,
+// then all ARMED to ACTIVE) because a port may go ACTIVE only once its
+// neighbour is ARMED or ACTIVE (IBA 7.2.x link state machine).
+#include "sm/bringup/bringup.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "madengine/wire/codec.hpp"
+#include "madengine/wire/smp/pkey_table.hpp"
+
+namespace madengine::sm {
+
+using fabric::NodeId;
+
+namespace {
+
+template <typename T>
+std::span<const std::uint8_t> bytes_of(const T& v) noexcept {
+  return {reinterpret_cast<const std::uint8_t*>(&v), sizeof(T)};
+}
+
+struct PortRef {
+  NodeId node;
+  std::uint8_t port;
+  wire::DrPath path;
+  wire::PortInfo want;
+};
+
+class Programmer {
+ public:
+  Programmer(SmpQueue& q, DiscoveryResult& d, const RoutingResult& routes, const BringupConfig& cfg,
+             ProgrammedState& st, BringupReport& rep)
+      : q_(q), d_(d), routes_(routes), cfg_(cfg), st_(st), rep_(rep) {}
+
+  void configure() {
+    program_switches();
+    program_ports();
+  }
+  void arm() { drive(wire::PortState::kInit, wire::PortState::kArmed, rep_.ports_armed); }
+  void activate() { drive(wire::PortState::kArmed, wire::PortState::kActive, rep_.ports_activated); }
+
+ private:
+  void set(std::uint16_t attr, std::uint32_t mod, const wire::DrPath& path, std::span<const std::uint8_t> data,
+           SmpQueue::Done done) {
+    ++rep_.smps;
+    q_.submit(make_dr_request(wire::method::kSet, attr, mod, path, cfg_.port_num, data, cfg_.m_key), std::move(done));
+  }
+  void get(std::uint16_t attr, std::uint32_t mod, const wire::DrPath& path, SmpQueue::Done done) {
+    ++rep_.smps;
+    q_.submit(make_dr_request(wire::method::kGet, attr, mod, path, cfg_.port_num, {}, cfg_.m_key), std::move(done));
+  }
+
+  void program_switches() {
+    fabric::Fabric& f = d_.fabric;
+    const std::uint16_t top = routes_.top_lid;
+    const std::uint32_t blocks = top / wire::kLftBlockSize + 1u;
+    for (const fabric::Lft& lft : routes_.lfts) {
+      const fabric::Node& n = f.nodes[lft.node];
+      const wire::SwitchInfo& read = n.switch_info;
+      auto& sw = st_.lft[n.node_guid];
+      // A switch whose LinearFDBTop is not what we wrote was reset or never
+      // programmed by us: its blocks are unknown.
+      if (read.linear_fdb_top.get() != sw.top) sw.blocks.clear();
+      sw.blocks.resize(blocks);
+      for (std::uint32_t b = 0; b < blocks; ++b) {
+        wire::LftBlock blk;
+        for (std::uint32_t i = 0; i < wire::kLftBlockSize; ++i) {
+          const std::uint32_t lid = b * wire::kLftBlockSize + i;
+          blk.ports[i] = lid < lft.ports.size() && lid <= top ? lft.ports[lid] : wire::kLftNoPort;
+        }
+        if (sw.blocks[b] && sw.blocks[b]->ports == blk.ports) continue;
+        sw.blocks[b].reset();
+        const std::uint64_t guid = n.node_guid;
+        set(wire::smp_attr::kLinearFwdTable, wire::lft_modifier(b), n.dr_path, bytes_of(blk),
+            [this, guid, b, blk](const TxnResult& r) {
+              const auto got = smp_response_ok(r) ? wire::decode<wire::LftBlock>(smp_data(r.response)) : std::nullopt;
+              if (!got || got->ports != blk.ports) {
+                ++rep_.errors;
+                return;
+              }
+              ++rep_.lft_blocks_written;
+              auto& s = st_.lft[guid];
+              if (b < s.blocks.size()) s.blocks[b] = blk;
+            });
+      }
+      if (read.linear_fdb_top.get() == top && read.life_time_value() == cfg_.life_time_value) {
+        sw.top = top;
+        continue;
+      }
+      wire::SwitchInfo want = read;
+      want.prepare_for_set(false);  // never clear a PortStateChange we have not handled
+      want.linear_fdb_top = wire::be16::from(top);
+      want.set_life_time_value(cfg_.life_time_value);
+      const NodeId id = lft.node;
+      set(wire::smp_attr::kSwitchInfo, 0, n.dr_path, bytes_of(want), [this, id, top](const TxnResult& r) {
+        const auto got = smp_response_ok(r) ? wire::decode<wire::SwitchInfo>(smp_data(r.response)) : std::nullopt;
+        if (!got || got->linear_fdb_top.get() != top) {
+          ++rep_.errors;
+          return;
+        }
+        ++rep_.switch_info_sets;
+        fabric::Node& node = d_.fabric.nodes[id];
+        node.switch_info = *got;
+        st_.lft[node.node_guid].top = top;
+      });
+    }
+  }
+
+  // The PortInfo we want on (node, port), from what discovery read.
+  wire::PortInfo desired(const fabric::Node& n, std::uint8_t port) const {
+    const fabric::Port& p = n.ports[port];
+    wire::PortInfo w = p.info;
+    // 0 = no change for the state machine fields (IBA 14.2.5.6).
+    w.set_port_state(0);
+    w.set_port_physical_state(0);
+    w.set_link_down_default_state(0);
+    w.set_client_reregister(0);
+    const bool end_port = n.is_switch() ? port == 0 : true;
+    if (end_port) {
+      w.lid = wire::be16::from(n.is_switch() ? n.base_lid : n.port_lids[port]);
+      w.set_lmc(n.is_switch() ? 0 : n.lmc);
+      w.master_sm_lid = wire::be16::from(cfg_.sm_lid);
+      w.set_master_sm_sl(cfg_.sm_sl);
+      w.set_subnet_timeout(cfg_.subnet_timeout);
+      w.m_key = wire::be64::from(cfg_.m_key);
+      w.m_key_lease_period = wire::be16::from(cfg_.m_key_lease_period);
+      w.set_m_key_protect_bits(cfg_.m_key_protect_bits);
+    }
+    if (p.linked()) {
+      if (p.mtu != 0) w.set_neighbor_mtu(p.mtu);
+      if (p.vl_cap != 0) w.set_operational_vls(std::min(cfg_.operational_vls, p.vl_cap));
+    }
+    return w;
+  }
+
+  static bool same_config(const wire::PortInfo& a, const wire::PortInfo& b) noexcept {
+    return a.lid == b.lid && a.lmc() == b.lmc() && a.master_sm_lid == b.master_sm_lid &&
+           a.master_sm_sl() == b.master_sm_sl() && a.subnet_timeout() == b.subnet_timeout() &&
+           a.m_key == b.m_key && a.m_key_lease_period == b.m_key_lease_period &&
+           a.m_key_protect_bits() == b.m_key_protect_bits() && a.neighbor_mtu() == b.neighbor_mtu() &&
+           a.operational_vls() == b.operational_vls();
+  }
+
+  void program_ports() {
+    fabric::Fabric& f = d_.fabric;
+    for (NodeId id = 0; id < f.nodes.size(); ++id) {
+      const fabric::Node& n = f.nodes[id];
+      for (std::uint8_t port = n.is_switch() ? 0 : 1; port <= n.num_ports(); ++port) {
+        const fabric::Port& p = n.ports[port];
+        if (!p.linked() && !(n.is_switch() && port == 0)) continue;
+        if (!n.is_switch() && (p.guid == 0 || port >= d_.ca_port_paths[id].size())) continue;
+        PortRef ref{id, port, n.is_switch() ? n.dr_path : d_.ca_port_paths[id][port], desired(n, port)};
+        ports_.push_back(ref);
+        const bool rereg = cfg_.client_reregister && !n.is_switch() &&
+                           p.info.has_cap(wire::port_cap::kIsClientReregistrationSupported);
+        if (!n.is_switch() && !st_.pkey_checked.contains(p.guid)) check_pkeys(id, port, ref.path);
+        if (!rereg && same_config(p.info, ref.want)) continue;
+        wire::PortInfo payload = ref.want;
+        if (rereg) payload.set_client_reregister(1);
+        const std::size_t idx = ports_.size() - 1;
+        set(wire::smp_attr::kPortInfo, wire::port_info_modifier(port), ref.path, bytes_of(payload),
+            [this, idx](const TxnResult& r) { on_port_set(idx, r, false); });
+      }
+    }
+  }
+
+  void on_port_set(std::size_t idx, const TxnResult& r, bool state_change) {
+    const PortRef& ref = ports_[idx];
+    const auto got = smp_response_ok(r) ? wire::decode<wire::PortInfo>(smp_data(r.response)) : std::nullopt;
+    fabric::Node& n = d_.fabric.nodes[ref.node];
+    const bool end_port = n.is_switch() ? ref.port == 0 : true;
+    if (!got || (end_port && (got->lid != ref.want.lid || got->master_sm_lid != ref.want.master_sm_lid))) {
+      ++rep_.errors;
+      return;
+    }
+    if (!state_change) ++rep_.port_info_sets;
+    fabric::Port& p = n.ports[ref.port];
+    p.info = *got;
+    p.state = got->port_state();
+  }
+
+  void check_pkeys(NodeId id, std::uint8_t port, const wire::DrPath& path) {
+    const std::uint64_t guid = d_.fabric.nodes[id].ports[port].guid;
+    get(wire::smp_attr::kPKeyTable, wire::pkey_table_modifier(0), path, [this, guid, path](const TxnResult& r) {
+      const auto blk = smp_response_ok(r) ? wire::decode<wire::PKeyTableBlock>(smp_data(r.response)) : std::nullopt;
+      if (!blk) {
+        ++rep_.errors;
+        return;
+      }
+      for (std::size_t i = 0; i < wire::kPKeyBlockSize; ++i) {
+        if (wire::pkey_is_valid(blk->pkey(i))) {
+          st_.pkey_checked.insert(guid);
+          return;
+        }
+      }
+      // An empty table: give the port the default partition, full member.
+      wire::PKeyTableBlock want{};
+      want.set_pkey(0, wire::kDefaultPKey);
+      set(wire::smp_attr::kPKeyTable, wire::pkey_table_modifier(0), path, bytes_of(want),
+          [this, guid](const TxnResult& rr) {
+            const auto got = smp_response_ok(rr) ? wire::decode<wire::PKeyTableBlock>(smp_data(rr.response)) : std::nullopt;
+            if (!got || got->pkey(0) != wire::kDefaultPKey) {
+              ++rep_.errors;
+              return;
+            }
+            ++rep_.pkey_sets;
+            st_.pkey_checked.insert(guid);
+          });
+    });
+  }
+
+  // Every linked (non-management) port in state `from` is Set to `to`.
+  void drive(wire::PortState from, wire::PortState to, std::uint32_t& counter) {
+    for (std::size_t idx = 0; idx < ports_.size(); ++idx) {
+      const PortRef& ref = ports_[idx];
+      const fabric::Node& n = d_.fabric.nodes[ref.node];
+      const fabric::Port& p = n.ports[ref.port];
+      if (!p.linked() || p.state != static_cast<std::uint8_t>(from)) continue;
+      wire::PortInfo payload = ref.want;
+      payload.set_state(to);
+      set(wire::smp_attr::kPortInfo, wire::port_info_modifier(ref.port), ref.path, bytes_of(payload),
+          [this, idx, to, &counter](const TxnResult& r) {
+            on_port_set(idx, r, true);
+            const fabric::Port& pp = d_.fabric.nodes[ports_[idx].node].ports[ports_[idx].port];
+            if (pp.state == static_cast<std::uint8_t>(to)) {
+              ++counter;
+            } else if (smp_response_ok(r)) {
+              ++rep_.errors;
+            }
+          });
+    }
+  }
+
+  SmpQueue& q_;
+  DiscoveryResult& d_;
+  const RoutingResult& routes_;
+  const BringupConfig& cfg_;
+  ProgrammedState& st_;
+  BringupReport& rep_;
+  std::vector<PortRef> ports_;
+};
+
+}  // namespace
+
+Task<BringupReport> bring_up(SmpQueue& q, DiscoveryResult& d, const RoutingResult& routes, const BringupConfig& cfg,
+                             ProgrammedState& state) {
+  auto rep = std::make_unique<BringupReport>();
+  auto prog = std::make_unique<Programmer>(q, d, routes, cfg, state, *rep);
+  prog->configure();
+  co_await q.drained();
+  prog->arm();
+  co_await q.drained();
+  prog->activate();
+  co_await q.drained();
+  co_return *rep;
+}
+
+}  // namespace madengine::sm

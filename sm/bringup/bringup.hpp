@@ -1,0 +1,62 @@
+// Bring-up (IBA 14.4): programs what routing and LID assignment decided.
+// Per switch SwitchInfo (LinearFDBTop, LifeTimeValue) and the LFT blocks that
+// differ from what the switch holds; PortInfo on every linked port and every
+// end port (LID/LMC, master SM, timeouts, M_Key, NeighborMTU, OperationalVLs,
+// ClientReregister); then INIT -> ARMED -> ACTIVE; a default P_Key table.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "madengine/engine/task.hpp"
+#include "madengine/wire/smp/lft.hpp"
+#include "sm/discovery/discovery.hpp"
+#include "sm/routing/routing.hpp"
+#include "sm/smp_queue.hpp"
+
+namespace madengine::sm {
+
+struct BringupConfig {
+  std::uint8_t port_num = 1;  // local port SMPs leave from
+  std::uint16_t sm_lid = 0;
+  std::uint8_t sm_sl = 0;
+  std::uint8_t subnet_timeout = 18;   // 4.096 us * 2^18 ~ 1 s, OpenSM's default
+  std::uint8_t life_time_value = 18;  // switch packet lifetime, OpenSM's default
+  std::uint8_t operational_vls = 4;   // VL0-7 code, capped by each port's VLCap
+  std::uint64_t m_key = 0;
+  std::uint16_t m_key_lease_period = 0;
+  std::uint8_t m_key_protect_bits = 0;
+  bool client_reregister = false;  // our mastership is new
+};
+
+// What the SM has programmed, kept across sweeps so a re-sweep writes only
+// what changed.
+struct ProgrammedState {
+  struct SwitchLft {
+    std::uint16_t top = 0;  // LinearFDBTop we last wrote
+    std::vector<std::optional<wire::LftBlock>> blocks;
+  };
+  std::unordered_map<std::uint64_t, SwitchLft> lft;  // by switch node GUID
+  std::unordered_set<std::uint64_t> pkey_checked;     // port GUIDs with a valid P_Key table
+};
+
+struct BringupReport {
+  std::uint32_t switch_info_sets = 0;
+  std::uint32_t lft_blocks_written = 0;
+  std::uint32_t port_info_sets = 0;
+  std::uint32_t ports_armed = 0;
+  std::uint32_t ports_activated = 0;
+  std::uint32_t pkey_sets = 0;
+  std::uint32_t errors = 0;  // failed Sets or read-backs that disagree
+  std::uint64_t smps = 0;
+};
+
+// Programs the fabric in `d` (LIDs already assigned); updates each port's
+// `info` and `state` in d.fabric to what the SMAs answered.
+Task<BringupReport> bring_up(SmpQueue& q, DiscoveryResult& d, const RoutingResult& routes, const BringupConfig& cfg,
+                             ProgrammedState& state);
+
+}  // namespace madengine::sm

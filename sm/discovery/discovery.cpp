@@ -1,0 +1,189 @@
+// The heavy sweep (see discovery.hpp). State lives in one Sweep object the
+// completion callbacks share; the coroutine only starts it and awaits the
+// queue draining. The peer's port number is NodeInfo.LocalPortNum (IBA 14.2.5.3).
+#include "sm/discovery/discovery.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include "madengine/wire/codec.hpp"
+
+namespace madengine::sm {
+
+using fabric::kNoNode;
+using fabric::NodeId;
+
+std::uint32_t DiscoveryResult::links() const noexcept {
+  std::uint32_t n = 0;
+  for (NodeId i = 0; i < fabric.nodes.size(); ++i)
+    for (const auto& p : fabric.nodes[i].ports)
+      if (p.linked() && (p.peer > i || (p.peer == i))) ++n;
+  return n;
+}
+
+std::vector<std::uint16_t> DiscoveryResult::current_lids() const {
+  std::vector<std::uint16_t> out;
+  for (const fabric::EndPort e : fabric.end_ports()) out.push_back(fabric.nodes[e.node].ports[e.port].info.lid.get());
+  return out;
+}
+
+namespace {
+
+// A physical link (IBA 14.2.5.6: PortPhysicalState LinkUp, or a logical
+// state at least INIT).
+bool has_link(const wire::PortInfo& pi) noexcept {
+  return pi.phys_state() == wire::PortPhysState::kLinkUp || pi.port_state() >= 2;
+}
+
+class Sweep {
+ public:
+  Sweep(SmpQueue& q, DiscoveryOptions opts, DiscoveryResult& out) : q_(q), opts_(opts), out_(out) {}
+
+  void start() { get_node_info({}, kNoNode, 0); }
+
+ private:
+  void get(std::uint16_t attr, std::uint32_t mod, const wire::DrPath& path, SmpQueue::Done done) {
+    ++out_.smps;
+    q_.submit(make_dr_request(wire::method::kGet, attr, mod, path, opts_.port_num, {}, opts_.m_key), std::move(done));
+  }
+
+  void get_node_info(const wire::DrPath& path, NodeId parent, std::uint8_t parent_port) {
+    get(wire::smp_attr::kNodeInfo, 0, path, [this, path, parent, parent_port](const TxnResult& r) {
+      if (!smp_response_ok(r)) {
+        ++out_.errors;
+        return;
+      }
+      const auto ni = wire::decode<wire::NodeInfo>(smp_data(r.response));
+      if (ni) on_node_info(*ni, path, parent, parent_port);
+    });
+  }
+
+  void on_node_info(const wire::NodeInfo& ni, const wire::DrPath& path, NodeId parent, std::uint8_t parent_port) {
+    fabric::Fabric& f = out_.fabric;
+    const std::uint8_t lp = ni.local_port_num;
+    const auto it = out_.by_guid.find(ni.node_guid.get());
+    if (it != out_.by_guid.end()) {
+      // Another path to a node we know: record the link, do not re-read it.
+      ++out_.duplicate_paths;
+      const NodeId id = it->second;
+      fabric::Node& n = f.nodes[id];
+      if (lp >= n.ports.size()) return;
+      if (parent != kNoNode) f.link(parent, parent_port, id, lp);
+      if (!n.is_switch() && n.ports[lp].guid == 0) {
+        // A CA port first reached now: its GUID, path and PortInfo.
+        n.ports[lp].guid = ni.port_guid.get();
+        out_.ca_port_paths[id][lp] = path;
+        get_port_info(id, lp, path);
+      }
+      return;
+    }
+    fabric::Node n;
+    n.kind = ni.is_switch() ? fabric::NodeKind::kSwitch
+             : ni.type() == wire::NodeType::kRouter ? fabric::NodeKind::kRouter
+                                                    : fabric::NodeKind::kCa;
+    n.node_guid = ni.node_guid.get();
+    n.system_guid = ni.system_image_guid.get();
+    n.ports.resize(ni.num_ports + 1u);
+    n.node_info = ni;
+    n.dr_path = path;
+    if (n.is_switch()) {
+      for (auto& p : n.ports) p.guid = ni.port_guid.get();
+    } else {
+      if (lp == 0 || lp > ni.num_ports) return;  // a CA must name a real port
+      n.ports[lp].guid = ni.port_guid.get();
+      n.port_lids.assign(n.ports.size(), 0);
+    }
+    const NodeId id = f.add_node(std::move(n));
+    out_.by_guid.emplace(ni.node_guid.get(), id);
+    out_.ca_port_paths.emplace_back(ni.num_ports + 1u);
+    if (path.hops == 0) {
+      out_.local_node = id;
+      out_.local_port = lp;
+    }
+    if (parent != kNoNode) f.link(parent, parent_port, id, lp);
+    if (!f.nodes[id].is_switch()) out_.ca_port_paths[id][lp] = path;
+
+    get(wire::smp_attr::kNodeDescription, 0, path, [this, id](const TxnResult& r) {
+      if (!smp_response_ok(r)) {
+        ++out_.errors;
+        return;
+      }
+      if (const auto nd = wire::decode<wire::NodeDescription>(smp_data(r.response))) {
+        out_.fabric.nodes[id].node_desc = *nd;
+        out_.fabric.nodes[id].description = nd->str();
+      }
+    });
+    if (ni.is_switch()) {
+      get(wire::smp_attr::kSwitchInfo, 0, path, [this, id](const TxnResult& r) {
+        if (!smp_response_ok(r)) {
+          ++out_.errors;
+          return;
+        }
+        if (const auto si = wire::decode<wire::SwitchInfo>(smp_data(r.response))) out_.fabric.nodes[id].switch_info = *si;
+      });
+      for (std::uint8_t p = 0; p <= ni.num_ports; ++p) get_port_info(id, p, path);
+    } else {
+      get_port_info(id, lp, path);
+    }
+  }
+
+  void get_port_info(NodeId id, std::uint8_t port, const wire::DrPath& path) {
+    get(wire::smp_attr::kPortInfo, wire::port_info_modifier(port), path, [this, id, port, path](const TxnResult& r) {
+      if (!smp_response_ok(r)) {
+        ++out_.errors;
+        return;
+      }
+      const auto pi = wire::decode<wire::PortInfo>(smp_data(r.response));
+      if (pi) on_port_info(id, port, path, *pi);
+    });
+  }
+
+  void on_port_info(NodeId id, std::uint8_t port, const wire::DrPath& path, const wire::PortInfo& pi) {
+    fabric::Node& n = out_.fabric.nodes[id];
+    fabric::Port& p = n.ports[port];
+    p.info = pi;
+    p.link_width = pi.link_width_active;
+    p.link_speed = pi.link_speed_active();
+    p.mtu = pi.mtu_cap();
+    p.vl_cap = pi.vl_cap();
+    p.state = pi.port_state();
+    if (!n.is_switch() && port < n.port_lids.size()) n.port_lids[port] = pi.lid.get();
+    if (n.is_switch() && port == 0) {
+      n.base_lid = pi.lid.get();
+      n.lmc = pi.lmc();
+    }
+    if (!n.is_switch()) n.lmc = pi.lmc();
+    // Explore: a switch's external ports, and the SM's own port.
+    const bool explore = (n.is_switch() && port != 0) || (!n.is_switch() && path.hops == 0);
+    if (!explore || !has_link(pi) || p.linked() || path.hops >= wire::kDrHopsMax) return;
+    get_node_info(path.extended(port), id, port);
+  }
+
+  SmpQueue& q_;
+  DiscoveryOptions opts_;
+  DiscoveryResult& out_;
+};
+
+// The link's MTU and VLs are the lesser of the two ends' capabilities.
+void finish_links(fabric::Fabric& f) {
+  for (auto& n : f.nodes) {
+    for (auto& p : n.ports) {
+      if (!p.linked()) continue;
+      const fabric::Port& q = f.nodes[p.peer].ports[p.peer_port];
+      if (q.mtu != 0) p.mtu = std::min(p.mtu, q.mtu);
+    }
+  }
+}
+
+}  // namespace
+
+Task<DiscoveryResult> discover(SmpQueue& q, DiscoveryOptions opts) {
+  auto out = std::make_unique<DiscoveryResult>();
+  auto sweep = std::make_unique<Sweep>(q, opts, *out);
+  sweep->start();
+  co_await q.drained();
+  finish_links(out->fabric);
+  co_return std::move(*out);
+}
+
+}  // namespace madengine::sm

@@ -1,0 +1,41 @@
+// Heavy sweep: directed-route BFS from the SM's port. NodeInfo at each new
+// path; on a new node NodeDescription, PortInfo of its ports and SwitchInfo;
+// every switch port with a physical link is explored by extending the path.
+// All requests share one SmpQueue window, so the phases overlap.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "madengine/engine/task.hpp"
+#include "madengine/fabric/fabric.hpp"
+#include "sm/smp_queue.hpp"
+
+namespace madengine::sm {
+
+struct DiscoveryResult {
+  fabric::Fabric fabric;
+  // [node][port]: the DR path that reaches a CA through that port (a CA's
+  // SMA accepts a PortInfo Set only for the port the SMP arrived on).
+  std::vector<std::vector<wire::DrPath>> ca_port_paths;
+  fabric::NodeId local_node = fabric::kNoNode;  // the SM's own node
+  std::uint8_t local_port = 0;
+  std::uint64_t smps = 0;          // SMPs this sweep submitted
+  std::uint32_t errors = 0;        // SMPs that failed (timeout or bad status)
+  std::uint32_t duplicate_paths = 0;  // NodeInfo answers from nodes already known
+  std::unordered_map<std::uint64_t, fabric::NodeId> by_guid;
+  std::uint32_t links() const noexcept;
+  // The base LID every end port reported (fabric.end_ports() order): assign_lids' `current`.
+  std::vector<std::uint16_t> current_lids() const;
+};
+
+struct DiscoveryOptions {
+  std::uint8_t port_num = 1;  // the local port SMPs leave from
+  std::uint64_t m_key = 0;
+};
+
+// Runs one heavy sweep on `q` (which must be idle) and returns the fabric.
+Task<DiscoveryResult> discover(SmpQueue& q, DiscoveryOptions opts);
+
+}  // namespace madengine::sm

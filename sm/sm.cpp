@@ -1,0 +1,391 @@
+// SubnetManager (see sm.hpp): one task loops heavy sweep -> wait (light
+// sweeps, traps, multicast changes) -> heavy sweep. Everything but status()
+// runs on the SM's engine core, so its state needs no locks.
+#include "sm/sm.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "madengine/wire/codec.hpp"
+#include "madengine/wire/smp/notice.hpp"
+#include "sa/paths/path_db.hpp"
+#include "sm/discovery/discovery.hpp"
+#include "sm/lids/lid_assign.hpp"
+
+namespace madengine::sm {
+
+namespace {
+
+constexpr Nanos kIdleStepNs = 20 * kNanosPerMilli;  // how often the idle loop looks for traps and requests
+
+double seconds(Nanos a, Nanos b) { return static_cast<double>(b - a) / 1e9; }
+
+template <typename T>
+std::span<const std::uint8_t> bytes_of(const T& v) noexcept {
+  return {reinterpret_cast<const std::uint8_t*>(&v), sizeof(T)};
+}
+
+}  // namespace
+
+class SubnetManager::ResponseHook final : public MadHandler {
+ public:
+  explicit ResponseHook(TransactionManager& t) : txn_(t) {}
+  void on_mad(MadBuf& buf, CoreContext&) noexcept override { txn_.on_response(buf); }
+
+ private:
+  TransactionManager& txn_;
+};
+
+class SubnetManager::SmaHandler final : public MadHandler {
+ public:
+  explicit SmaHandler(SubnetManager& sm) : sm_(sm) {}
+  void on_mad(MadBuf& buf, CoreContext& ctx) noexcept override { sm_.on_sm_mad(buf, ctx); }
+
+ private:
+  SubnetManager& sm_;
+};
+
+SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig config, sa::SnapshotStore& store)
+    : engine_(engine), transport_(transport), cfg_(std::move(config)), store_(store) {
+  if (cfg_.core >= engine.cores()) throw std::invalid_argument("SmConfig.core is not an engine core");
+  if (cfg_.window_smps_max == 0 || cfg_.window_per_dest_max == 0)
+    throw std::invalid_argument("SmConfig windows must be >= 1");
+  if (cfg_.light_sweep_interval_ms < 100) throw std::invalid_argument("SmConfig.light_sweep_interval_ms must be >= 100");
+  if (!cfg_.guid2lid_path.empty()) {
+    Guid2LidError err;
+    if (!load_guid2lid(cfg_.guid2lid_path, guid2lid_, err))
+      throw std::invalid_argument("guid2lid " + cfg_.guid2lid_path + ": line " + std::to_string(err.line) + ": " + err.what);
+  }
+  Core& core = engine.core(cfg_.core);
+  sched_ = std::make_unique<Scheduler>(core.clock(), SchedulerConfig{.tasks_max = 16});
+  txn_ = std::make_unique<TransactionManager>(
+      core.clock(), core,
+      TransactionConfig{.core_id = static_cast<std::uint8_t>(cfg_.core),
+                        .window_max = cfg_.window_smps_max,
+                        .window_per_dest_max = cfg_.window_per_dest_max,
+                        .queue_max = cfg_.window_smps_max});
+  queue_ = std::make_unique<SmpQueue>(*txn_, cfg_.window_smps_max,
+                                      RequestOptions{.timeout_ms = cfg_.timeout_ms, .retries = cfg_.retries});
+  hook_ = std::make_unique<ResponseHook>(*txn_);
+  sma_ = std::make_unique<SmaHandler>(*this);
+  engine.add_poller(cfg_.core, *txn_);
+  engine.add_poller(cfg_.core, *sched_);
+  engine.set_response_hook(cfg_.core, *hook_);
+  const auto fixed = OwnerSelector::fixed(cfg_.core);
+  for (const auto klass : {wire::MgmtClass::kSubnLid, wire::MgmtClass::kSubnDirected}) {
+    const auto k = static_cast<std::uint8_t>(klass);
+    engine.add_handler(DispatchKey{k, wire::method::kGet, wire::smp_attr::kSmInfo}, *sma_, fixed);
+    engine.add_handler(DispatchKey{k, wire::method::kTrap, wire::smp_attr::kNotice}, *sma_, fixed);
+  }
+  if (cfg_.mcast != nullptr) cfg_.mcast->set_listener(&SubnetManager::mcast_changed, this);
+  status_.state = role_.state;
+  sched_->spawn(run());
+}
+
+SubnetManager::~SubnetManager() {
+  if (cfg_.mcast != nullptr) cfg_.mcast->set_listener(nullptr, nullptr);
+  // Task frames first (they reference the queue), then completions are
+  // dropped while the transaction manager cancels what is left.
+  sched_.reset();
+  queue_->close();
+  txn_.reset();
+}
+
+void SubnetManager::mcast_changed(void* self) noexcept {
+  static_cast<SubnetManager*>(self)->mcast_dirty_.store(true, std::memory_order_relaxed);
+}
+
+SmStatus SubnetManager::status() const {
+  std::lock_guard lock(mu_);
+  return status_;
+}
+
+bool SubnetManager::wait_for(const std::function<bool(const SmStatus&)>& pred, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return pred(status_); });
+}
+
+void SubnetManager::update_status(const std::function<void(SmStatus&)>& fn) {
+  {
+    std::lock_guard lock(mu_);
+    fn(status_);
+  }
+  cv_.notify_all();
+}
+
+// ---- the SM's SMA: SMInfo and traps -------------------------------------------
+
+void SubnetManager::on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept {
+  wire::MadHeader& h = buf.hdr();
+  const bool directed = h.klass() == wire::MgmtClass::kSubnDirected;
+  if (h.method == wire::method::kTrap) {
+    ++traps_;
+    const auto notice = wire::decode_smp_notice(smp_data(buf));
+    const std::uint16_t trap = notice && notice->is_generic() ? notice->trap_number.get() : 0;
+    if (trap == wire::trap::kLinkStateChange) {
+      spdlog::info("sm: trap 128 (link state change) from LID {}: heavy sweep", notice->issuer_lid.get());
+      heavy_requested_.store(true, std::memory_order_relaxed);
+    } else {
+      spdlog::info("sm: trap {} from LID {}", trap, notice ? notice->issuer_lid.get() : 0);
+    }
+    // Repress the trap so the SMA stops repeating it (IBA 14.2.5.1).
+    h.method = wire::method::kTrapRepress;
+    ctx.tx().send(buf);
+    const std::uint64_t n = traps_;
+    update_status([n](SmStatus& s) { s.traps = n; });
+    return;
+  }
+  // SubnGet(SMInfo): SM_Key only to a requester that knows it (IBA 14.4.1).
+  const auto req = wire::decode<wire::SmInfo>(smp_data(buf));
+  wire::SmInfo si{};
+  si.guid = wire::be64::from(transport_.local_port().port_guid);
+  si.sm_key = wire::be64::from(req && req->sm_key.get() == cfg_.sm_key ? cfg_.sm_key : 0);
+  si.act_count = wire::be32::from(role_.act_count);
+  si.set_priority(cfg_.priority);
+  si.set_state(role_.state);
+  h.method = wire::method::kGetResp;
+  h.status = wire::be16::from(directed ? 0x8000 : 0);  // D bit on the way back
+  auto data = std::span<std::uint8_t>(buf.mad.bytes).subspan(offsetof(wire::Smp, data), wire::kSmpDataSize);
+  std::fill(data.begin(), data.end(), std::uint8_t{0});
+  wire::encode(si, data);
+  if (directed) buf.addr.lid = wire::kPermissiveLid;
+  ctx.tx().send(buf);
+  ++sminfo_answered_;
+  const std::uint64_t n = sminfo_answered_;
+  update_status([n](SmStatus& s) { s.sminfo_answered = n; });
+}
+
+// ---- the main loop --------------------------------------------------------------
+
+Task<void> SubnetManager::run() {
+  for (;;) {
+    heavy_requested_.store(false, std::memory_order_relaxed);
+    co_await heavy_sweep();
+    Nanos next_light = sched_->clock().now_ns() + Nanos{cfg_.light_sweep_interval_ms} * kNanosPerMilli;
+    for (;;) {
+      const Wake w = co_await sched_->sleep_for(kIdleStepNs);
+      if (!w) co_return;
+      if (heavy_requested_.load(std::memory_order_relaxed)) break;
+      if (current_ == nullptr) break;  // the last heavy sweep failed: try again
+      if (mcast_dirty_.exchange(false, std::memory_order_relaxed)) {
+        const std::uint32_t n = co_await program_mcast(current_->fabric);
+        if (n != 0) spdlog::info("sm: multicast groups changed: {} MFT blocks written", n);
+      }
+      if (sched_->clock().now_ns() < next_light) continue;
+      const bool changed = co_await light_sweep();
+      next_light = sched_->clock().now_ns() + Nanos{cfg_.light_sweep_interval_ms} * kNanosPerMilli;
+      if (changed) break;
+    }
+  }
+}
+
+Task<bool> SubnetManager::light_sweep() {
+  const std::uint64_t smps0 = queue_->submitted();
+  const std::uint8_t port_num = transport_.local_port().port_num;
+  auto changed = std::make_shared<bool>(false);
+  const auto snap = current_;
+  for (const fabric::Node& n : snap->fabric.nodes) {
+    if (!n.is_switch()) continue;
+    const wire::DrPath path = n.dr_path;
+    queue_->submit(make_dr_request(wire::method::kGet, wire::smp_attr::kSwitchInfo, 0, path, port_num, {}, cfg_.m_key),
+                   [this, changed, path, port_num](const TxnResult& r) {
+                     const auto si = smp_response_ok(r) ? wire::decode<wire::SwitchInfo>(smp_data(r.response)) : std::nullopt;
+                     if (!si) {
+                       *changed = true;  // a switch stopped answering
+                       return;
+                     }
+                     if (si->port_state_change() == 0) return;
+                     *changed = true;
+                     wire::SwitchInfo clear = *si;
+                     clear.prepare_for_set(true);  // write 1 to clear (IBA 14.2.5.4)
+                     queue_->submit(make_dr_request(wire::method::kSet, wire::smp_attr::kSwitchInfo, 0, path, port_num,
+                                                    bytes_of(clear), cfg_.m_key),
+                                    nullptr);
+                   });
+  }
+  const std::uint16_t want_lid = sm_lid_;
+  queue_->submit(make_dr_request(wire::method::kGet, wire::smp_attr::kPortInfo, local_port_, wire::DrPath{}, port_num, {},
+                                 cfg_.m_key),
+                 [changed, want_lid](const TxnResult& r) {
+                   const auto pi = smp_response_ok(r) ? wire::decode<wire::PortInfo>(smp_data(r.response)) : std::nullopt;
+                   if (!pi || pi->state() != wire::PortState::kActive || pi->lid.get() != want_lid) *changed = true;
+                 });
+  co_await queue_->drained();
+  const std::uint64_t smps = queue_->submitted() - smps0;
+  const bool ch = *changed;
+  if (ch) spdlog::info("sm: light sweep ({} SMPs) saw a change: heavy sweep", smps);
+  update_status([smps](SmStatus& s) {
+    ++s.light_sweeps;
+    s.last_light_smps = smps;
+  });
+  co_return ch;
+}
+
+Task<std::uint32_t> SubnetManager::program_mcast(const fabric::Fabric& f) {
+  if (cfg_.mcast == nullptr) co_return 0;
+  const auto mfts = compute_mfts(f, cfg_.mcast->groups());
+  auto written = std::make_shared<std::uint32_t>(0);
+  const std::uint8_t port_num = transport_.local_port().port_num;
+  std::map<std::pair<std::uint64_t, MftKey>, wire::MftBlock> next;
+  for (const auto& [sw, blocks] : mfts) {
+    for (const auto& [key, blk] : blocks) next.emplace(std::pair{f.nodes[sw].node_guid, key}, blk);
+  }
+  // Blocks that held groups before and no longer do are written as zeros.
+  for (const auto& [k, blk] : mft_programmed_)
+    if (!next.contains(k)) next.emplace(k, wire::MftBlock{});
+  std::unordered_map<std::uint64_t, fabric::NodeId> by_guid;
+  for (fabric::NodeId i = 0; i < f.nodes.size(); ++i) by_guid.emplace(f.nodes[i].node_guid, i);
+  for (const auto& [k, blk] : next) {
+    const auto prev = mft_programmed_.find(k);
+    if (prev != mft_programmed_.end() &&
+        std::equal(prev->second.port_masks.begin(), prev->second.port_masks.end(), blk.port_masks.begin()))
+      continue;
+    const auto it = by_guid.find(k.first);
+    if (it == by_guid.end()) continue;
+    const auto key = k;
+    const wire::MftBlock b = blk;
+    queue_->submit(make_dr_request(wire::method::kSet, wire::smp_attr::kMulticastFwdTable,
+                                   wire::mft_modifier(k.second.position, k.second.block), f.nodes[it->second].dr_path,
+                                   port_num, bytes_of(blk), cfg_.m_key),
+                   [this, key, b, written](const TxnResult& r) {
+                     if (!smp_response_ok(r)) return;
+                     mft_programmed_[key] = b;
+                     ++*written;
+                   });
+  }
+  co_await queue_->drained();
+  co_return *written;
+}
+
+Task<void> SubnetManager::heavy_sweep() {
+  const Clock& clock = sched_->clock();
+  SweepStats st;
+  const Nanos t0 = clock.now_ns();
+  const std::uint64_t smps0 = queue_->submitted();
+  const LocalPort lp = transport_.local_port();
+  DiscoveryResult d = co_await discover(*queue_, DiscoveryOptions{.port_num = lp.port_num, .m_key = cfg_.m_key});
+  const Nanos t1 = clock.now_ns();
+  st.discovery_s = seconds(t0, t1);
+  st.discovery_smps = queue_->submitted() - smps0;
+  st.discovery_errors = d.errors;
+  fabric::Fabric& f = d.fabric;
+  st.nodes = static_cast<std::uint32_t>(f.nodes.size());
+  st.switches = static_cast<std::uint32_t>(f.switch_count());
+  st.cas = st.nodes - st.switches;
+  st.links = d.links();
+  if (d.local_node == fabric::kNoNode) {
+    st.error = "the local port did not answer NodeInfo";
+    spdlog::error("sm: heavy sweep failed: {}", st.error);
+    update_status([&st](SmStatus& s) { s.last_heavy = st; });
+    co_return;
+  }
+  // What appeared and vanished since the last sweep.
+  std::unordered_set<std::uint64_t> before;
+  if (current_ != nullptr)
+    for (const auto& n : current_->fabric.nodes) before.insert(n.node_guid);
+  for (const auto& n : f.nodes) st.new_nodes += before.erase(n.node_guid) == 0 ? 1 : 0;
+  st.vanished_nodes = static_cast<std::uint32_t>(before.size());
+  spdlog::info("sm: discovery: {} nodes ({} switches, {} CAs), {} links, {} new, {} vanished, {} SMPs, {} errors, {:.3f} s",
+               st.nodes, st.switches, st.cas, st.links, st.new_nodes, st.vanished_nodes, st.discovery_smps,
+               d.errors, st.discovery_s);
+
+  const LidAssignReport lids = assign_lids(f, guid2lid_, cfg_.lmc, d.current_lids());
+  st.lids_new = lids.assigned_new;
+  if (!cfg_.guid2lid_path.empty()) {
+    Guid2LidError err;
+    if (!save_guid2lid(cfg_.guid2lid_path, guid2lid_, err)) spdlog::warn("sm: cannot save guid2lid: {}", err.what);
+  }
+  const Nanos t2 = clock.now_ns();
+  st.lids_s = seconds(t1, t2);
+  if (lids.assigned_new != 0 || lids.conflicts != 0 || lids.exhausted != 0)
+    spdlog::info("sm: LIDs: {} kept from map, {} kept current, {} new, {} conflicts, {} exhausted", lids.kept_from_map,
+                 lids.kept_current, lids.assigned_new, lids.conflicts, lids.exhausted);
+
+  RoutingOptions ropts;
+  ropts.algo = cfg_.routing;
+  ropts.root_guids = cfg_.root_guids;
+  ropts.threads = std::max(1u, cfg_.routing_threads);
+  RoutingResult routes = compute_routes(f, ropts);
+  const Nanos t3 = clock.now_ns();
+  st.routing_s = seconds(t2, t3);
+  if (!routes.ok()) {
+    st.error = "routing: " + routes.error;
+    spdlog::error("sm: heavy sweep failed: {}", st.error);
+    update_status([&st](SmStatus& s) { s.last_heavy = st; });
+    co_return;
+  }
+  st.top_lid = routes.top_lid;
+  sm_lid_ = f.lid_of(fabric::EndPort{d.local_node, d.local_port});
+  local_port_ = d.local_port;
+
+  auto snap = std::make_shared<sa::Snapshot>();
+  snap->paths = sa::PathDb::build(f, routes.lfts, routes.top_lid, engine_.cores(), std::max(1u, cfg_.path_db_threads));
+  const Nanos t4 = clock.now_ns();
+  st.path_db_s = seconds(t3, t4);
+
+  BringupConfig bc;
+  bc.port_num = lp.port_num;
+  bc.sm_lid = sm_lid_;
+  bc.sm_sl = cfg_.sm_sl;
+  bc.subnet_timeout = cfg_.subnet_timeout;
+  bc.life_time_value = cfg_.life_time_value;
+  bc.operational_vls = cfg_.operational_vls;
+  bc.m_key = cfg_.m_key;
+  bc.m_key_lease_period = cfg_.m_key_lease_period;
+  bc.m_key_protect_bits = cfg_.m_key_protect_bits;
+  bc.client_reregister = role_.mastership_new;
+  st.bringup = co_await bring_up(*queue_, d, routes, bc, programmed_);
+  st.mft_blocks_written = co_await program_mcast(f);
+  mcast_dirty_.store(false, std::memory_order_relaxed);
+  const Nanos t5 = clock.now_ns();
+  st.programming_s = seconds(t4, t5);
+  st.smps = queue_->submitted() - smps0;
+  st.total_s = seconds(t0, t5);
+  st.ok = st.bringup.errors == 0;
+
+  role_.state = wire::SmState::kMaster;
+  ++role_.act_count;
+  if (st.ok) role_.mastership_new = false;
+
+  snap->epoch = ++epoch_;
+  snap->lfts = std::move(routes.lfts);
+  snap->top_lid = routes.top_lid;
+  snap->sm = sa::SmIdentity{.port_guid = lp.port_guid,
+                            .lid = sm_lid_,
+                            .sl = cfg_.sm_sl,
+                            .priority = cfg_.priority,
+                            .state = static_cast<std::uint8_t>(role_.state),
+                            .sm_key = cfg_.sm_key,
+                            .act_count = role_.act_count,
+                            .subnet_timeout = cfg_.subnet_timeout};
+  snap->subnet_prefix = lp.subnet_prefix;
+  snap->fabric = std::move(f);
+  snap->index();
+  current_ = snap;
+  store_.publish(snap);
+
+  const BringupReport& b = st.bringup;
+  spdlog::info("sm: programmed: {} SwitchInfo, {} LFT blocks, {} PortInfo, {} armed, {} activated, {} P_Key, {} MFT blocks, {} errors",
+               b.switch_info_sets, b.lft_blocks_written, b.port_info_sets, b.ports_armed, b.ports_activated, b.pkey_sets,
+               st.mft_blocks_written, b.errors);
+  spdlog::info("sm: subnet up (epoch {}): {} nodes, {} switches, {} CAs, {} links, top LID {}, SM LID {}, {} SMPs; "
+               "discovery {:.3f} s, LIDs {:.3f} s, routing {:.3f} s, path db {:.3f} s, programming {:.3f} s, total {:.3f} s",
+               epoch_, st.nodes, st.switches, st.cas, st.links, st.top_lid, sm_lid_, st.smps, st.discovery_s, st.lids_s,
+               st.routing_s, st.path_db_s, st.programming_s, st.total_s);
+  const std::uint64_t epoch = epoch_;
+  const std::uint16_t sm_lid = sm_lid_;
+  const wire::SmState state = role_.state;
+  update_status([&](SmStatus& s) {
+    s.subnet_up = s.subnet_up || st.ok;
+    s.state = state;
+    s.sm_lid = sm_lid;
+    s.epoch = epoch;
+    ++s.heavy_sweeps;
+    s.last_heavy = st;
+  });
+}
+
+}  // namespace madengine::sm

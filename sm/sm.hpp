@@ -1,0 +1,152 @@
+// SubnetManager: the SM role as coroutine tasks on one engine core. Heavy
+// sweep (discovery), LIDs, routing, path database, bring-up, multicast
+// forwarding and publication of an SA snapshot; light sweeps and trap 128
+// drive re-sweeps; our port's SMA answers SubnGet(SMInfo).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "madengine/engine/engine.hpp"
+#include "madengine/engine/scheduler.hpp"
+#include "madengine/engine/transaction.hpp"
+#include "madengine/engine/transport.hpp"
+#include "madengine/wire/smp/sm_info.hpp"
+#include "sa/snapshot.hpp"
+#include "sm/bringup/bringup.hpp"
+#include "sm/lids/guid2lid_file.hpp"
+#include "sm/mcast/mcast.hpp"
+#include "sm/routing/routing.hpp"
+#include "sm/smp_queue.hpp"
+
+namespace madengine::sm {
+
+struct SmConfig {
+  std::uint16_t core = 0;                  // engine core the SM's tasks run on
+  std::uint32_t window_smps_max = 64;      // SMPs in flight (OpenSM: 4)
+  std::uint32_t window_per_dest_max = 4;   // in flight to one node (DR path or LID)
+  std::uint32_t timeout_ms = 200;          // per attempt, OpenSM's default
+  std::uint8_t retries = 3;
+  std::string guid2lid_path;               // empty: LIDs are not persisted
+  std::uint8_t lmc = 0;
+  RoutingAlgo routing = RoutingAlgo::kMinHop;
+  std::vector<std::uint64_t> root_guids;   // up/down roots (empty: detected)
+  unsigned routing_threads = 1;
+  unsigned path_db_threads = 1;
+  std::uint32_t light_sweep_interval_ms = 10'000;  // OpenSM's default; >= 100 in tests
+  std::uint8_t priority = 0;
+  std::uint64_t sm_key = 0;
+  std::uint64_t m_key = 0;
+  std::uint16_t m_key_lease_period = 0;
+  std::uint8_t m_key_protect_bits = 0;
+  std::uint8_t sm_sl = 0;
+  std::uint8_t subnet_timeout = 18;
+  std::uint8_t life_time_value = 18;
+  std::uint8_t operational_vls = 4;  // VL0-7 code, capped per port by VLCap
+  McGroupProvider* mcast = nullptr;  // optional; must outlive the SM
+};
+
+// Counts and timings of one heavy sweep.
+struct SweepStats {
+  std::uint64_t smps = 0;  // SMPs submitted by the whole sweep (retries not counted)
+  std::uint64_t discovery_smps = 0;
+  std::uint32_t nodes = 0, switches = 0, cas = 0, links = 0;
+  std::uint32_t new_nodes = 0, vanished_nodes = 0;
+  std::uint32_t lids_new = 0;
+  std::uint32_t discovery_errors = 0;
+  BringupReport bringup;
+  std::uint32_t mft_blocks_written = 0;
+  std::uint16_t top_lid = 0;
+  double discovery_s = 0, lids_s = 0, routing_s = 0, path_db_s = 0, programming_s = 0, total_s = 0;
+  bool ok = false;
+  std::string error;
+};
+
+// The SM's own SMInfo state (IBA 14.4.1); the election state machine will grow here.
+struct SmRoleState {
+  wire::SmState state = wire::SmState::kDiscovering;
+  std::uint32_t act_count = 0;
+  bool mastership_new = true;  // no sweep has completed as master yet
+};
+
+struct SmStatus {
+  bool subnet_up = false;
+  wire::SmState state = wire::SmState::kNotActive;
+  std::uint16_t sm_lid = 0;
+  std::uint64_t epoch = 0;
+  std::uint64_t heavy_sweeps = 0;
+  std::uint64_t light_sweeps = 0;
+  std::uint64_t last_light_smps = 0;
+  std::uint64_t traps = 0;
+  std::uint64_t sminfo_answered = 0;
+  SweepStats last_heavy;
+};
+
+class SubnetManager {
+ public:
+  // Registers the SM's pollers and handlers on `engine` (before start()) and
+  // spawns its task; the transport must be added to the engine and opened
+  // with AgentSpec{.smi = true, .is_sm = true}. Throws on a bad config.
+  // Stop the engine before destroying the SM.
+  SubnetManager(Engine& engine, Transport& transport, SmConfig config, sa::SnapshotStore& store);
+  ~SubnetManager();
+  SubnetManager(const SubnetManager&) = delete;
+  SubnetManager& operator=(const SubnetManager&) = delete;
+
+  // Any thread.
+  SmStatus status() const;
+  // Waits until `pred(status())` holds or the timeout passes.
+  bool wait_for(const std::function<bool(const SmStatus&)>& pred, std::chrono::milliseconds timeout) const;
+  bool wait_subnet_up(std::chrono::milliseconds timeout) const {
+    return wait_for([](const SmStatus& s) { return s.subnet_up; }, timeout);
+  }
+  void request_heavy_sweep() noexcept { heavy_requested_.store(true, std::memory_order_relaxed); }
+
+ private:
+  class ResponseHook;
+  class SmaHandler;
+  Task<void> run();
+  Task<void> heavy_sweep();
+  Task<bool> light_sweep();
+  Task<std::uint32_t> program_mcast(const fabric::Fabric& f);
+  void on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept;
+  void update_status(const std::function<void(SmStatus&)>& fn);
+  static void mcast_changed(void* self) noexcept;
+
+  Engine& engine_;
+  Transport& transport_;
+  SmConfig cfg_;
+  sa::SnapshotStore& store_;
+  std::unique_ptr<Scheduler> sched_;
+  std::unique_ptr<TransactionManager> txn_;
+  std::unique_ptr<SmpQueue> queue_;
+  std::unique_ptr<ResponseHook> hook_;
+  std::unique_ptr<SmaHandler> sma_;
+
+  // Owner core only.
+  Guid2Lid guid2lid_;
+  ProgrammedState programmed_;
+  std::map<std::pair<std::uint64_t, MftKey>, wire::MftBlock> mft_programmed_;
+  std::shared_ptr<const sa::Snapshot> current_;
+  SmRoleState role_;
+  std::uint16_t sm_lid_ = 0;
+  std::uint8_t local_port_ = 1;  // as NodeInfo.LocalPortNum reported it (0 on a switch)
+  std::uint64_t epoch_ = 0;
+  std::uint64_t traps_ = 0;
+  std::uint64_t sminfo_answered_ = 0;
+
+  std::atomic<bool> heavy_requested_{true};
+  std::atomic<bool> mcast_dirty_{false};
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  SmStatus status_;
+};
+
+}  // namespace madengine::sm

@@ -1,0 +1,96 @@
+// The SM's SMP pipeline: a window of SMPs in flight over the core's
+// TransactionManager (which adds the per-destination bound, timeouts and
+// retries), a FIFO of SMPs waiting for the window, completion callbacks, and
+// an awaitable that resumes the sweep task once everything has completed.
+#pragma once
+
+#include <coroutine>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "madengine/engine/mad_buf.hpp"
+#include "madengine/engine/task.hpp"
+#include "madengine/engine/transaction.hpp"
+#include "madengine/wire/smp.hpp"
+
+namespace madengine::sm {
+
+// Builds a directed-route SMP along `path`, sent from local port `port_num`;
+// `data` (up to 64 bytes) is copied into the SMP's data field.
+MadBuf make_dr_request(std::uint8_t method, std::uint16_t attr_id, std::uint32_t attr_mod,
+                       const wire::DrPath& path, std::uint8_t port_num,
+                       std::span<const std::uint8_t> data = {}, std::uint64_t m_key = 0) noexcept;
+
+// The data field of an SMP response (LID-routed or directed) and its status
+// without the D bit; nullopt-like false when the MAD is not a good response.
+bool smp_response_ok(const TxnResult& r) noexcept;
+std::span<const std::uint8_t> smp_data(const MadBuf& b) noexcept;
+
+class SmpQueue {
+ public:
+  using Done = std::function<void(const TxnResult&)>;
+
+  // window_smps_max: SMPs handed to the transaction manager at once.
+  SmpQueue(TransactionManager& txn, std::uint32_t window_smps_max, RequestOptions opts);
+  SmpQueue(const SmpQueue&) = delete;
+  SmpQueue& operator=(const SmpQueue&) = delete;
+
+  // Queues `req`; `done` runs exactly once with its result (on the owner core).
+  void submit(const MadBuf& req, Done done);
+
+  // After close(), completions are dropped (the SM is being destroyed).
+  void close() noexcept { closed_ = true; }
+
+  bool idle() const noexcept { return in_flight_ == 0 && pending_.empty(); }
+  std::uint32_t in_flight() const noexcept { return in_flight_; }
+  // Requests submitted since construction (retries are the transaction
+  // manager's and are not counted here).
+  std::uint64_t submitted() const noexcept { return submitted_; }
+  std::uint64_t failed() const noexcept { return failed_; }
+
+  // `co_await q.drained()`: resumes when no SMP is queued or in flight.
+  class DrainAwaiter {
+   public:
+    explicit DrainAwaiter(SmpQueue& q) noexcept : q_(&q) {}
+    bool await_ready() const noexcept { return q_->idle(); }
+    template <typename P>
+    void await_suspend(std::coroutine_handle<P> h) noexcept {
+      q_->waiter_ = h;
+      q_->waiter_ctx_ = detail::context_of(h);
+    }
+    void await_resume() const noexcept {}
+
+   private:
+    SmpQueue* q_;
+  };
+  DrainAwaiter drained() noexcept { return DrainAwaiter(*this); }
+
+ private:
+  struct Slot {
+    SmpQueue* queue = nullptr;
+    Done done;
+    std::uint32_t next_free = 0;
+  };
+  static void on_complete(void* user, const TxnResult& r) noexcept;
+  void pump() noexcept;
+  void maybe_wake() noexcept;
+
+  TransactionManager& txn_;
+  std::uint32_t window_smps_max_;
+  RequestOptions opts_;
+  std::deque<std::pair<MadBuf, Done>> pending_;
+  std::vector<Slot> slots_;
+  std::uint32_t free_head_ = 0;
+  std::uint32_t in_flight_ = 0;
+  std::uint64_t submitted_ = 0;
+  std::uint64_t failed_ = 0;
+  bool closed_ = false;
+  bool pumping_ = false;
+  std::coroutine_handle<> waiter_{};
+  detail::TaskContext* waiter_ctx_ = nullptr;
+};
+
+}  // namespace madengine::sm

