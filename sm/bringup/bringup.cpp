@@ -22,6 +22,8 @@ std::span<const std::uint8_t> bytes_of(const T& v) noexcept {
   return {reinterpret_cast<const std::uint8_t*>(&v), sizeof(T)};
 }
 
+std::pair<std::uint64_t, std::uint8_t> port_key(std::uint64_t node_guid, std::uint8_t port) noexcept { return {node_guid, port}; }
+
 struct PortRef {
   NodeId node;
   std::uint8_t port;
@@ -157,7 +159,12 @@ class Programmer {
         const bool rereg = cfg_.client_reregister && !n.is_switch() &&
                            p.info.has_cap(wire::port_cap::kIsClientReregistrationSupported);
         if (!n.is_switch() && !st_.pkey_checked.contains(p.guid)) check_pkeys(id, port, ref.path);
-        if (!rereg && same_config(p.info, ref.want)) continue;
+        const auto w = st_.port_written.find(port_key(n.node_guid, port));
+        const bool unchanged = p.info.lid == ref.want.lid && p.info.master_sm_lid == ref.want.master_sm_lid &&
+                               p.info.lmc() == ref.want.lmc() && (p.state >= 3 || !p.linked()) &&
+                               (same_config(p.info, ref.want) ||
+                                (w != st_.port_written.end() && same_config(w->second, ref.want)));
+        if (!rereg && unchanged) continue;
         wire::PortInfo payload = ref.want;
         if (rereg) payload.set_client_reregister(1);
         const std::size_t idx = ports_.size() - 1;
@@ -177,6 +184,7 @@ class Programmer {
       return;
     }
     if (!state_change) ++rep_.port_info_sets;
+    st_.port_written[port_key(n.node_guid, ref.port)] = ref.want;
     fabric::Port& p = n.ports[ref.port];
     p.info = *got;
     p.state = got->port_state();

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <optional>
 #include <unordered_map>
 #include <unordered_set>
@@ -41,6 +43,10 @@ struct ProgrammedState {
   };
   std::unordered_map<std::uint64_t, SwitchLft> lft;  // by switch node GUID
   std::unordered_set<std::uint64_t> pkey_checked;     // port GUIDs with a valid P_Key table
+  // The PortInfo last written and acknowledged, by (node GUID, port):
+  // SMAs need not echo every field (ibsim keeps no SubnetTimeOut or
+  // NeighborMTU), so "unchanged" is judged against what we wrote.
+  std::map<std::pair<std::uint64_t, std::uint8_t>, wire::PortInfo> port_written;
 };
 
 struct BringupReport {

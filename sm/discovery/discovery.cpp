@@ -119,7 +119,21 @@ class Sweep {
           ++out_.errors;
           return;
         }
-        if (const auto si = wire::decode<wire::SwitchInfo>(smp_data(r.response))) out_.fabric.nodes[id].switch_info = *si;
+        const auto si = wire::decode<wire::SwitchInfo>(smp_data(r.response));
+        if (!si) return;
+        out_.fabric.nodes[id].switch_info = *si;
+        if (si->port_state_change() != 0) {
+          // This sweep reads every port, so the change is seen: clear the
+          // bit (write 1, IBA 14.2.5.4) or the next light sweep reports it again.
+          wire::SwitchInfo clear = *si;
+          clear.prepare_for_set(true);
+          ++out_.smps;
+          q_.submit(make_dr_request(wire::method::kSet, wire::smp_attr::kSwitchInfo, 0, out_.fabric.nodes[id].dr_path,
+                                    opts_.port_num,
+                                    std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(&clear), sizeof clear),
+                                    opts_.m_key),
+                    nullptr);
+        }
       });
       for (std::uint8_t p = 0; p <= ni.num_ports; ++p) get_port_info(id, p, path);
     } else {
