@@ -12,6 +12,10 @@
 
 #include "madengine/fabric/fabric.hpp"
 #include "madengine/fabric/lft.hpp"
+#include "madengine/wire/smp/guid_info.hpp"
+#include "madengine/wire/smp/pkey_table.hpp"
+#include "madengine/wire/smp/sl2vl.hpp"
+#include "madengine/wire/smp/vl_arb.hpp"
 #include "sa/paths/path_db.hpp"
 
 namespace madengine::sa {
@@ -28,6 +32,21 @@ struct SmIdentity {
   std::uint8_t subnet_timeout = 0x12;
 };
 
+// Per-port tables the SM read or programmed; empty vectors mean "not read"
+// (the SA then assumes the default partition, IBA 10.9.1.2, for P_Key checks).
+struct PortTables {
+  std::vector<std::uint16_t> pkeys;              // the whole P_Key table, index order
+  std::vector<wire::Sl2VlTable> sl2vl;           // by input port (CAs: one entry, input port 0)
+  std::vector<wire::VlArbTableBlock> vl_arb;     // blocks 1..4 at [0..3]
+  std::vector<std::uint64_t> guids;              // GUIDInfo (alias GUIDs), index order
+};
+
+// A switch's multicast forwarding table: per MLID (from 0xc000) the ports it forwards to.
+struct SwitchMft {
+  fabric::NodeId node = fabric::kNoNode;
+  std::vector<std::vector<std::uint16_t>> masks;  // [mlid - 0xc000][position], 16 ports per position
+};
+
 struct Snapshot {
   std::uint64_t epoch = 0;
   fabric::Fabric fabric;
@@ -36,6 +55,12 @@ struct Snapshot {
   PathDb paths;
   SmIdentity sm;
   std::uint64_t subnet_prefix = 0xfe80000000000000ull;
+  // Optional per-port tables, [node][port]; may be empty or shorter than the fabric.
+  std::vector<std::vector<PortTables>> port_tables;
+  std::vector<SwitchMft> mfts;
+  const PortTables* tables(fabric::NodeId n, std::uint8_t port) const noexcept {
+    return n < port_tables.size() && port < port_tables[n].size() ? &port_tables[n][port] : nullptr;
+  }
   // Indexes built once per epoch by index().
   std::vector<fabric::EndPort> by_lid;  // LID -> end port (every LID of an LMC block)
   std::unordered_map<std::uint64_t, fabric::EndPort> by_port_guid;

@@ -1,0 +1,814 @@
+// The SA server (see sa_server.hpp): admission (bounded queue, requester
+// share, retried TIDs) in the handler, answering in the core's poller, one
+// RMPP transfer per multi-MAD answer, and the state core's work: leases,
+// traps 64/65 from epoch changes, forwarded notices, Reports with retries.
+#include "sa/server/sa_server.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "madengine/wire/class_port_info.hpp"
+#include "madengine/wire/codec.hpp"
+#include "madengine/wire/sa/get_table.hpp"
+#include "sa/paths/link_rate.hpp"
+#include "sa/server/components.hpp"
+#include "sa/server/path_query.hpp"
+#include "sa/server/records.hpp"
+
+namespace madengine::sa {
+
+namespace a = wire::sa_attr;
+namespace m = wire::method;
+namespace st = wire::sa_status;
+
+SaRecordKind record_kind(std::uint16_t attr_id) noexcept {
+  switch (attr_id) {
+    case a::kClassPortInfo: return SaRecordKind::kClassPortInfo;
+    case a::kInformInfo: return SaRecordKind::kInformInfo;
+    case a::kNodeRecord: return SaRecordKind::kNode;
+    case a::kPortInfoRecord: return SaRecordKind::kPortInfo;
+    case a::kSl2VlTableRecord: return SaRecordKind::kSl2Vl;
+    case a::kSwitchInfoRecord: return SaRecordKind::kSwitchInfo;
+    case a::kLinearFwdTableRecord: return SaRecordKind::kLft;
+    case a::kMulticastFwdTableRecord: return SaRecordKind::kMft;
+    case a::kSmInfoRecord: return SaRecordKind::kSmInfo;
+    case a::kLinkRecord: return SaRecordKind::kLink;
+    case a::kGuidInfoRecord: return SaRecordKind::kGuidInfo;
+    case a::kServiceRecord: return SaRecordKind::kService;
+    case a::kPKeyTableRecord: return SaRecordKind::kPKeyTable;
+    case a::kPathRecord: return SaRecordKind::kPath;
+    case a::kVlArbTableRecord: return SaRecordKind::kVlArb;
+    case a::kMcMemberRecord: return SaRecordKind::kMcMember;
+    case a::kMultiPathRecord: return SaRecordKind::kMultiPath;
+    case a::kInformInfoRecord: return SaRecordKind::kInformInfoRecord;
+    default: return SaRecordKind::kOther;
+  }
+}
+
+const char* to_string(SaRecordKind k) noexcept {
+  static constexpr const char* kNames[] = {"ClassPortInfo", "InformInfo", "NodeRecord", "PortInfoRecord",
+                                           "SL2VLRecord", "SwitchInfoRecord", "LFTRecord", "MFTRecord",
+                                           "SMInfoRecord", "LinkRecord", "GUIDInfoRecord", "ServiceRecord",
+                                           "PKeyTableRecord", "PathRecord", "VLArbRecord", "MCMemberRecord",
+                                           "MultiPathRecord", "InformInfoRecord", "other"};
+  const auto i = static_cast<std::size_t>(k);
+  return i < kSaRecordKinds ? kNames[i] : "?";
+}
+
+SaRecordCounters& SaRecordCounters::operator+=(const SaRecordCounters& o) noexcept {
+  received += o.received;
+  answered += o.answered;
+  busy += o.busy;
+  dropped += o.dropped;
+  duplicates += o.duplicates;
+  for (std::size_t i = 0; i < errors.size(); ++i) errors[i] += o.errors[i];
+  return *this;
+}
+
+SaRecordCounters SaCounters::total() const noexcept {
+  SaRecordCounters t;
+  for (const auto& k : by_kind) t += k;
+  return t;
+}
+
+namespace {
+
+// Counters of one core: one writer (the core), any reader.
+struct AtomicCounters {
+  struct Kind {
+    std::atomic<std::uint64_t> received{0}, answered{0}, busy{0}, dropped{0}, duplicates{0};
+    std::array<std::atomic<std::uint64_t>, kErrSlots> errors{};
+  };
+  std::array<Kind, kSaRecordKinds> by_kind;
+  std::atomic<std::uint64_t> rmpp_transfers{0}, reports_sent{0}, reports_acked{0}, reports_failed{0}, lease_expired{0};
+};
+
+// Single-writer increment: no read-modify-write needed; readers see a torn-free value.
+inline void bump(std::atomic<std::uint64_t>& c, std::uint64_t n = 1) noexcept {
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+
+std::size_t error_slot(std::uint16_t status) noexcept {
+  if ((status & 0xff00) != 0) return std::min<std::size_t>(status >> 8, 7);
+  if ((status & wire::status::kCodeMask) == wire::status::kMethodUnsupported ||
+      (status & wire::status::kCodeMask) == wire::status::kMethodAttrUnsupported)
+    return kErrUnsupported;
+  return kErrInvalidField;
+}
+
+std::uint64_t mix(std::uint64_t x) noexcept {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return x;
+}
+
+std::uint64_t requester_key(const MadBuf& b) noexcept {
+  return std::uint64_t{b.addr.lid} << 32 | b.addr.remote_qpn;
+}
+
+std::uint8_t response_method(std::uint8_t req) noexcept {
+  return req == m::kSet ? m::kGetResp : static_cast<std::uint8_t>(req | m::kResponse);
+}
+
+// PathRecord components that name the path's identity; the rest are
+// constraints that path_query applies itself (selectors, NumbPath, Reversible).
+constexpr std::uint64_t kPathFilterMask = wire::path_record_cm::kServiceId | wire::path_record_cm::kDGid |
+                                          wire::path_record_cm::kSGid | wire::path_record_cm::kDLid |
+                                          wire::path_record_cm::kSLid | wire::path_record_cm::kSl |
+                                          wire::path_record_cm::kTClass | wire::path_record_cm::kFlowLabel;
+
+// Owner selectors. Answers of several MADs (GetTable, GetMulti) run on the
+// core the requester's RMPP ACKs reach: the dispatcher steers responses by
+// the TID's core field, so the query is steered the same way.
+std::uint32_t select_by_tid(const MadBuf& b, const void*) noexcept { return tid_core(b.hdr().tid.get()); }
+
+std::uint32_t select_get(const MadBuf& b, const void* arg) noexcept {
+  const auto& sa = b.as<wire::SaMad>();
+  if (sa.hdr.attr_id.get() == a::kPathRecord) {
+    const std::uint64_t mask = sa.comp_mask.get();
+    if ((mask & wire::path_record_cm::kDLid) != 0)
+      return static_cast<std::uint32_t>(b.mad.bytes[kPathRecordDlidOffset] << 8 | b.mad.bytes[kPathRecordDlidOffset + 1]);
+    if ((mask & wire::path_record_cm::kDGid) != 0) {
+      // GID-addressed: the DGID's port's LID, so its shard owner answers.
+      const auto* store = static_cast<const SnapshotStore*>(arg);
+      std::uint64_t guid = 0;
+      for (std::size_t i = 0; i < 8; ++i) guid = guid << 8 | b.mad.bytes[kPathRecordDgidGuidOffset + i];
+      if (const auto snap = store->current()) {
+        const auto it = snap->by_port_guid.find(guid);
+        if (it != snap->by_port_guid.end()) return snap->fabric.lid_of(it->second);
+      }
+      return static_cast<std::uint32_t>(mix(guid));
+    }
+  }
+  return b.addr.lid;
+}
+
+}  // namespace
+
+// ============================================================== CoreWorker
+
+class SaServer::CoreWorker final : public Poller {
+ public:
+  CoreWorker(SaServer& server, std::uint16_t core_id, Core& core)
+      : server_(server),
+        cfg_(server.cfg_),
+        id_(core_id),
+        core_(core),
+        sender_(core.clock(), core, cfg_.rmpp),
+        queue_(cfg_.queue_max),
+        share_(kShareSlots, 0),
+        dedup_(cfg_.dedup_slots) {
+    if (id_ == cfg_.state_core) {
+      TransactionConfig tc;
+      tc.core_id = static_cast<std::uint8_t>(core_id);
+      txn_ = std::make_unique<TransactionManager>(core.clock(), core, tc);
+    }
+    scratch_.reserve(64 * 1024);
+  }
+
+  // ---- admission (the MadHandler, on this core) ----
+  void admit(MadBuf& buf, CoreContext& ctx) noexcept {
+    auto& sa = buf.as<wire::SaMad>();
+    // The requester's ACK/STOP/ABORT of one of our transfers travels with the
+    // request method (IBA 13.6.3: the response bit flipped), so it arrives
+    // here, on the core that owns the transfer (both are steered by TID).
+    if (sa.rmpp.active() && sa.rmpp.rmpp_type() != wire::RmppType::kData) {
+      sender_.on_mad(buf);
+      return;
+    }
+    const auto kind = record_kind(sa.hdr.attr_id.get());
+    auto& k = counters_.by_kind[static_cast<std::size_t>(kind)];
+    bump(k.received);
+    if (buf.len < wire::kMadSize || wire::validate(sa) != wire::MadError::kOk) {
+      const std::uint16_t s = sa.hdr.class_version != wire::kSaClassVersion ? wire::status::kBadVersion
+                                                                           : wire::status::kInvalidField;
+      reply_status(buf, s, k, ctx.tx());
+      return;
+    }
+    const Nanos now = ctx.clock().now_ns();
+    Dedup& d = dedup_slot(buf);
+    if (d.state != Dedup::kEmpty && d.key_req == requester_key(buf) && d.tid == sa.hdr.tid.get() &&
+        d.method == sa.hdr.method && now - d.at_ns <= cfg_.dedup_ttl_ns) {
+      if (d.state == Dedup::kInWork) {  // the answer is on its way
+        bump(k.duplicates);
+        return;
+      }
+      if (d.has_answer) {  // answered: send the same answer again
+        bump(k.duplicates);
+        if (!ctx.tx().send(d.answer)) bump(k.dropped);
+        return;
+      }
+    }
+    std::uint32_t& share = share_[mix(requester_key(buf)) & (kShareSlots - 1)];
+    if (queue_len_ == queue_.size() || share >= cfg_.requester_queued_max) {
+      // Full, or this requester used its share: BUSY now so it backs off (IBA 13.4.7).
+      bump(k.busy);
+      if (make_error_response(buf, wire::status::kBusy)) {
+        buf.as<wire::SaMad>().rmpp = {};
+        if (!ctx.tx().send(buf)) bump(k.dropped);
+      }
+      return;
+    }
+    ++share;
+    d.state = Dedup::kInWork;
+    d.key_req = requester_key(buf);
+    d.tid = sa.hdr.tid.get();
+    d.method = sa.hdr.method;
+    d.at_ns = now;
+    d.has_answer = false;
+    queue_[(queue_head_ + queue_len_) % queue_.size()] = buf;
+    ++queue_len_;
+  }
+
+  // ---- the poll loop's share ----
+  std::size_t poll(Nanos now_ns) noexcept override {
+    std::size_t work = 0;
+    if (queue_len_ != 0) {
+      refresh_snapshot();
+      for (std::uint32_t i = 0; i < cfg_.burst_max && queue_len_ != 0; ++i, ++work) {
+        MadBuf& req = queue_[queue_head_];
+        queue_head_ = (queue_head_ + 1) % static_cast<std::uint32_t>(queue_.size());
+        --queue_len_;
+        std::uint32_t& share = share_[mix(requester_key(req)) & (kShareSlots - 1)];
+        if (share > 0) --share;
+        process(req, now_ns);
+      }
+    }
+    work += sender_.poll(now_ns);
+    if (txn_ != nullptr) work += state_poll(now_ns);
+    return work;
+  }
+
+  bool on_response(const MadBuf& buf) noexcept {
+    const auto& h = buf.hdr();
+    if (h.mgmt_class == static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm)) {
+      const auto& rm = buf.as<wire::SaMad>().rmpp;
+      if (rm.active() && rm.rmpp_type() != wire::RmppType::kData) return sender_.on_mad(buf);
+    }
+    return txn_ != nullptr && txn_->on_response(buf);
+  }
+
+  void snapshot_counters(SaCounters& out) const {
+    for (std::size_t i = 0; i < kSaRecordKinds; ++i) {
+      const auto& s = counters_.by_kind[i];
+      SaRecordCounters c;
+      c.received = s.received.load(std::memory_order_relaxed);
+      c.answered = s.answered.load(std::memory_order_relaxed);
+      c.busy = s.busy.load(std::memory_order_relaxed);
+      c.dropped = s.dropped.load(std::memory_order_relaxed);
+      c.duplicates = s.duplicates.load(std::memory_order_relaxed);
+      for (std::size_t e = 0; e < kErrSlots; ++e) c.errors[e] = s.errors[e].load(std::memory_order_relaxed);
+      out.by_kind[i] += c;
+    }
+    out.rmpp_transfers += counters_.rmpp_transfers.load(std::memory_order_relaxed);
+    out.reports_sent += counters_.reports_sent.load(std::memory_order_relaxed);
+    out.reports_acked += counters_.reports_acked.load(std::memory_order_relaxed);
+    out.reports_failed += counters_.reports_failed.load(std::memory_order_relaxed);
+    out.lease_expired += counters_.lease_expired.load(std::memory_order_relaxed);
+  }
+
+ private:
+  static constexpr std::size_t kShareSlots = 1024;
+  struct Dedup {
+    enum State : std::uint8_t { kEmpty, kInWork, kAnswered };
+    State state = kEmpty;
+    bool has_answer = false;
+    std::uint8_t method = 0;
+    std::uint64_t key_req = 0;
+    std::uint64_t tid = 0;
+    Nanos at_ns = 0;
+    MadBuf answer;
+  };
+
+  Dedup& dedup_slot(const MadBuf& b) noexcept {
+    const std::uint64_t h = mix(requester_key(b) ^ mix(b.hdr().tid.get()));
+    return dedup_[h & (dedup_.size() - 1)];
+  }
+
+  void refresh_snapshot() noexcept {
+    // The epoch check is one atomic load; the shared_ptr is reloaded only on change.
+    const std::uint64_t e = server_.store_.epoch();
+    if (snap_ == nullptr || e != snap_epoch_) {
+      snap_ = server_.store_.current();
+      snap_epoch_ = e;
+      mc_defaults_valid_ = false;
+    }
+  }
+
+  // Sends `resp`, remembers it for a retried TID, and counts it.
+  void finish(MadBuf& resp, std::uint16_t status, AtomicCounters::Kind& k, bool cache) noexcept {
+    if (status != 0) bump(k.errors[error_slot(status)]);
+    if (!core_.send(resp)) {
+      bump(k.dropped);
+      return;
+    }
+    bump(k.answered);
+    Dedup& d = dedup_slot(resp);
+    if (d.key_req == requester_key(resp) && d.tid == resp.hdr().tid.get()) {
+      d.state = Dedup::kAnswered;
+      d.has_answer = cache;
+      if (cache) d.answer = resp;
+    }
+  }
+
+  void reply_status(MadBuf& buf, std::uint16_t status, AtomicCounters::Kind& k, TxSink& tx) noexcept {
+    if (!make_error_response(buf, status)) return;
+    buf.as<wire::SaMad>().rmpp = {};
+    bump(k.errors[error_slot(status)]);
+    if (tx.send(buf)) bump(k.answered);
+    else bump(k.dropped);
+  }
+
+  void error(MadBuf& req, std::uint16_t status, AtomicCounters::Kind& k) noexcept {
+    if (!make_error_response(req, status)) return;
+    req.as<wire::SaMad>().rmpp = {};
+    finish(req, status, k, true);
+  }
+
+  // A one-MAD answer carrying `rec` (or nothing).
+  void answer_one(MadBuf& req, const void* rec, std::size_t len, AtomicCounters::Kind& k) noexcept {
+    auto& sa = req.as<wire::SaMad>();
+    sa.hdr.method = response_method(sa.hdr.method);
+    sa.hdr.status = wire::be16::from(0);
+    sa.rmpp = {};
+    sa.sm_key = wire::be64::from(0);
+    sa.attr_offset = wire::be16::from(0);
+    sa.data.fill(0);
+    if (rec != nullptr) std::memcpy(sa.data.data(), rec, std::min(len, sa.data.size()));
+    finish(req, 0, k, true);
+  }
+
+  // A multi-record answer: one RMPP transfer (IBA 15.4), even for one segment.
+  void answer_table(MadBuf& req, std::uint16_t stride, AtomicCounters::Kind& k) noexcept {
+    MadBuf tmpl = req;
+    auto& sa = tmpl.as<wire::SaMad>();
+    sa.hdr.method = response_method(sa.hdr.method);
+    sa.hdr.status = wire::be16::from(0);
+    sa.rmpp = {};
+    sa.sm_key = wire::be64::from(0);
+    sa.attr_offset = wire::be16::from(static_cast<std::uint16_t>(stride / 8));
+    const RmppStart r = sender_.send(tmpl, scratch_, &CoreWorker::on_sent, this);
+    switch (r) {
+      case RmppStart::kOk: {
+        bump(k.answered);
+        Dedup& d = dedup_slot(req);
+        if (d.key_req == requester_key(req) && d.tid == req.hdr().tid.get()) {
+          d.state = Dedup::kAnswered;
+          d.has_answer = false;  // a retry after the transfer re-runs the query
+        }
+        return;
+      }
+      case RmppStart::kDuplicateKey: bump(k.duplicates); return;  // that transfer is still running
+      case RmppStart::kTableFull:
+        bump(k.busy);
+        error(req, wire::status::kBusy, k);
+        return;
+      case RmppStart::kTooLarge: error(req, st::kNoResources, k); return;
+    }
+  }
+
+  static void on_sent(void* user, const RmppSendDone&) noexcept {
+    bump(static_cast<CoreWorker*>(user)->counters_.rmpp_transfers);
+  }
+
+  Requester requester_of(const MadBuf& req) const noexcept {
+    Requester r;
+    r.lid = req.addr.lid;
+    if (req.addr.has_grh) {
+      r.gid = req.addr.gid;
+    } else if (snap_ != nullptr) {
+      if (const auto* e = snap_->end_port_by_lid(req.addr.lid)) {
+        const auto& n = snap_->fabric.nodes[e->node];
+        const std::uint64_t g = n.ports[e->port].guid != 0 ? n.ports[e->port].guid : n.node_guid;
+        r.gid = {wire::be64::from(snap_->subnet_prefix), wire::be64::from(g)};
+      }
+    }
+    return r;
+  }
+
+  void process(MadBuf& req, Nanos now_ns) noexcept {
+    auto& sa = req.as<wire::SaMad>();
+    const std::uint16_t attr = sa.hdr.attr_id.get();
+    auto& k = counters_.by_kind[static_cast<std::size_t>(record_kind(attr))];
+    const std::uint8_t meth = sa.hdr.method;
+    if (snap_ == nullptr) {  // nothing published yet: the SA is not ready
+      bump(k.busy);
+      error(req, wire::status::kBusy, k);
+      return;
+    }
+    switch (meth) {
+      case m::kGet:
+      case m::kGetTable: return query(req, k, meth == m::kGet);
+      case m::kGetMulti:
+        if (attr != a::kMultiPathRecord) return error(req, wire::status::kMethodAttrUnsupported, k);
+        return multi_path(req, k);
+      case m::kSet:
+      case m::kDelete: return modify(req, k, meth == m::kSet, now_ns);
+      default: return error(req, wire::status::kMethodUnsupported, k);
+    }
+  }
+
+  void query(MadBuf& req, AtomicCounters::Kind& k, bool get) noexcept {
+    auto& sa = req.as<wire::SaMad>();
+    const std::uint16_t attr = sa.hdr.attr_id.get();
+    const std::uint64_t mask = sa.comp_mask.get();
+    if (attr == a::kClassPortInfo) {
+      if (!get) return error(req, wire::status::kMethodAttrUnsupported, k);
+      const wire::ClassPortInfo cpi = class_port_info();
+      return answer_one(req, &cpi, sizeof(cpi), k);
+    }
+    const RecordLayout* layout = record_layout(attr);
+    if (layout == nullptr) return error(req, wire::status::kMethodAttrUnsupported, k);
+    if ((mask & ~layout->valid_mask()) != 0) return error(req, st::kReqInvalid, k);  // invalid component mask
+    const std::uint8_t* q = sa.data.data();
+    const bool path = attr == a::kPathRecord;
+    RecordSink sink(scratch_, *layout, path ? mask & kPathFilterMask : mask, q, get ? (path ? 1 : 2) : SIZE_MAX);
+    std::uint16_t status = 0;
+    try {
+      if (path) {
+        wire::PathRecord pr;
+        std::memcpy(&pr, q, sizeof(pr));
+        PathQuery pq{&pr, mask, req.addr.lid, snap_->sm.subnet_timeout, get};
+        status = collect_path_records(*snap_, pq, sink);
+      } else if (!collect_snapshot_records(*snap_, attr, sink)) {
+        status = collect_state_records(attr, sink);
+      }
+    } catch (...) {  // out of memory building a huge table
+      status = st::kNoResources;
+    }
+    if (status != 0) return error(req, status, k);
+    if (get) {
+      if (sink.count() == 0) return error(req, st::kNoRecords, k);
+      if (sink.count() > 1) return error(req, st::kTooManyRecords, k);
+      return answer_one(req, scratch_.data(), layout->size, k);
+    }
+    answer_table(req, sink.stride(), k);
+  }
+
+  std::uint16_t collect_state_records(std::uint16_t attr, RecordSink& sink) {
+    switch (attr) {
+      case a::kServiceRecord: {
+        const auto v = server_.services_.view();
+        for (const auto& e : *v)
+          if (!sink.offer(&e.rec)) break;
+        return 0;
+      }
+      case a::kMcMemberRecord: {
+        const auto v = server_.groups_.view();
+        for (const auto& g : *v)
+          for (const auto& mem : g.members) {
+            const wire::McMemberRecord r = member_record(g, mem);
+            if (!sink.offer(&r)) return 0;
+          }
+        return 0;
+      }
+      case a::kInformInfoRecord: {
+        const auto v = server_.subs_.view();
+        for (const auto& s : *v) {
+          const wire::InformInfoRecord r = inform_record(s);
+          if (!sink.offer(&r)) break;
+        }
+        return 0;
+      }
+      default: return wire::status::kMethodAttrUnsupported;
+    }
+  }
+
+  void multi_path(MadBuf& req, AtomicCounters::Kind& k) noexcept {
+    auto& sa = req.as<wire::SaMad>();
+    const std::span<const std::uint8_t> rec(sa.data.data(), sa.data.size());
+    const auto fixed = wire::decode<wire::MultiPathRecord>(rec);
+    if (!fixed || std::size_t{fixed->sgid_count} + fixed->dgid_count > wire::kMultiPathGidsMax)
+      return error(req, st::kReqInvalid, k);
+    std::array<wire::Gid, wire::kMultiPathGidsMax> s{}, d{};
+    for (std::size_t i = 0; i < fixed->sgid_count; ++i) s[i] = *wire::multipath_sgid(rec, i);
+    for (std::size_t i = 0; i < fixed->dgid_count; ++i) d[i] = *wire::multipath_dgid(rec, i);
+    const RecordLayout& pl = *record_layout(a::kPathRecord);
+    RecordSink sink(scratch_, pl, 0, nullptr, SIZE_MAX);
+    std::uint16_t status = 0;
+    try {
+      status = collect_multi_path_records(*snap_, *fixed, std::span(s.data(), fixed->sgid_count),
+                                          std::span(d.data(), fixed->dgid_count), sa.comp_mask.get(),
+                                          snap_->sm.subnet_timeout, sink);
+    } catch (...) {
+      status = st::kNoResources;
+    }
+    if (status != 0) return error(req, status, k);
+    answer_table(req, sink.stride(), k);
+  }
+
+  void modify(MadBuf& req, AtomicCounters::Kind& k, bool set, Nanos now_ns) noexcept {
+    auto& sa = req.as<wire::SaMad>();
+    const std::uint16_t attr = sa.hdr.attr_id.get();
+    const std::uint64_t mask = sa.comp_mask.get();
+    if (id_ != cfg_.state_core) return error(req, wire::status::kMethodAttrUnsupported, k);  // misrouted
+    const Requester who = requester_of(req);
+    std::uint16_t status = st::kReqInvalid;
+    try {
+      switch (attr) {
+        case a::kServiceRecord: {
+          wire::ServiceRecord r, out{};
+          std::memcpy(&r, sa.data.data(), sizeof(r));
+          status = set ? server_.services_.set(r, mask, who, now_ns, out) : server_.services_.erase(r, mask, who, out);
+          if (status == 0) return answer_one(req, &out, sizeof(out), k);
+          break;
+        }
+        case a::kMcMemberRecord: {
+          wire::McMemberRecord r, out{};
+          std::memcpy(&r, sa.data.data(), sizeof(r));
+          status = set ? server_.groups_.join(r, mask, join_context(r, who), out) : server_.groups_.leave(r, mask, who, out);
+          if (status == 0) return answer_one(req, &out, sizeof(out), k);
+          break;
+        }
+        case a::kInformInfo: {
+          if (!set) return error(req, wire::status::kMethodAttrUnsupported, k);
+          wire::InformInfo r;
+          std::memcpy(&r, sa.data.data(), sizeof(r));
+          status = server_.subs_.set(r, who, req.addr);
+          if (status == 0) return answer_one(req, &r, sizeof(r), k);
+          break;
+        }
+        default: return error(req, wire::status::kMethodAttrUnsupported, k);
+      }
+    } catch (...) {
+      status = st::kNoResources;
+    }
+    error(req, status, k);
+  }
+
+  McJoinContext join_context(const wire::McMemberRecord& r, const Requester& who) {
+    McJoinContext c;
+    c.who = who;
+    c.packet_life = snap_->sm.subnet_timeout;
+    if (!mc_defaults_valid_) {
+      // OpenSM's defaults for a group created without MTU/rate: the smallest of any CA port.
+      mc_mtu_ = 5;
+      mc_rate_ = 0;
+      for (const auto& n : snap_->fabric.nodes) {
+        if (n.is_switch()) continue;
+        for (std::size_t p = 1; p < n.ports.size(); ++p) {
+          if (!n.ports[p].linked()) continue;
+          if (n.ports[p].mtu != 0) mc_mtu_ = std::min(mc_mtu_, n.ports[p].mtu);
+          const std::uint8_t rc = rate_code(link_mbps(n.ports[p].link_width, n.ports[p].link_speed));
+          if (rc != 0 && (mc_rate_ == 0 || rate_mbps(rc) < rate_mbps(mc_rate_))) mc_rate_ = rc;
+        }
+      }
+      if (mc_rate_ == 0) mc_rate_ = wire::rate_code::k10Gbps;
+      mc_defaults_valid_ = true;
+    }
+    c.default_mtu = mc_mtu_;
+    c.default_rate = mc_rate_;
+    if (r.port_gid.prefix.get() != snap_->subnet_prefix) return c;
+    const auto it = snap_->by_port_guid.find(r.port_gid.guid.get());
+    if (it == snap_->by_port_guid.end()) return c;
+    const fabric::EndPort e = it->second;
+    const auto& port = snap_->fabric.nodes[e.node].ports[e.port];
+    c.port_guid = r.port_gid.guid.get();
+    if (port.mtu != 0) c.port_mtu = port.mtu;
+    const std::uint8_t rc = rate_code(link_mbps(port.link_width, port.link_speed));
+    if (rc != 0) c.port_rate = rc;
+    const auto keys = port_pkeys(*snap_, e);
+    c.port_in_pkey = std::any_of(keys.begin(), keys.end(), [&](std::uint16_t x) {
+      return wire::pkey_is_valid(x) && wire::pkey_base(x) == wire::pkey_base(r.pkey.get());
+    }) || r.pkey.get() == 0;
+    return c;
+  }
+
+  wire::ClassPortInfo class_port_info() const noexcept {
+    wire::ClassPortInfo c{};
+    c.base_version = 1;
+    c.class_version = wire::kSaClassVersion;
+    c.capability_mask = wire::be16::from(wire::cpi_cap::kTrap | wire::cpi_cap::kCapMask2 |
+                                         wire::cpi_cap::kSaOptionalRecords | wire::cpi_cap::kSaMultiPath);
+    c.set_cap_mask2(wire::cpi_cap2::kSaFullPortInfoRecord | wire::cpi_cap2::kSaExtendedSpeeds);
+    c.set_resp_time_value(cfg_.resp_time_value);
+    return c;
+  }
+
+  // ---- state core: leases, traps, Reports ----
+  std::size_t state_poll(Nanos now_ns) noexcept {
+    std::size_t work = txn_->poll(now_ns);
+    try {
+      if (const std::size_t n = server_.services_.expire(now_ns)) {
+        bump(counters_.lease_expired, n);
+        ++work;
+      }
+      if (server_.store_.epoch() != trap_epoch_) work += epoch_traps();
+      if (server_.notices_pending_.load(std::memory_order_acquire)) {  // pairs with the release in forward_notice
+        std::vector<wire::Notice> pending;
+        {
+          std::lock_guard lock(server_.notices_mu_);
+          pending.swap(server_.notices_);
+          server_.notices_pending_.store(false, std::memory_order_relaxed);
+        }
+        for (const auto& n : pending) report(n);
+        work += pending.size();
+      }
+      const std::uint64_t g = server_.groups_.generation();
+      if (g != mc_generation_) {
+        mc_generation_ = g;
+        server_.notify_mcast_change();
+        ++work;
+      }
+    } catch (...) {
+      // Out of memory in the bookkeeping: try again next poll.
+    }
+    return work;
+  }
+
+  // Traps 64/65 (IBA 13.4.8.2): end ports that came or went between epochs.
+  std::size_t epoch_traps() {
+    const auto snap = server_.store_.current();
+    trap_epoch_ = server_.store_.epoch();
+    if (snap == nullptr) return 0;
+    std::unordered_set<std::uint64_t> now;
+    for (const auto& [guid, e] : snap->by_port_guid) now.insert(guid);
+    std::size_t n = 0;
+    if (have_ports_) {
+      for (const std::uint64_t g : now)
+        if (!known_ports_.contains(g)) n += gid_trap(*snap, wire::trap::kGidInService, g);
+      for (const std::uint64_t g : known_ports_)
+        if (!now.contains(g)) n += gid_trap(*snap, wire::trap::kGidOutOfService, g);
+    }
+    known_ports_.swap(now);
+    have_ports_ = true;
+    return n;
+  }
+
+  std::size_t gid_trap(const Snapshot& snap, std::uint16_t trap, std::uint64_t guid) {
+    wire::Notice n = wire::make_generic_notice(wire::notice_type::kSubnetManagement,
+                                               wire::notice_producer::kClassManager, trap, snap.sm.lid);
+    wire::NoticeDetailsGid d{};
+    d.gid = {wire::be64::from(snap.subnet_prefix), wire::be64::from(guid)};
+    n.set_details(d);
+    n.issuer_gid = {wire::be64::from(snap.subnet_prefix), wire::be64::from(snap.sm.port_guid)};
+    report(n);
+    return 1;
+  }
+
+  // One Report per covering subscription, retried until its ReportResp (IBA 13.4.8.3).
+  void report(const wire::Notice& n) noexcept {
+    const auto subs = server_.subs_.view();
+    for (const auto& s : *subs) {
+      if (!InformStore::covers(s.info, n.trap_number.get(), static_cast<std::uint8_t>(n.type()),
+                               n.producer_type(), n.issuer_lid.get()))
+        continue;
+      MadBuf b;
+      auto& sa = b.as<wire::SaMad>();
+      sa = wire::SaMad{};
+      sa.hdr.base_version = 1;
+      sa.hdr.mgmt_class = static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm);
+      sa.hdr.class_version = wire::kSaClassVersion;
+      sa.hdr.method = m::kReport;
+      sa.hdr.attr_id = wire::be16::from(a::kNotice);
+      std::memcpy(sa.data.data(), &n, sizeof(n));
+      b.addr = s.addr;
+      if (b.addr.qkey == 0) b.addr.qkey = kGsiQkey;
+      if (b.addr.remote_qpn == 0) b.addr.remote_qpn = 1;
+      if (txn_->request(b, cfg_.report, &CoreWorker::on_report_done, this) == TxnStatus::kOk)
+        bump(counters_.reports_sent);
+      else
+        bump(counters_.reports_failed);
+    }
+  }
+
+  static void on_report_done(void* user, const TxnResult& r) noexcept {
+    auto* self = static_cast<CoreWorker*>(user);
+    bump(r.status == TxnStatus::kOk ? self->counters_.reports_acked : self->counters_.reports_failed);
+  }
+
+  SaServer& server_;
+  const SaServerConfig& cfg_;
+  const std::uint16_t id_;
+  Core& core_;
+  RmppSender sender_;
+  std::unique_ptr<TransactionManager> txn_;
+  std::vector<MadBuf> queue_;
+  std::uint32_t queue_head_ = 0, queue_len_ = 0;
+  std::vector<std::uint32_t> share_;
+  std::vector<Dedup> dedup_;
+  std::vector<std::uint8_t> scratch_;
+  std::shared_ptr<const Snapshot> snap_;
+  std::uint64_t snap_epoch_ = 0;
+  bool mc_defaults_valid_ = false;
+  std::uint8_t mc_mtu_ = 4, mc_rate_ = 3;
+  std::uint64_t trap_epoch_ = 0;
+  bool have_ports_ = false;
+  std::unordered_set<std::uint64_t> known_ports_;
+  std::uint64_t mc_generation_ = 0;
+  AtomicCounters counters_;
+};
+
+// ============================================================== glue
+
+class SaServer::Handler final : public MadHandler {
+ public:
+  explicit Handler(SaServer& s) : s_(s) {}
+  void on_mad(MadBuf& buf, CoreContext& ctx) noexcept override { s_.workers_[ctx.core_id()]->admit(buf, ctx); }
+
+ private:
+  SaServer& s_;
+};
+
+class SaServer::Hook final : public MadHandler {
+ public:
+  explicit Hook(SaServer& s) : s_(s) {}
+  void on_mad(MadBuf& buf, CoreContext& ctx) noexcept override { s_.on_response(buf, ctx); }
+
+ private:
+  SaServer& s_;
+};
+
+class SaServer::Provider final : public McastProvider {
+ public:
+  explicit Provider(const McastStore& g) : g_(g) {}
+  std::vector<McGroup> groups() const override {
+    std::vector<McGroup> out;
+    const auto v = g_.view();
+    for (const auto& grp : *v) {
+      McGroup x;
+      x.mlid = grp.params.mlid.get();
+      for (const auto& mem : grp.members) x.member_port_guids.push_back(mem.port_gid.guid.get());
+      out.push_back(std::move(x));
+    }
+    return out;
+  }
+  void set_on_change(std::function<void()> fn) override {
+    std::lock_guard lock(mu_);
+    fn_ = std::move(fn);
+  }
+  std::uint64_t generation() const noexcept override { return g_.generation(); }
+  void notify() {
+    std::function<void()> fn;
+    {
+      std::lock_guard lock(mu_);
+      fn = fn_;
+    }
+    if (fn) fn();
+  }
+
+ private:
+  const McastStore& g_;
+  std::mutex mu_;
+  std::function<void()> fn_;
+};
+
+void SaServer::notify_mcast_change() { provider_->notify(); }
+
+SaServer::SaServer(Engine& engine, const SnapshotStore& store, SaServerConfig cfg)
+    : engine_(engine), store_(store), cfg_(cfg), groups_(cfg.mc_groups_max) {
+  if (engine.running()) throw std::invalid_argument("SaServer: the engine is already running");
+  if (cfg_.state_core >= engine.cores()) throw std::invalid_argument("SaServer: state_core out of range");
+  if (cfg_.queue_max == 0 || cfg_.burst_max == 0 || cfg_.requester_queued_max == 0)
+    throw std::invalid_argument("SaServer: queue_max, burst_max and requester_queued_max must be positive");
+  if (cfg_.dedup_slots == 0 || (cfg_.dedup_slots & (cfg_.dedup_slots - 1)) != 0)
+    throw std::invalid_argument("SaServer: dedup_slots must be a power of two");
+  handler_ = std::make_unique<Handler>(*this);
+  provider_ = std::make_unique<Provider>(groups_);
+  for (std::uint16_t c = 0; c < engine.cores(); ++c)
+    workers_.push_back(std::make_unique<CoreWorker>(*this, c, engine.core(c)));
+  constexpr std::uint8_t kSa = static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm);
+  engine.add_handler({kSa, m::kGet, std::nullopt}, *handler_, OwnerSelector::by(&select_get, &store_));
+  engine.add_handler({kSa, m::kGetTable, std::nullopt}, *handler_, OwnerSelector::by(&select_by_tid));
+  engine.add_handler({kSa, m::kGetMulti, std::nullopt}, *handler_, OwnerSelector::by(&select_by_tid));
+  engine.add_handler({kSa, m::kSet, std::nullopt}, *handler_, OwnerSelector::fixed(cfg_.state_core));
+  engine.add_handler({kSa, m::kDelete, std::nullopt}, *handler_, OwnerSelector::fixed(cfg_.state_core));
+  // Everything else of the class (GetTraceTable, a stray Report...) is answered "method unsupported".
+  engine.add_handler({kSa, std::nullopt, std::nullopt}, *handler_, OwnerSelector::fixed(cfg_.state_core));
+  for (std::uint16_t c = 0; c < engine.cores(); ++c) {
+    engine.add_poller(c, *workers_[c]);
+    if (cfg_.install_response_hooks) {
+      hooks_.push_back(std::make_unique<Hook>(*this));
+      engine.set_response_hook(c, *hooks_.back());
+    }
+  }
+}
+
+SaServer::~SaServer() = default;
+
+bool SaServer::on_response(const MadBuf& buf, CoreContext& ctx) noexcept {
+  const std::uint16_t c = ctx.core_id();
+  return c < workers_.size() && workers_[c]->on_response(buf);
+}
+
+void SaServer::forward_notice(const wire::Notice& notice) {
+  std::lock_guard lock(notices_mu_);
+  notices_.push_back(notice);
+  notices_pending_.store(true, std::memory_order_release);  // pairs with the acquire in state_poll
+}
+
+SaCounters SaServer::counters() const {
+  SaCounters c;
+  for (const auto& w : workers_) w->snapshot_counters(c);
+  return c;
+}
+
+McastProvider& SaServer::mcast_provider() noexcept { return *provider_; }
+const ServiceStore& SaServer::services() const noexcept { return services_; }
+const McastStore& SaServer::groups() const noexcept { return groups_; }
+const InformStore& SaServer::subscriptions() const noexcept { return subs_; }
+
+}  // namespace madengine::sa

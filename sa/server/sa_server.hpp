@@ -1,0 +1,128 @@
+// The Subnet Administrator server: registers MadHandlers for class 0x03
+// (SubnAdm) on an Engine and answers Get, GetTable, GetMulti, Set and Delete
+// from the SnapshotStore's current epoch and the SA's mutable state; sends
+// Reports to InformInfo subscribers. Each core admits queries into a bounded
+// queue (BUSY beyond it, and beyond a requester's share), answers a retried
+// TID once, and sends multi-MAD answers with its own RMPP sender.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "madengine/engine/dispatch.hpp"
+#include "madengine/engine/engine.hpp"
+#include "madengine/engine/rmpp.hpp"
+#include "madengine/engine/transaction.hpp"
+#include "madengine/wire/sa_records.hpp"
+#include "madengine/wire/smp/notice.hpp"
+#include "sa/snapshot.hpp"
+#include "sa/state/mcast_provider.hpp"
+#include "sa/state/mutable_state.hpp"
+
+namespace madengine::sa {
+
+struct SaServerConfig {
+  std::uint16_t state_core = 0;             // owner of services, groups and subscriptions (Set/Delete, Reports)
+  std::uint32_t queue_max = 512;            // admitted queries waiting on one core
+  std::uint32_t requester_queued_max = 64;  // one requester's share of a core's queue
+  std::uint32_t burst_max = 64;             // queries answered per poll
+  std::uint32_t dedup_slots = 1024;         // per core; a power of two
+  Nanos dedup_ttl_ns = 2 * kNanosPerSecond; // how long an answer is kept for a retried TID
+  std::uint8_t resp_time_value = 18;        // ClassPortInfo RespTimeValue (OpenSM's default)
+  RmppConfig rmpp{.transfers_max = 16, .segments_max = 4096};
+  RequestOptions report{.timeout_ms = 200, .retries = 3};
+  std::uint32_t mc_groups_max = 16384;
+  bool install_response_hooks = true;       // false: the owner calls on_response() from its own hook
+};
+
+// Record types the counters are kept for.
+enum class SaRecordKind : std::uint8_t {
+  kClassPortInfo, kInformInfo, kNode, kPortInfo, kSl2Vl, kSwitchInfo, kLft, kMft, kSmInfo, kLink, kGuidInfo,
+  kService, kPKeyTable, kPath, kVlArb, kMcMember, kMultiPath, kInformInfoRecord, kOther, kCount
+};
+inline constexpr std::size_t kSaRecordKinds = static_cast<std::size_t>(SaRecordKind::kCount);
+SaRecordKind record_kind(std::uint16_t attr_id) noexcept;
+const char* to_string(SaRecordKind k) noexcept;
+
+// Errors by status: [SA code 1..7] = MAD status >> 8, then the common codes.
+inline constexpr std::size_t kErrUnsupported = 8;   // method or attribute not supported
+inline constexpr std::size_t kErrInvalidField = 9;  // bad version or field
+inline constexpr std::size_t kErrSlots = 10;
+
+struct SaRecordCounters {
+  std::uint64_t received = 0;
+  std::uint64_t answered = 0;    // OK answers and error answers alike
+  std::uint64_t busy = 0;        // answered BUSY without being admitted
+  std::uint64_t dropped = 0;     // admitted but never answered: must stay 0
+  std::uint64_t duplicates = 0;  // retried TIDs answered from the cache or absorbed while in work
+  std::array<std::uint64_t, kErrSlots> errors{};
+  SaRecordCounters& operator+=(const SaRecordCounters& o) noexcept;
+};
+
+struct SaCounters {
+  std::array<SaRecordCounters, kSaRecordKinds> by_kind{};
+  std::uint64_t rmpp_transfers = 0;
+  std::uint64_t reports_sent = 0;
+  std::uint64_t reports_acked = 0;
+  std::uint64_t reports_failed = 0;
+  std::uint64_t lease_expired = 0;
+  SaRecordCounters total() const noexcept;
+  const SaRecordCounters& operator[](SaRecordKind k) const noexcept { return by_kind[static_cast<std::size_t>(k)]; }
+};
+
+class SaServer {
+ public:
+  // Registers handlers, pollers and (unless configured off) response hooks on
+  // `engine`, which must not be running. Throws std::invalid_argument on a bad config.
+  SaServer(Engine& engine, const SnapshotStore& store, SaServerConfig cfg = {});
+  ~SaServer();
+  SaServer(const SaServer&) = delete;
+  SaServer& operator=(const SaServer&) = delete;
+
+  // For owners that install their own response hooks: offers a response MAD
+  // received on `core`; true if the SA consumed it (RMPP ACK/STOP/ABORT of
+  // one of its transfers, ReportResp to one of its Reports).
+  bool on_response(const MadBuf& buf, CoreContext& ctx) noexcept;
+
+  // A notice the SM received (trap 128, 144...) to forward to subscribers as
+  // Reports. Any thread; delivered by the state core.
+  void forward_notice(const wire::Notice& notice);
+
+  // Readable from any thread (each counter has one writer).
+  SaCounters counters() const;
+  // The SM's view of the multicast groups.
+  McastProvider& mcast_provider() noexcept;
+  const ServiceStore& services() const noexcept;
+  const McastStore& groups() const noexcept;
+  const InformStore& subscriptions() const noexcept;
+
+  class CoreWorker;  // per-core state (sa_server.cpp)
+
+ private:
+  friend class CoreWorker;
+  void notify_mcast_change();
+  class Handler;
+  class Hook;
+  class Provider;
+
+  Engine& engine_;
+  const SnapshotStore& store_;
+  SaServerConfig cfg_;
+  std::vector<std::unique_ptr<CoreWorker>> workers_;
+  std::unique_ptr<Handler> handler_;
+  std::vector<std::unique_ptr<Hook>> hooks_;
+  std::unique_ptr<Provider> provider_;
+  ServiceStore services_;
+  McastStore groups_;
+  InformStore subs_;
+  std::mutex notices_mu_;
+  std::vector<wire::Notice> notices_;  // guarded by notices_mu_
+  std::atomic<bool> notices_pending_{false};
+};
+
+}  // namespace madengine::sa

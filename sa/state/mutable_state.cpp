@@ -1,0 +1,303 @@
+// ServiceRecord, multicast group and InformInfo stores (see mutable_state.hpp).
+#include "sa/state/mutable_state.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "sa/server/components.hpp"
+
+namespace madengine::sa {
+namespace {
+
+namespace st = wire::sa_status;
+namespace scm = wire::service_record_cm;
+namespace mcm = wire::mc_member_record_cm;
+
+bool zero_key(const std::array<std::uint8_t, 16>& k) noexcept {
+  return std::all_of(k.begin(), k.end(), [](std::uint8_t b) { return b == 0; });
+}
+
+// Who may change or remove a service (IBA 15.2.5.14.3): the port that
+// registered it, or a requester presenting its non-zero ServiceKey.
+bool may_modify(const ServiceEntry& e, const wire::ServiceRecord& r, const Requester& who) noexcept {
+  if (e.owner == who.gid) return true;
+  return !zero_key(e.rec.service_key) && e.rec.service_key == r.service_key;
+}
+
+bool same_service(const wire::ServiceRecord& a, const wire::ServiceRecord& b) noexcept {
+  return a.service_id == b.service_id && a.service_gid == b.service_gid && a.service_pkey == b.service_pkey;
+}
+
+const RecordLayout& layout_of(std::uint16_t attr) noexcept { return *record_layout(attr); }
+
+}  // namespace
+
+// ---------------------------------------------------------------- services
+
+void ServiceStore::publish() {
+  next_expiry_ns_ = -1;
+  for (const auto& e : entries_)
+    if (e.expires_ns >= 0 && (next_expiry_ns_ < 0 || e.expires_ns < next_expiry_ns_)) next_expiry_ns_ = e.expires_ns;
+  pub_.store(entries_);
+}
+
+std::uint16_t ServiceStore::set(const wire::ServiceRecord& r, std::uint64_t mask, const Requester& who, Nanos now_ns,
+                                wire::ServiceRecord& out) {
+  // A registration names its service: ServiceID, ServiceGID and P_Key (OpenSM's rule too).
+  if ((mask & (scm::kServiceId | scm::kServiceGid | scm::kServicePKey)) !=
+      (scm::kServiceId | scm::kServiceGid | scm::kServicePKey))
+    return st::kReqInsufficientComponents;
+  ServiceEntry e;
+  e.rec = r;
+  e.owner = who.gid;
+  const std::uint32_t lease = r.service_lease.get();
+  e.expires_ns = lease == wire::kServiceLeaseInfinite ? -1 : now_ns + Nanos{lease} * kNanosPerSecond;
+  for (auto& old : entries_) {
+    if (!same_service(old.rec, r)) continue;
+    if (!may_modify(old, r, who)) return st::kReqDenied;
+    e.owner = old.owner;
+    old = e;
+    publish();
+    out = e.rec;
+    return 0;
+  }
+  entries_.push_back(e);
+  publish();
+  out = e.rec;
+  return 0;
+}
+
+std::uint16_t ServiceStore::erase(const wire::ServiceRecord& r, std::uint64_t mask, const Requester& who,
+                                  wire::ServiceRecord& out) {
+  const RecordLayout& l = layout_of(wire::sa_attr::kServiceRecord);
+  std::size_t matched = 0, denied = 0;
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (!components_equal(l, mask, reinterpret_cast<const std::uint8_t*>(&it->rec),
+                          reinterpret_cast<const std::uint8_t*>(&r))) {
+      ++it;
+      continue;
+    }
+    if (!may_modify(*it, r, who)) {
+      ++denied;
+      ++it;
+      continue;
+    }
+    out = it->rec;
+    it = entries_.erase(it);
+    ++matched;
+  }
+  if (matched == 0) return denied != 0 ? st::kReqDenied : st::kNoRecords;
+  publish();
+  return 0;
+}
+
+std::size_t ServiceStore::expire(Nanos now_ns) {
+  if (next_expiry_ns_ < 0 || now_ns < next_expiry_ns_) return 0;
+  const std::size_t before = entries_.size();
+  std::erase_if(entries_, [&](const ServiceEntry& e) { return e.expires_ns >= 0 && e.expires_ns <= now_ns; });
+  publish();
+  return before - entries_.size();
+}
+
+// ---------------------------------------------------------------- multicast
+
+wire::McMemberRecord member_record(const McGroupEntry& g, const McMember& m) noexcept {
+  wire::McMemberRecord r = g.params;
+  r.port_gid = m.port_gid;
+  r.set_join_state(m.join_state);
+  r.set_proxy_join(m.proxy);
+  return r;
+}
+
+void McastStore::publish() {
+  pub_.store(groups_);
+  generation_.fetch_add(1, std::memory_order_acq_rel);  // pairs with the acquire in generation()
+}
+
+std::uint16_t McastStore::allocate_mlid() const noexcept {
+  for (std::uint32_t mlid = kMlidFirst; mlid <= kMlidLast; ++mlid) {
+    bool used = false;
+    for (const auto& g : groups_) used = used || g.params.mlid.get() == mlid;
+    if (!used) return static_cast<std::uint16_t>(mlid);
+  }
+  return 0;
+}
+
+// SA-assigned MGIDs (IBA 15.2.5.17.1 / 4.1.1): 0xff, flags 1 (transient),
+// the scope, the signature 0xA01B, the P_Key, then a number unique here.
+wire::Gid McastStore::allocate_mgid(std::uint8_t scope, std::uint16_t pkey) noexcept {
+  for (;;) {
+    const std::uint64_t n = ++mgid_counter_;
+    wire::Gid g;
+    g.prefix = wire::be64::from(0xff10'a01b'0000'0000ull | std::uint64_t{scope & 0xfu} << 48 |
+                                std::uint64_t{pkey} << 16);
+    g.guid = wire::be64::from(n);
+    bool taken = false;
+    for (const auto& grp : groups_) taken = taken || grp.params.mgid == g;
+    if (!taken) return g;
+  }
+}
+
+std::uint16_t McastStore::join(const wire::McMemberRecord& r, std::uint64_t mask, const McJoinContext& ctx,
+                               wire::McMemberRecord& out) {
+  if ((mask & mcm::kPortGid) == 0 || (mask & mcm::kJoinState) == 0 || r.join_state() == 0)
+    return st::kReqInsufficientComponents;
+  // A port joins for itself unless it asks for a proxy join (IBA 15.2.5.17.2).
+  if (!r.proxy_join() && !(r.port_gid == ctx.who.gid)) return st::kReqInvalid;
+  if (ctx.port_guid == 0) return st::kReqInvalid;
+  const bool zero_mgid = r.mgid.prefix.get() == 0 && r.mgid.guid.get() == 0;
+  McGroupEntry* g = nullptr;
+  if (!zero_mgid && (mask & mcm::kMGid) != 0)
+    for (auto& grp : groups_)
+      if (grp.params.mgid == r.mgid) g = &grp;
+
+  if (g == nullptr) {
+    // Creation needs the group's parameters (OpenSM's REQUIRED_MC_CREATE_COMP_MASK).
+    constexpr std::uint64_t kCreate = mcm::kQKey | mcm::kTClass | mcm::kPKey | mcm::kFlowLabel | mcm::kSl;
+    if ((mask & kCreate) != kCreate) return st::kReqInsufficientComponents;
+    if ((r.join_state() & wire::join_state::kFullMember) == 0) return st::kReqInvalid;  // only full members create
+    if (!zero_mgid && (r.mgid.prefix.get() >> 56) != 0xff) return st::kReqInvalid;
+    if (!ctx.port_in_pkey || !wire::pkey_is_valid(r.pkey.get())) return st::kReqInvalid;
+    if (groups_.size() >= groups_max_) return st::kNoResources;
+    McGroupEntry ng;
+    ng.params = wire::McMemberRecord{};
+    const std::uint8_t scope = (mask & mcm::kScope) != 0 ? r.scope() : 2;  // link-local by default
+    ng.params.mgid = zero_mgid ? allocate_mgid(scope, r.pkey.get()) : r.mgid;
+    ng.params.qkey = r.qkey;
+    ng.params.mlid = wire::be16::from(allocate_mlid());
+    if (ng.params.mlid.get() == 0) return st::kNoResources;
+    ng.params.tclass = r.tclass;
+    ng.params.pkey = wire::be16::from(static_cast<std::uint16_t>(r.pkey.get() | wire::kPKeyMembershipBit));
+    // MTU and rate: what the selectors ask for, within the creator's link.
+    std::uint8_t mtu = std::min(ctx.default_mtu, ctx.port_mtu);
+    if ((mask & mcm::kMtu) != 0) {
+      const std::uint8_t sel = (mask & mcm::kMtuSelector) != 0 ? r.mtu_selector() : wire::selector::kExactly;
+      const std::uint8_t v = r.mtu();
+      switch (sel) {
+        case wire::selector::kGreaterThan: mtu = ctx.port_mtu > v ? ctx.port_mtu : 0; break;
+        case wire::selector::kLessThan: mtu = v > 1 ? std::min<std::uint8_t>(ctx.port_mtu, static_cast<std::uint8_t>(v - 1)) : 0; break;
+        case wire::selector::kExactly: mtu = v <= ctx.port_mtu ? v : 0; break;
+        default: mtu = ctx.port_mtu; break;
+      }
+      if (mtu == 0) return st::kReqInvalid;
+    }
+    std::uint8_t rate = std::min(ctx.default_rate, ctx.port_rate);
+    if ((mask & mcm::kRate) != 0) {
+      const std::uint8_t sel = (mask & mcm::kRateSelector) != 0 ? r.rate_selector() : wire::selector::kExactly;
+      rate = (sel == wire::selector::kGreaterThan || sel == wire::selector::kLargest) ? ctx.port_rate : r.rate();
+    }
+    ng.params.set_mtu_selector(wire::selector::kExactly);
+    ng.params.set_mtu(mtu);
+    ng.params.set_rate_selector(wire::selector::kExactly);
+    ng.params.set_rate(rate);
+    ng.params.set_packet_life_time_selector(wire::selector::kExactly);
+    ng.params.set_packet_life_time(ctx.packet_life);
+    ng.params.set_sl(r.sl());
+    ng.params.set_flow_label(r.flow_label());
+    ng.params.set_hop_limit((mask & mcm::kHopLimit) != 0 ? r.hop_limit() : 0);
+    ng.params.set_scope(scope);
+    groups_.push_back(std::move(ng));
+    g = &groups_.back();
+  } else {
+    // Joining an existing group: whatever the joiner names must match it.
+    const RecordLayout& l = *record_layout(wire::sa_attr::kMcMemberRecord);
+    constexpr std::uint64_t kMustMatch = mcm::kQKey | mcm::kMLid | mcm::kTClass | mcm::kFlowLabel | mcm::kSl;
+    if (!components_equal(l, mask & kMustMatch, reinterpret_cast<const std::uint8_t*>(&g->params),
+                          reinterpret_cast<const std::uint8_t*>(&r)))
+      return st::kReqInvalid;
+    if ((mask & mcm::kPKey) != 0 && wire::pkey_base(r.pkey.get()) != wire::pkey_base(g->params.pkey.get()))
+      return st::kReqInvalid;
+    if (!ctx.port_in_pkey) return st::kReqInvalid;
+    // The port's link must carry the group's MTU and rate (OpenSM checks the same).
+    if (g->params.mtu() > ctx.port_mtu) return st::kReqInvalid;
+  }
+
+  auto m = std::find_if(g->members.begin(), g->members.end(), [&](const McMember& x) { return x.port_gid == r.port_gid; });
+  if (m == g->members.end()) {
+    g->members.push_back({r.port_gid, r.join_state(), r.proxy_join()});
+    m = g->members.end() - 1;
+  } else {
+    m->join_state = static_cast<std::uint8_t>(m->join_state | r.join_state());
+  }
+  out = member_record(*g, *m);
+  publish();
+  return 0;
+}
+
+std::uint16_t McastStore::leave(const wire::McMemberRecord& r, std::uint64_t mask, const Requester& who,
+                                wire::McMemberRecord& out) {
+  if ((mask & mcm::kMGid) == 0 || (mask & mcm::kPortGid) == 0 || (mask & mcm::kJoinState) == 0)
+    return st::kReqInsufficientComponents;
+  if (!r.proxy_join() && !(r.port_gid == who.gid)) return st::kReqInvalid;
+  for (auto gi = groups_.begin(); gi != groups_.end(); ++gi) {
+    if (!(gi->params.mgid == r.mgid)) continue;
+    for (auto mi = gi->members.begin(); mi != gi->members.end(); ++mi) {
+      if (!(mi->port_gid == r.port_gid)) continue;
+      if ((mi->join_state & r.join_state()) == 0) return st::kReqInvalid;
+      out = member_record(*gi, *mi);
+      mi->join_state = static_cast<std::uint8_t>(mi->join_state & ~r.join_state());
+      out.set_join_state(mi->join_state);
+      if (mi->join_state == 0) gi->members.erase(mi);
+      if (gi->members.empty()) groups_.erase(gi);
+      publish();
+      return 0;
+    }
+    return st::kReqInvalid;
+  }
+  return st::kReqInvalid;
+}
+
+// ---------------------------------------------------------------- inform
+
+bool InformStore::covers(const wire::InformInfo& info, std::uint16_t trap, std::uint8_t type, std::uint32_t producer,
+                         std::uint16_t issuer_lid) noexcept {
+  if (info.is_generic != 1) return false;
+  if (info.trap_number() != wire::kInformAllTraps && info.trap_number() != trap) return false;
+  if (info.type.get() != wire::inform_type::kAll && info.type.get() != type) return false;
+  if (info.producer_type() != wire::kInformAllProducers && info.producer_type() != producer) return false;
+  const std::uint16_t b = info.lid_range_begin.get();
+  if (b != wire::kInformAllLids && b != 0) {
+    const std::uint16_t e = std::max(b, info.lid_range_end.get());
+    if (issuer_lid < b || issuer_lid > e) return false;
+  }
+  return true;
+}
+
+void InformStore::publish() { pub_.store(subs_); }
+
+std::uint16_t InformStore::set(const wire::InformInfo& info, const Requester& who, const MadAddr& from) {
+  auto same = [&](const Subscription& s) {
+    return s.subscriber == who.gid && s.info.trap_number_or_device_id == info.trap_number_or_device_id &&
+           s.info.type == info.type && s.info.is_generic == info.is_generic &&
+           s.info.producer_or_vendor == info.producer_or_vendor && s.info.gid == info.gid &&
+           s.info.lid_range_begin == info.lid_range_begin && s.info.lid_range_end == info.lid_range_end;
+  };
+  const auto it = std::find_if(subs_.begin(), subs_.end(), same);
+  if (info.subscribe == 0) {
+    if (it == subs_.end()) return st::kReqInvalid;
+    subs_.erase(it);
+    publish();
+    return 0;
+  }
+  if (info.subscribe != 1) return st::kReqInvalid;
+  Subscription s;
+  s.info = info;
+  s.subscriber = who.gid;
+  s.addr = from;
+  s.addr.remote_qpn = info.qpn() != 0 ? info.qpn() : from.remote_qpn;
+  s.enumeration = it != subs_.end() ? it->enumeration : next_enum_++;
+  if (it != subs_.end()) *it = s;
+  else subs_.push_back(s);
+  publish();
+  return 0;
+}
+
+wire::InformInfoRecord inform_record(const Subscription& s) noexcept {
+  wire::InformInfoRecord r{};
+  r.subscriber_gid = s.subscriber;
+  r.subscriber_enum = wire::be16::from(s.enumeration);
+  r.inform_info = s.info;
+  return r;
+}
+
+}  // namespace madengine::sa
