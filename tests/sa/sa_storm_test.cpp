@@ -1,0 +1,144 @@
+// SA server under load: a burst larger than the queue is answered BUSY at
+// once (nothing admitted is lost, counters add up), a flooding requester gets
+// BUSY before others do, retried TIDs are answered once, and with two cores
+// PathRecord queries run on the core owning their destination's shard while
+// GetTable answers (and their RMPP ACKs) stay on the core their TID names.
+#include <gtest/gtest.h>
+
+#include "sa_fixture.hpp"
+
+namespace madengine::sa {
+namespace {
+
+using namespace testing;
+namespace a = wire::sa_attr;
+namespace m = wire::method;
+namespace cm = wire::path_record_cm;
+
+MadBuf path_get(std::uint16_t slid, std::uint16_t dlid, std::uint64_t tid, std::uint16_t from) {
+  wire::PathRecord q{};
+  q.slid = wire::be16::from(slid);
+  q.dlid = wire::be16::from(dlid);
+  return sa_request(m::kGet, a::kPathRecord, cm::kSLid | cm::kDLid, q, tid, from);
+}
+
+struct Tally {
+  std::size_t ok = 0, busy = 0, other = 0;
+};
+
+Tally tally(SaHarness& h, std::uint64_t tid_first, std::uint64_t tid_end) {
+  Tally t;
+  for (std::uint64_t tid = tid_first; tid < tid_end; ++tid) {
+    const auto it = h.answers().find(tid);
+    if (it == h.answers().end()) continue;
+    const std::uint16_t s = it->second.status();
+    (s == 0 ? t.ok : s == wire::status::kBusy ? t.busy : t.other)++;
+  }
+  return t;
+}
+
+TEST(SaStorm, BurstBeyondTheQueueIsAnsweredBusy) {
+  auto b = build_snapshot(madengine::testing::fat_tree2(2, 1, 4));
+  SaServerConfig cfg;
+  cfg.queue_max = 8;
+  cfg.requester_queued_max = 8;
+  SaHarness h(b.snap, cfg);
+  const auto lids = ca_lids(*b.snap);
+  for (std::uint64_t i = 0; i < 24; ++i)
+    ASSERT_TRUE(h.inject(path_get(lids[0], lids[1 + i % 7], 0x1000 + i, lids[0])));
+  h.pump();
+  const Tally t = tally(h, 0x1000, 0x1000 + 24);
+  EXPECT_EQ(t.ok + t.busy, 24u);  // every query answered, none lost
+  EXPECT_EQ(t.ok, 8u);
+  EXPECT_EQ(t.busy, 16u);
+  const auto c = h.server().counters()[SaRecordKind::kPath];
+  EXPECT_EQ(c.received, 24u);
+  EXPECT_EQ(c.answered, 8u);
+  EXPECT_EQ(c.busy, 16u);
+  EXPECT_EQ(c.dropped, 0u);
+  // Once drained, the same requester is served again.
+  const auto r = h.ask(path_get(lids[0], lids[1], 0x2000, lids[0]));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status(), 0);
+}
+
+TEST(SaStorm, AFloodingRequesterGetsBusyFirst) {
+  auto b = build_snapshot(madengine::testing::fat_tree2(2, 1, 4));
+  SaServerConfig cfg;
+  cfg.queue_max = 16;
+  cfg.requester_queued_max = 4;
+  SaHarness h(b.snap, cfg);
+  const auto lids = ca_lids(*b.snap);
+  // A floods with 20 queries, then B and C ask 3 each, all in one burst.
+  for (std::uint64_t i = 0; i < 20; ++i) ASSERT_TRUE(h.inject(path_get(lids[0], lids[2], 0x3000 + i, lids[0])));
+  for (std::uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(h.inject(path_get(lids[1], lids[2], 0x4000 + i, lids[1])));
+  for (std::uint64_t i = 0; i < 3; ++i) ASSERT_TRUE(h.inject(path_get(lids[3], lids[2], 0x5000 + i, lids[3])));
+  h.pump();
+  const Tally flood = tally(h, 0x3000, 0x3000 + 20), b1 = tally(h, 0x4000, 0x4003), c1 = tally(h, 0x5000, 0x5003);
+  EXPECT_EQ(flood.ok, 4u);
+  EXPECT_EQ(flood.busy, 16u);
+  EXPECT_EQ(b1.ok, 3u);
+  EXPECT_EQ(c1.ok, 3u);
+  EXPECT_EQ(h.server().counters().total().dropped, 0u);
+}
+
+TEST(SaStorm, RetriedTidsAreAnsweredOnce) {
+  auto b = build_snapshot(madengine::testing::fat_tree2(2, 1, 4));
+  SaHarness h(b.snap);
+  const auto lids = ca_lids(*b.snap);
+  // Three copies while the first is still queued: one answer.
+  const MadBuf q = path_get(lids[0], lids[3], 0x6000, lids[0]);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(h.inject(q));
+  h.pump();
+  EXPECT_EQ(h.answers_to(0x6000), 1u);
+  // A retry after the answer: the cached answer again, not a second query.
+  ASSERT_TRUE(h.inject(q));
+  h.pump();
+  EXPECT_EQ(h.answers_to(0x6000), 2u);
+  const auto c = h.server().counters()[SaRecordKind::kPath];
+  EXPECT_EQ(c.received, 4u);
+  EXPECT_EQ(c.answered, 1u);
+  EXPECT_EQ(c.duplicates, 3u);
+  // The same TID from another requester is another query.
+  ASSERT_TRUE(h.inject(path_get(lids[1], lids[3], 0x6000, lids[1])));
+  h.pump();
+  EXPECT_EQ(h.server().counters()[SaRecordKind::kPath].answered, 2u);
+  // A GetTable retried while its RMPP transfer runs: one transfer.
+  const MadBuf t = sa_request(m::kGetTable, a::kNodeRecord, 0, wire::NodeRecord{}, 0x7000, lids[0]);
+  ASSERT_TRUE(h.inject(t));
+  ASSERT_TRUE(h.inject(t));
+  h.pump();
+  EXPECT_EQ(h.answers_to(0x7000), 1u);
+  EXPECT_EQ(h.server().counters().rmpp_transfers, 1u);
+}
+
+TEST(SaStorm, TwoCoresShardPathsAndKeepTransfersWithTheirTid) {
+  auto b = build_snapshot(madengine::testing::fat_tree2(4, 2, 4));
+  SaHarness h(b.snap, {}, 2);
+  const auto lids = ca_lids(*b.snap);
+  std::uint64_t tid = 0x8000;
+  std::size_t even = 0, odd = 0;
+  for (const auto d : lids) {
+    (d % 2 == 0 ? even : odd)++;
+    const auto r = h.ask(path_get(lids[0], d, ++tid, lids[0]));
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status(), 0);
+    EXPECT_EQ(r->record<wire::PathRecord>().dlid.get(), d);
+  }
+  // Each core ran the queries of its shard (DLID modulo the cores).
+  const auto stats = h.engine().stats();
+  EXPECT_GE(stats.cores[0].counters.handled, even);
+  EXPECT_GE(stats.cores[1].counters.handled, odd);
+  EXPECT_GT(odd, 0u);
+  EXPECT_GT(even, 0u);
+  // A GetTable whose TID names core 1: its RMPP answer completes there.
+  const MadBuf t = sa_request(m::kGetTable, a::kNodeRecord, 0, wire::NodeRecord{}, make_tid_low(1, 0x99), lids[0]);
+  const auto r = h.ask(t);
+  ASSERT_TRUE(r);
+  ASSERT_TRUE(r->rmpp);
+  EXPECT_EQ(r->records<wire::NodeRecord>().size(), b.snap->by_port_guid.size());
+  EXPECT_EQ(h.server().counters().total().dropped, 0u);
+}
+
+}  // namespace
+}  // namespace madengine::sa
