@@ -2,7 +2,9 @@
 // per-core response hooks, and the helpers that answer unsupported requests.
 #include "madengine/engine/dispatch.hpp"
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -60,9 +62,35 @@ void Dispatcher::add(const DispatchKey& key, MadHandler& handler, OwnerSelector 
   const auto k = pack(key.mgmt_class.value_or(0) | (key.mgmt_class ? 0 : kAnyClass),
                       key.method.value_or(0) | (key.method ? 0 : kAnyMethod),
                       key.attr_id.value_or(0) | (key.attr_id ? 0 : kAnyAttr));
-  if (!table_.emplace(k, Entry{&handler, owner}).second)
-    throw std::invalid_argument("Dispatcher::add: a handler is already registered for this key");
+  if (probe(k) != nullptr) throw std::invalid_argument("Dispatcher::add: a handler is already registered for this key");
+  insert(k, Entry{&handler, owner});
   wildcard_shapes_ = static_cast<std::uint8_t>(wildcard_shapes_ | (1u << shape));
+}
+
+const Dispatcher::Slot* Dispatcher::probe(std::uint64_t key) const noexcept {
+  if (table_.empty()) return nullptr;
+  const std::size_t mask = table_.size() - 1;
+  for (std::size_t i = (key * 0x9e3779b97f4a7c15ull) >> shift_;; i = (i + 1) & mask) {
+    if (table_[i].key == key) return &table_[i];
+    if (table_[i].key == kEmptyKey) return nullptr;  // never full: half empty at worst
+  }
+}
+
+void Dispatcher::insert(std::uint64_t key, const Entry& e) {
+  if ((entries_ + 1) * 2 > table_.size()) {
+    std::vector<Slot> old = std::move(table_);
+    const std::size_t size = std::max<std::size_t>(16, old.size() * 2);
+    table_.assign(size, Slot{});
+    shift_ = 64 - static_cast<unsigned>(std::countr_zero(size));
+    entries_ = 0;
+    for (const Slot& s : old)
+      if (s.key != kEmptyKey) insert(s.key, s.entry);
+  }
+  const std::size_t mask = table_.size() - 1;
+  std::size_t i = (key * 0x9e3779b97f4a7c15ull) >> shift_;
+  while (table_[i].key != kEmptyKey) i = (i + 1) & mask;
+  table_[i] = Slot{key, e};
+  ++entries_;
 }
 
 void Dispatcher::set_response_hook(std::uint16_t core, MadHandler& hook) {
@@ -76,7 +104,7 @@ const Dispatcher::Entry* Dispatcher::find(const wire::MadHeader& h) const noexce
     if ((wildcard_shapes_ & (1u << shape)) == 0) continue;
     const auto k = pack((shape & 4) ? h.mgmt_class : kAnyClass, (shape & 2) ? h.method : kAnyMethod,
                         (shape & 1) ? attr : kAnyAttr);
-    if (const auto it = table_.find(k); it != table_.end()) return &it->second;
+    if (const Slot* slot = probe(k)) return &slot->entry;
   }
   return nullptr;
 }

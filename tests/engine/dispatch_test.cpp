@@ -70,6 +70,20 @@ TEST(Dispatcher, MostSpecificKeyWins) {
   EXPECT_EQ(d.handler_for(make_mad(kSa, wire::method::kGet, wire::sa_attr::kPathRecord)), &exact);
 }
 
+TEST(Dispatcher, ManyHandlersSurviveTableGrowth) {
+  Dispatcher d(4);
+  std::vector<NullHandler> hs(300);
+  for (std::uint16_t a = 0; a < hs.size(); ++a)
+    d.add({kSa, wire::method::kGet, a}, hs[a], OwnerSelector::fixed(static_cast<std::uint16_t>(a % 4)));
+  for (std::uint16_t a = 0; a < hs.size(); ++a) {
+    const Route r = d.route(make_mad(kSa, wire::method::kGet, a));
+    ASSERT_EQ(r.handler, &hs[a]) << a;
+    EXPECT_EQ(r.core, a % 4);
+  }
+  EXPECT_EQ(d.route(make_mad(kSa, wire::method::kGet, 300)).verdict, DispatchVerdict::kNoHandler);
+  EXPECT_EQ(d.route(make_mad(kSa, wire::method::kSet, 1)).verdict, DispatchVerdict::kNoHandler);
+}
+
 TEST(Dispatcher, NoHandlerAndDuplicates) {
   Dispatcher d(2);
   NullHandler h;

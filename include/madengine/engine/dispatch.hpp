@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 #include "madengine/engine/clock.hpp"
@@ -122,17 +121,28 @@ class Dispatcher {
 
  private:
   struct Entry {
-    MadHandler* handler;
-    OwnerSelector owner;
+    MadHandler* handler = nullptr;
+    OwnerSelector owner{};
   };
+  // Open addressing, power-of-two size, at most half full: a lookup is a
+  // multiply, a shift and usually one probe (no modulo, no node chasing).
+  struct Slot {
+    std::uint64_t key = kEmptyKey;
+    Entry entry{};
+  };
+  static constexpr std::uint64_t kEmptyKey = ~std::uint64_t{0};
   // Wildcards are 0x1ff / 0x1ff / 0x1ffff: outside every real value.
   static std::uint64_t pack(std::uint32_t klass, std::uint32_t meth, std::uint32_t attr) noexcept {
     return (std::uint64_t{klass} << 32) | (std::uint64_t{meth} << 20) | attr;
   }
   const Entry* find(const wire::MadHeader& h) const noexcept;
+  const Slot* probe(std::uint64_t key) const noexcept;
+  void insert(std::uint64_t key, const Entry& e);
 
   std::uint16_t cores_;
-  std::unordered_map<std::uint64_t, Entry> table_;
+  std::vector<Slot> table_;
+  std::size_t entries_ = 0;
+  unsigned shift_ = 64;
   std::uint8_t wildcard_shapes_ = 0;  // which of the 8 wildcard patterns have entries
   std::vector<MadHandler*> hooks_;
 };
