@@ -722,41 +722,26 @@ class SaServer::Hook final : public MadHandler {
   SaServer& s_;
 };
 
-class SaServer::Provider final : public McastProvider {
+class SaServer::Provider final : public sm::McGroupProvider {
  public:
   explicit Provider(const McastStore& g) : g_(g) {}
-  std::vector<McGroup> groups() const override {
-    std::vector<McGroup> out;
+  std::vector<sm::McGroup> groups() override {
+    std::vector<sm::McGroup> out;
     const auto v = g_.view();
     for (const auto& grp : *v) {
-      McGroup x;
+      sm::McGroup x;
       x.mlid = grp.params.mlid.get();
       for (const auto& mem : grp.members) x.member_port_guids.push_back(mem.port_gid.guid.get());
       out.push_back(std::move(x));
     }
     return out;
   }
-  void set_on_change(std::function<void()> fn) override {
-    std::lock_guard lock(mu_);
-    fn_ = std::move(fn);
-  }
-  std::uint64_t generation() const noexcept override { return g_.generation(); }
-  void notify() {
-    std::function<void()> fn;
-    {
-      std::lock_guard lock(mu_);
-      fn = fn_;
-    }
-    if (fn) fn();
-  }
 
  private:
   const McastStore& g_;
-  std::mutex mu_;
-  std::function<void()> fn_;
 };
 
-void SaServer::notify_mcast_change() { provider_->notify(); }
+void SaServer::notify_mcast_change() noexcept { provider_->notify(); }
 
 SaServer::SaServer(Engine& engine, const SnapshotStore& store, SaServerConfig cfg)
     : engine_(engine), store_(store), cfg_(cfg), groups_(cfg.mc_groups_max) {
@@ -806,7 +791,7 @@ SaCounters SaServer::counters() const {
   return c;
 }
 
-McastProvider& SaServer::mcast_provider() noexcept { return *provider_; }
+sm::McGroupProvider& SaServer::mcast_provider() noexcept { return *provider_; }
 const ServiceStore& SaServer::services() const noexcept { return services_; }
 const McastStore& SaServer::groups() const noexcept { return groups_; }
 const InformStore& SaServer::subscriptions() const noexcept { return subs_; }

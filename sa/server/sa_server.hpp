@@ -21,8 +21,8 @@
 #include "madengine/wire/sa_records.hpp"
 #include "madengine/wire/smp/notice.hpp"
 #include "sa/snapshot.hpp"
-#include "sa/state/mcast_provider.hpp"
 #include "sa/state/mutable_state.hpp"
+#include "sm/mcast/mcast.hpp"
 
 namespace madengine::sa {
 
@@ -95,8 +95,10 @@ class SaServer {
 
   // Readable from any thread (each counter has one writer).
   SaCounters counters() const;
-  // The SM's view of the multicast groups.
-  McastProvider& mcast_provider() noexcept;
+  // The multicast groups as the SM programs MFTs from them (sm/mcast); the
+  // SA notifies it from its state core after every change. Header-only
+  // interface: the SA library does not link the SM.
+  sm::McGroupProvider& mcast_provider() noexcept;
   const ServiceStore& services() const noexcept;
   const McastStore& groups() const noexcept;
   const InformStore& subscriptions() const noexcept;
@@ -105,7 +107,7 @@ class SaServer {
 
  private:
   friend class CoreWorker;
-  void notify_mcast_change();
+  void notify_mcast_change() noexcept;
   class Handler;
   class Hook;
   class Provider;

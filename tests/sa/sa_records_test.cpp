@@ -164,7 +164,9 @@ TEST_F(SaRecords, SwitchInfoLinkLftSmInfoGuidPkey) {
     const auto& lft = *std::find_if(snap().lfts.begin(), snap().lfts.end(), [&](const auto& l) { return l.node == e->node; });
     for (std::size_t i = 0; i < 64; ++i) {
       const std::size_t lid = b.block_num.get() * 64u + i;
-      if (lid < lft.ports.size()) EXPECT_EQ(b.lft.port(i), lft.ports[lid]);
+      if (lid < lft.ports.size()) {
+        EXPECT_EQ(b.lft.port(i), lft.ports[lid]);
+      }
     }
   }
 

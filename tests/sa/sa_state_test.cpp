@@ -117,7 +117,7 @@ constexpr std::uint64_t kIpoibMask = mcm::kMGid | mcm::kPortGid | mcm::kQKey | m
 
 TEST_F(SaState, IpoibBroadcastGroupCreateJoinLeave) {
   int changes = 0;
-  h_.server().mcast_provider().set_on_change([&] { ++changes; });
+  h_.server().mcast_provider().set_listener([](void* arg) noexcept { ++*static_cast<int*>(arg); }, &changes);
   auto r = ask(m::kSet, a::kMcMemberRecord, kIpoibMask, ipoib_join(gid(lids_[0])), lids_[0]);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status(), 0);
