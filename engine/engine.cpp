@@ -10,6 +10,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -28,14 +29,30 @@ std::uint16_t checked_cores(std::uint16_t cores) {
   return cores;
 }
 
-void pin_thread(std::thread& t, unsigned cpu, std::uint16_t core) {
-  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+// The CPUs this process may run on (cgroups and taskset narrow it), in order.
+std::vector<unsigned> allowed_cpus() {
+  std::vector<unsigned> cpus;
   cpu_set_t set;
   CPU_ZERO(&set);
-  CPU_SET(cpu % cpus, &set);
-  // Containers and cgroups may forbid a CPU: run unpinned rather than not at all.
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (unsigned c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+void pin_thread(std::thread& t, const std::vector<unsigned>& cpus, unsigned slot, std::uint16_t core) {
+  if (cpus.empty()) {
+    spdlog::warn("madengine: core {} not pinned: sched_getaffinity gave no CPUs", core);
+    return;
+  }
+  const unsigned cpu = cpus[slot % cpus.size()];
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  // A container may still refuse: run unpinned rather than not at all.
   if (const int rc = pthread_setaffinity_np(t.native_handle(), sizeof(set), &set); rc != 0)
-    spdlog::warn("madengine: core {} not pinned to CPU {}: {}", core, cpu % cpus, std::strerror(rc));
+    spdlog::warn("madengine: core {} not pinned to CPU {}: {}", core, cpu, std::strerror(rc));
 }
 
 }  // namespace
@@ -130,10 +147,11 @@ void Engine::start() {
   check_stopped("start");
   stop_.store(false, std::memory_order_relaxed);
   threads_.reserve(cores_.size());
+  const std::vector<unsigned> cpus = config_.pin ? allowed_cpus() : std::vector<unsigned>{};
   for (std::uint16_t c = 0; c < shared_.cores; ++c) {
     Core* core = cores_[c].get();
     threads_.emplace_back([this, core] { core->run(stop_); });
-    if (config_.pin) pin_thread(threads_.back(), config_.first_cpu + c, c);
+    if (config_.pin) pin_thread(threads_.back(), cpus, config_.first_cpu + c, c);
   }
 }
 

@@ -265,6 +265,32 @@ TEST(Engine, FullRingsAndSlowTransportApplyBackPressureWithoutLoss) {
   EXPECT_EQ(engine.pool().in_use(), 0u);
 }
 
+TEST(Engine, EmptyPoolStopsReceiveAndRecovers) {
+  Engine engine(test_config(1));
+  LoopbackTransport lo("lo", 1, 64);
+  engine.add_transport(lo, 0);
+  EchoHandler echo;
+  engine.add_handler({kSa, wire::method::kGet, wire::sa_attr::kPathRecord}, echo, OwnerSelector::fixed(0));
+  // Someone holds every buffer: the core cannot post rx buffers.
+  std::vector<MadBuf*> held;
+  while (MadBuf* b = engine.pool().alloc(MadPool::kNoCore)) held.push_back(b);
+  ASSERT_EQ(held.size(), engine.pool().capacity());
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(lo.inject(path_query(2, 900 + i)));
+  engine.poll_all_once();
+  CoreCounters c = engine.stats().cores[0].counters;
+  EXPECT_EQ(c.rx, 0u);
+  EXPECT_GE(c.rx_alloc_failures, 1u);
+  EXPECT_EQ(lo.rx_count(), 0u);  // nothing taken from the port, so nothing lost
+  // Buffers come back: the queued MADs are received and answered.
+  engine.pool().free_bulk(MadPool::kNoCore, held);
+  for (int i = 0; i < 4 && lo.tx_count() < 4; ++i) engine.poll_all_once();
+  c = engine.stats().cores[0].counters;
+  EXPECT_EQ(c.rx, 4u);
+  EXPECT_EQ(lo.tx_count(), 4u);
+  engine.quiesce();
+  EXPECT_EQ(engine.pool().in_use(), 0u);
+}
+
 TEST(Engine, TxQueueFullIsRefusedAndCounted) {
   EngineConfig cfg = test_config(1);
   cfg.pool.tx_queue_depth = 32;

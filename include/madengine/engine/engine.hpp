@@ -22,8 +22,8 @@ namespace madengine {
 struct EngineConfig {
   std::uint16_t cores = 1;         // also the default of pool.cores, which must match
   PoolBounds pool{};               // pool.cores is overwritten with `cores`
-  bool pin = true;                 // pin core i to CPU (first_cpu + i) % CPUs; failure is logged, not fatal
-  unsigned first_cpu = 0;
+  bool pin = true;                 // pin core i to the (first_cpu + i)-th CPU the process may use,
+  unsigned first_cpu = 0;          // wrapping around; a refusal is logged, not fatal
   bool answer_unsupported = false; // answer requests nobody handles with kMethodAttrUnsupported
   IdleBackoff backoff{};
   const Clock* clock = nullptr;    // nullptr: a SteadyClock owned by the engine
