@@ -3,6 +3,7 @@
 // errors are exceptions that name the file line and what is wrong.
 #include "sim/topology.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cinttypes>
@@ -649,7 +650,10 @@ std::string write_topology(const Topology& topo) {
     out += '"';
     const bool has_tail = n.enhanced_port0 || (n.is_switch() && n.ports[0].lid);
     if (n.description != n.id || has_tail) {
-      out += "\t\t# \"" + n.description + "\"";
+      // A quote would end the quoted description early: ibsim has no escape for it.
+      std::string desc = n.description;
+      std::replace(desc.begin(), desc.end(), '"', '\'');
+      out += "\t\t# \"" + desc + "\"";
       if (n.enhanced_port0) out += " enhanced port 0";
       if (n.is_switch() && n.ports[0].lid) {
         std::snprintf(buf, sizeof buf, " lid %u lmc %u", n.ports[0].lid, n.ports[0].lmc);
