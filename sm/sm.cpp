@@ -288,7 +288,7 @@ Task<void> SubnetManager::heavy_sweep() {
     for (const auto& n : current_->fabric.nodes) before.insert(n.node_guid);
   for (const auto& n : f.nodes) st.new_nodes += before.erase(n.node_guid) == 0 ? 1 : 0;
   st.vanished_nodes = static_cast<std::uint32_t>(before.size());
-  spdlog::info("sm: discovery: {} nodes ({} switches, {} CAs), {} links, {} new, {} vanished, {} SMPs, {} errors, {:.3f} s",
+  spdlog::info("sm: discovery: {} nodes ({} switches, {} CAs), {} links, {} new, {} vanished, {} SMPs, {} errors, {:.6f} s",
                st.nodes, st.switches, st.cas, st.links, st.new_nodes, st.vanished_nodes, st.discovery_smps,
                d.errors, st.discovery_s);
 
@@ -372,7 +372,7 @@ Task<void> SubnetManager::heavy_sweep() {
                b.switch_info_sets, b.lft_blocks_written, b.port_info_sets, b.ports_armed, b.ports_activated, b.pkey_sets,
                st.mft_blocks_written, b.errors);
   spdlog::info("sm: subnet up (epoch {}): {} nodes, {} switches, {} CAs, {} links, top LID {}, SM LID {}, {} SMPs; "
-               "discovery {:.3f} s, LIDs {:.3f} s, routing {:.3f} s, path db {:.3f} s, programming {:.3f} s, total {:.3f} s",
+               "discovery {:.6f} s, LIDs {:.6f} s, routing {:.6f} s, path db {:.6f} s, programming {:.6f} s, total {:.6f} s",
                epoch_, st.nodes, st.switches, st.cas, st.links, st.top_lid, sm_lid_, st.smps, st.discovery_s, st.lids_s,
                st.routing_s, st.path_db_s, st.programming_s, st.total_s);
   const std::uint64_t epoch = epoch_;
