@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <unordered_set>
 
@@ -292,14 +293,17 @@ Task<void> SubnetManager::heavy_sweep() {
                st.nodes, st.switches, st.cas, st.links, st.new_nodes, st.vanished_nodes, st.discovery_smps,
                d.errors, st.discovery_s);
 
+  // CPU phases are timed with the steady clock: on the sim transport the
+  // engine clock is simulated time, which does not move while we compute.
+  const auto w1 = std::chrono::steady_clock::now();
   const LidAssignReport lids = assign_lids(f, guid2lid_, cfg_.lmc, d.current_lids());
   st.lids_new = lids.assigned_new;
   if (!cfg_.guid2lid_path.empty()) {
     Guid2LidError err;
     if (!save_guid2lid(cfg_.guid2lid_path, guid2lid_, err)) spdlog::warn("sm: cannot save guid2lid: {}", err.what);
   }
-  const Nanos t2 = clock.now_ns();
-  st.lids_s = seconds(t1, t2);
+  const auto w2 = std::chrono::steady_clock::now();
+  st.lids_s = std::chrono::duration<double>(w2 - w1).count();
   if (lids.assigned_new != 0 || lids.conflicts != 0 || lids.exhausted != 0)
     spdlog::info("sm: LIDs: {} kept from map, {} kept current, {} new, {} conflicts, {} exhausted", lids.kept_from_map,
                  lids.kept_current, lids.assigned_new, lids.conflicts, lids.exhausted);
@@ -309,8 +313,8 @@ Task<void> SubnetManager::heavy_sweep() {
   ropts.root_guids = cfg_.root_guids;
   ropts.threads = std::max(1u, cfg_.routing_threads);
   RoutingResult routes = compute_routes(f, ropts);
-  const Nanos t3 = clock.now_ns();
-  st.routing_s = seconds(t2, t3);
+  const auto w3 = std::chrono::steady_clock::now();
+  st.routing_s = std::chrono::duration<double>(w3 - w2).count();
   if (!routes.ok()) {
     st.error = "routing: " + routes.error;
     spdlog::error("sm: heavy sweep failed: {}", st.error);
@@ -323,8 +327,9 @@ Task<void> SubnetManager::heavy_sweep() {
 
   auto snap = std::make_shared<sa::Snapshot>();
   snap->paths = sa::PathDb::build(f, routes.lfts, routes.top_lid, engine_.cores(), std::max(1u, cfg_.path_db_threads));
+  const auto w4 = std::chrono::steady_clock::now();
+  st.path_db_s = std::chrono::duration<double>(w4 - w3).count();
   const Nanos t4 = clock.now_ns();
-  st.path_db_s = seconds(t3, t4);
 
   BringupConfig bc;
   bc.port_num = lp.port_num;
@@ -344,6 +349,8 @@ Task<void> SubnetManager::heavy_sweep() {
   st.programming_s = seconds(t4, t5);
   st.smps = queue_->submitted() - smps0;
   st.total_s = seconds(t0, t5);
+  // On a simulated clock the CPU phases took no simulated time: add them.
+  if (t4 == t1) st.total_s += st.lids_s + st.routing_s + st.path_db_s;
   st.ok = st.bringup.errors == 0;
 
   role_.state = wire::SmState::kMaster;

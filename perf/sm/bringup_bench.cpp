@@ -1,0 +1,161 @@
+// End-to-end SM bring-up: time from start to subnet up, per-phase timings and
+// peak RSS, for madengine on ibsim (umad through the shim), OpenSM 3.3.23 on
+// the same ibsim fabric, and madengine on the in-process sim transport.
+// One fabric and one SM per run (the shim attaches a process to one ibsim).
+//
+//   bringup_bench ibsim madengine ft2:36      (k = 36: 648 hosts)
+//   bringup_bench ibsim opensm ft3:36:4       (k = 36, 4 pods: 1,296 hosts)
+//   bringup_bench sim madengine ft3:36:36     (11,664 hosts)
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "engine/umad/umad_transport.hpp"
+#include "ibsim_harness.hpp"
+#include "madengine/engine/engine.hpp"
+#include "sa/snapshot.hpp"
+#include "sim/fabric.hpp"
+#include "sim/generators.hpp"
+#include "sim/sim_transport.hpp"
+#include "sim/topology.hpp"
+#include "sm/sm.hpp"
+
+using namespace madengine;
+
+namespace {
+
+struct Spec {
+  std::string text;
+  sim::Topology topo;
+  std::string sm_host;
+};
+
+bool parse_spec(const std::string& s, Spec& out) {
+  unsigned k = 0, pods = 0;
+  if (std::sscanf(s.c_str(), "ft2:%u", &k) == 1) {
+    out.topo = sim::make_fat_tree_2level({.k = k});
+    out.sm_host = "host-0-0";
+  } else if (std::sscanf(s.c_str(), "ft3:%u:%u", &k, &pods) == 2) {
+    out.topo = sim::make_fat_tree_3level({.k = k, .pods = pods});
+    out.sm_host = "host-0-0-0";
+  } else {
+    return false;
+  }
+  out.text = s;
+  return true;
+}
+
+long peak_rss_kb() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+void print_madengine(const char* where, const Spec& spec, double wall_s, const sm::SmStatus& st, long rss_kb) {
+  const auto& h = st.last_heavy;
+  std::printf("%-6s %-10s %-10s nodes %u switches %u cas %u | subnet up %.3f s | discovery %.3f lids %.3f routing %.3f "
+              "pathdb %.3f programming %.3f (sweep %.3f) s | SMPs %llu | peak RSS %.1f MB | errors %u\n",
+              where, "madengine", spec.text.c_str(), h.nodes, h.switches, h.cas, wall_s, h.discovery_s, h.lids_s,
+              h.routing_s, h.path_db_s, h.programming_s, h.total_s, static_cast<unsigned long long>(h.smps),
+              static_cast<double>(rss_kb) / 1024.0, h.bringup.errors + h.discovery_errors);
+}
+
+int run_ibsim(const std::string& sm_name, const Spec& spec) {
+  const std::string path = std::filesystem::temp_directory_path() / ("bringup-" + std::to_string(::getpid()) + ".topo");
+  sim::save_topology(spec.topo, path);
+  ibsim::IbsimFabric fabric(path, {.start_timeout = std::chrono::seconds(120)});
+  std::filesystem::remove(path);
+  if (!fabric.ok()) {
+    std::fprintf(stderr, "ibsim: %s\n", fabric.error().c_str());
+    return 1;
+  }
+  if (sm_name == "opensm") {
+    // --once: one sweep to subnet up, then exit; /usr/bin/time reports the
+    // wall time and OpenSM's own peak RSS.
+    const auto r = fabric.run("OSM_TMP_DIR=. OSM_CACHE_DIR=. /usr/bin/time -f 'TIME %e %M' opensm --once -f osm.log -s 0",
+                              spec.sm_host, std::chrono::minutes(30));
+    const auto pos = r.err.rfind("TIME ");
+    double wall = 0;
+    long rss = 0;
+    if (pos == std::string::npos || std::sscanf(r.err.c_str() + pos, "TIME %lf %ld", &wall, &rss) != 2) {
+      std::fprintf(stderr, "opensm run failed (exit %d): %s\n", r.exit_code, r.err.c_str());
+      return 1;
+    }
+    std::printf("ibsim  %-10s %-10s | subnet up %.3f s (start to exit, --once) | peak RSS %.1f MB\n", "opensm",
+                spec.text.c_str(), wall, static_cast<double>(rss) / 1024.0);
+    return 0;
+  }
+  fabric.attach_self(spec.sm_host);
+  const auto t0 = std::chrono::steady_clock::now();
+  SteadyClock clock;
+  UmadTransport transport({}, clock);
+  if (!transport.open(AgentSpec{.smi = true, .is_sm = true})) {
+    std::fprintf(stderr, "umad: %s\n", std::string(transport.last_error()).c_str());
+    return 1;
+  }
+  Engine engine(EngineConfig{.cores = 1, .pin = false});
+  engine.add_transport(transport, 0);
+  sa::SnapshotStore store;
+  sm::SubnetManager sm(engine, transport, sm::SmConfig{.routing = sm::RoutingAlgo::kMinHop}, store);
+  engine.start();
+  const bool up = sm.wait_subnet_up(std::chrono::minutes(30));
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  engine.stop();
+  if (!up) {
+    std::fprintf(stderr, "madengine: no subnet up: %s\n", sm.status().last_heavy.error.c_str());
+    return 1;
+  }
+  print_madengine("ibsim", spec, wall, sm.status(), peak_rss_kb());
+  return 0;
+}
+
+int run_sim(const Spec& spec) {
+  const auto t0 = std::chrono::steady_clock::now();
+  sim::Fabric fabric(spec.topo);
+  const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  sim::SimTransport transport(fabric, fabric.find_node(spec.sm_host), 1);
+  if (!transport.open(AgentSpec{.smi = true, .is_sm = true})) return 1;
+  Engine engine(EngineConfig{.cores = 1, .pin = false, .clock = &fabric.clock()});
+  engine.add_transport(transport, 0);
+  sa::SnapshotStore store;
+  auto sm = std::make_unique<sm::SubnetManager>(engine, transport, sm::SmConfig{}, store);
+  const auto t1 = std::chrono::steady_clock::now();
+  while (!sm->status().subnet_up && sm->status().heavy_sweeps == 0) {
+    if (engine.poll_all_once() == 0) fabric.advance(kNanosPerMilli);
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  const auto st = sm->status();
+  std::printf("(sim fabric built in %.3f s, model %.1f MB; phase times: discovery and programming in simulated time, "
+              "the rest wall)\n",
+              build_s, static_cast<double>(fabric.memory_bytes()) / 1048576.0);
+  print_madengine("sim", spec, wall, st, peak_rss_kb());
+  sm.reset();
+  engine.quiesce();
+  return st.subnet_up ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: %s ibsim|sim madengine|opensm ft2:K|ft3:K:PODS\n", argv[0]);
+    return 2;
+  }
+  const std::string mode = argv[1], sm_name = argv[2];
+  Spec spec;
+  if (!parse_spec(argv[3], spec) || (sm_name != "madengine" && sm_name != "opensm")) {
+    std::fprintf(stderr, "bad arguments\n");
+    return 2;
+  }
+  if (mode == "sim") return sm_name == "madengine" ? run_sim(spec) : 2;
+  if (mode != "ibsim") return 2;
+  if (sm_name == "madengine") ibsim::reexec_with_shim(argc, argv);
+  return run_ibsim(sm_name, spec);
+}
