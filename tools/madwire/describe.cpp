@@ -1,6 +1,8 @@
 // MAD -> JSON for madwire. Field names follow the IBA (snake_case).
 #include "describe.hpp"
 
+#include "attributes.hpp"
+
 #include <fmt/format.h>
 
 #include "madengine/wire/codec.hpp"
@@ -69,14 +71,16 @@ Json describe_mad(std::span<const std::uint8_t> bytes) {
       d["return_path"] = path_json(smp->return_path, smp->hop_count());
       d["valid"] = w::to_string(w::validate(*smp));
       j["dr_smp"] = d;
-      j["data"] = hex_bytes(smp->data);
+      if (auto a = describe_smp_attribute(hdr->attr_id.get(), smp->data)) j["attribute"] = *a;
+      else j["data"] = hex_bytes(smp->data);
       break;
     }
     case w::MgmtClass::kSubnLid: {
       const auto smp = w::decode<w::Smp>(bytes);
       if (!smp) break;
       j["smp"] = Json{{"m_key", hex(smp->m_key.get(), 16)}};
-      j["data"] = hex_bytes(smp->data);
+      if (auto a = describe_smp_attribute(hdr->attr_id.get(), smp->data)) j["attribute"] = *a;
+      else j["data"] = hex_bytes(smp->data);
       break;
     }
     case w::MgmtClass::kSubnAdm: {
@@ -95,7 +99,8 @@ Json describe_mad(std::span<const std::uint8_t> bytes) {
                      {"attr_offset", sa->attr_offset.get()},
                      {"comp_mask", hex(sa->comp_mask.get(), 16)},
                      {"valid", w::to_string(w::validate(*sa))}};
-      j["data"] = hex_bytes(sa->data);
+      if (auto a = describe_sa_record(hdr->attr_id.get(), sa->data)) j["record"] = *a;
+      else j["data"] = hex_bytes(sa->data);
       break;
     }
     default:
