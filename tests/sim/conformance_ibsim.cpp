@@ -393,3 +393,33 @@ TEST(SimConformance, GeneratedFatTreeAndSets) {
 
 }  // namespace
 }  // namespace madengine::sim
+
+namespace madengine::sim {
+namespace {
+
+// The generated topologies ibsim must load too: a seeded random irregular
+// fabric, and the two separate subnets (only the SM's own one is reachable).
+void compare_generated(const Topology& topo, const char* host, const char* tag) {
+  const std::string file = (std::filesystem::temp_directory_path() /
+                            ("madengine-sim-" + std::string(tag) + "-" + std::to_string(::getpid()) + ".topo"))
+                               .string();
+  save_topology(topo, file);
+  Conformance c(file, host);
+  ASSERT_TRUE(c.ok()) << c.error();
+  compare_whole_fabric(c);
+  std::printf("SMPs compared: %zu\n", c.compared());
+  std::filesystem::remove(file);
+}
+
+TEST(SimConformance, GeneratedRandomFabric) {
+  SKIP_WITHOUT_SHIM();
+  compare_generated(make_random({12, 4, 2, 8, 7}), "host-0-0", "random");
+}
+
+TEST(SimConformance, GeneratedTwoSubnets) {
+  SKIP_WITHOUT_SHIM();
+  compare_generated(make_two_subnets(4).topo, "a-host-0-0", "two");
+}
+
+}  // namespace
+}  // namespace madengine::sim
