@@ -261,6 +261,37 @@ Task<std::uint32_t> SubnetManager::program_mcast(const fabric::Fabric& f) {
   co_return *written;
 }
 
+// P_Key tables and MFTs as programmed, for the SA's records and checks.
+void SubnetManager::fill_tables(const fabric::Fabric& f, sa::Snapshot& snap) const {
+  snap.port_tables.resize(f.nodes.size());
+  std::unordered_map<std::uint64_t, fabric::NodeId> by_guid;
+  for (fabric::NodeId i = 0; i < f.nodes.size(); ++i) {
+    const fabric::Node& n = f.nodes[i];
+    by_guid.emplace(n.node_guid, i);
+    snap.port_tables[i].resize(n.ports.size());
+    if (n.is_switch()) continue;
+    for (std::uint8_t p = 1; p < n.ports.size(); ++p) {
+      const auto it = programmed_.pkeys.find(n.ports[p].guid);
+      if (n.ports[p].guid != 0 && it != programmed_.pkeys.end()) snap.port_tables[i][p].pkeys = it->second;
+    }
+  }
+  std::map<fabric::NodeId, std::size_t> mft_of;
+  for (const auto& [key, blk] : mft_programmed_) {
+    const auto it = by_guid.find(key.first);
+    if (it == by_guid.end()) continue;
+    auto [slot, fresh] = mft_of.emplace(it->second, snap.mfts.size());
+    if (fresh) snap.mfts.push_back(sa::SwitchMft{.node = it->second, .masks = {}});
+    sa::SwitchMft& m = snap.mfts[slot->second];
+    for (std::size_t i = 0; i < wire::kMftBlockSize; ++i) {
+      const std::size_t mlid_index = std::size_t{key.second.block} * wire::kMftBlockSize + i;
+      if (m.masks.size() <= mlid_index) m.masks.resize(mlid_index + 1);
+      auto& positions = m.masks[mlid_index];
+      if (positions.size() <= key.second.position) positions.resize(key.second.position + 1u, 0);
+      positions[key.second.position] = blk.mask(i);
+    }
+  }
+}
+
 Task<void> SubnetManager::heavy_sweep() {
   const Clock& clock = sched_->clock();
   SweepStats st;
@@ -369,6 +400,7 @@ Task<void> SubnetManager::heavy_sweep() {
                             .act_count = role_.act_count,
                             .subnet_timeout = cfg_.subnet_timeout};
   snap->subnet_prefix = lp.subnet_prefix;
+  fill_tables(f, *snap);
   snap->fabric = std::move(f);
   snap->index();
   current_ = snap;

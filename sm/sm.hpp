@@ -118,6 +118,7 @@ class SubnetManager {
   Task<std::uint32_t> program_mcast(const fabric::Fabric& f);
   void on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept;
   void update_status(const std::function<void(SmStatus&)>& fn);
+  void fill_tables(const fabric::Fabric& f, sa::Snapshot& snap) const;
   static void mcast_changed(void* self) noexcept;
 
   Engine& engine_;

@@ -201,6 +201,9 @@ class Programmer {
       for (std::size_t i = 0; i < wire::kPKeyBlockSize; ++i) {
         if (wire::pkey_is_valid(blk->pkey(i))) {
           st_.pkey_checked.insert(guid);
+          auto& keys = st_.pkeys[guid];
+          keys.clear();
+          for (std::size_t j = 0; j < wire::kPKeyBlockSize; ++j) keys.push_back(blk->pkey(j));
           return;
         }
       }
@@ -216,6 +219,9 @@ class Programmer {
             }
             ++rep_.pkey_sets;
             st_.pkey_checked.insert(guid);
+            auto& keys = st_.pkeys[guid];
+            keys.assign(wire::kPKeyBlockSize, wire::kInvalidPKey);
+            keys[0] = wire::kDefaultPKey;
           });
     });
   }

@@ -43,6 +43,7 @@ struct ProgrammedState {
   };
   std::unordered_map<std::uint64_t, SwitchLft> lft;  // by switch node GUID
   std::unordered_set<std::uint64_t> pkey_checked;     // port GUIDs with a valid P_Key table
+  std::unordered_map<std::uint64_t, std::vector<std::uint16_t>> pkeys;  // block 0 as read or written, by port GUID
   // The PortInfo last written and acknowledged, by (node GUID, port):
   // SMAs need not echo every field (ibsim keeps no SubnetTimeOut or
   // NeighborMTU), so "unchanged" is judged against what we wrote.

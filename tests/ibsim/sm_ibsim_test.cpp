@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -90,6 +91,22 @@ std::string diag_host(const std::string& topo) {
   return "Hca2";
 }
 
+// Links between switches on a shortest path from switch a to switch b.
+std::size_t switch_distance(const fabric::Fabric& f, fabric::NodeId a, fabric::NodeId b) {
+  std::vector<std::size_t> dist(f.nodes.size(), SIZE_MAX);
+  std::vector<fabric::NodeId> queue{a};
+  dist[a] = 0;
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    const fabric::NodeId n = queue[i];
+    for (const auto& p : f.nodes[n].ports) {
+      if (!p.linked() || !f.nodes[p.peer].is_switch() || dist[p.peer] != SIZE_MAX) continue;
+      dist[p.peer] = dist[n] + 1;
+      queue.push_back(p.peer);
+    }
+  }
+  return dist[b];
+}
+
 // The checks every topology gets after subnet up.
 void check_fabric(const IbsimFabric& fabric, const std::string& host, const sa::Snapshot& snap, bool minimal) {
   // sminfo: us, MASTER (state 3).
@@ -99,6 +116,14 @@ void check_fabric(const IbsimFabric& fabric, const std::string& host, const sa::
   std::snprintf(guid_hex, sizeof guid_hex, "0x%llx", static_cast<unsigned long long>(snap.sm.port_guid));
   EXPECT_NE(si.out.find(guid_hex), std::string::npos) << si.out;
   EXPECT_NE(si.out.find("state 3 SMINFO_MASTER"), std::string::npos) << si.out;
+
+  // ibnetdiscover sees every end port with its LID, and none without one.
+  const auto nd = fabric.run("ibnetdiscover", host, std::chrono::seconds(60));
+  ASSERT_EQ(nd.exit_code, 0) << nd.err;
+  EXPECT_EQ(nd.out.find("lid 0 "), std::string::npos) << nd.out;
+  for (const auto e : snap.fabric.end_ports())
+    EXPECT_NE(nd.out.find("lid " + std::to_string(snap.fabric.lid_of(e)) + " "), std::string::npos)
+        << snap.fabric.nodes[e.node].description;
 
   const auto ends = snap.fabric.end_ports();
   std::vector<std::uint16_t> lids;
@@ -161,9 +186,16 @@ void check_fabric(const IbsimFabric& fabric, const std::string& host, const sa::
     {
       const auto tr = fabric.run("ibtracert " + std::to_string(s) + " " + std::to_string(d), host);
       EXPECT_EQ(tr.exit_code, 0) << s << " -> " << d << ": " << tr.out << tr.err;
-      const int hops = sm::trace_route(snap.fabric, routes, s, d);
+      std::vector<fabric::NodeId> path;
+      const int hops = sm::trace_route(snap.fabric, routes, s, d, &path);
       EXPECT_GE(hops, 0) << s << " -> " << d;
-      (void)minimal;
+      if (minimal && hops >= 0 && !path.empty()) {
+        const auto* dst = snap.end_port_by_lid(d);
+        ASSERT_NE(dst, nullptr);
+        const fabric::Node& dn = snap.fabric.nodes[dst->node];
+        const fabric::NodeId dst_switch = dn.is_switch() ? dst->node : dn.ports[dst->port].peer;
+        EXPECT_EQ(path.size(), switch_distance(snap.fabric, path.front(), dst_switch) + 1) << s << " -> " << d;
+      }
     }
   }
 }
