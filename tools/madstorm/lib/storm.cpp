@@ -213,9 +213,13 @@ struct Storm::Impl final : madengine::TxSink {
 
   static madengine::RmppConfig rmpp_config(const StormConfig& c) {
     madengine::RmppConfig r;
-    r.transfers_max = std::clamp<std::uint32_t>(c.window_max, 1, 256);
-    r.segments_max = 1024;  // 225 KB: a PathRecord table of about 3,500 paths
-    r.total_timeout_ns = static_cast<Nanos>(c.retry.timeout_ms) * (c.retry.retries + 1) * madengine::kNanosPerMilli;
+    // Finished transfers linger (to re-ACK a lost final ACK) and hold their
+    // slot meanwhile: room for a window of active ones plus the lingering.
+    r.transfers_max = c.rmpp_transfers_max != 0 ? c.rmpp_transfers_max : std::clamp<std::uint32_t>(2 * c.window_max, 4, 512);
+    r.segments_max = c.rmpp_segments_max;
+    const Nanos timeout_ns = static_cast<Nanos>(c.retry.timeout_ms) * madengine::kNanosPerMilli;
+    r.total_timeout_ns = timeout_ns * (c.retry.retries + 1);
+    r.linger_ns = std::min<Nanos>(r.linger_ns, timeout_ns);
     return r;
   }
 

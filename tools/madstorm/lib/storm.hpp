@@ -54,7 +54,10 @@ struct StormConfig {
   RetryPolicy retry{};
   Nanos bucket_ns = 100 * madengine::kNanosPerMilli;  // time-series resolution
   std::uint32_t buckets_max = 36'000;  // time-series length (one hour at 100 ms)
-  std::uint32_t drain_ms = 0;          // after the last issue, wait for answers (0 = the full retry time)
+  // Multi-MAD answers: segments per transfer (220 bytes each; 512 hold a
+  // table of 1,760 PathRecords) and transfers at once (0: twice the window, at most 512).
+  std::uint32_t rmpp_segments_max = 512;
+  std::uint32_t rmpp_transfers_max = 0;
 };
 
 // Why an answer was counted as an error.

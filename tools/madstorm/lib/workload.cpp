@@ -107,6 +107,7 @@ Workload::Workload(const WorkloadConfig& cfg, std::span<const Host> hosts)
       break;
     }
     case Pattern::kMcastJoin: total_ = 2 * s; break;
+    case Pattern::kGetTable: total_ = s; break;
     case Pattern::kMix: {
       const MixWeights& w = cfg.mix;
       mix_cum_ = {w.path_record, w.path_record + w.path_table, w.path_record + w.path_table + w.node_record,
@@ -129,8 +130,10 @@ std::uint32_t Workload::random_peer(std::uint32_t src, std::uint32_t n) noexcept
 }
 
 bool Workload::next(Query& q) noexcept {
-  if (total_ != 0 && produced_ >= total_) return false;
-  const std::uint64_t i = produced_++;
+  if (total_ != 0 && produced_ >= total_ && !cfg_.repeat) return false;
+  // A repeating pattern runs its rounds again (restart: the same walks).
+  const std::uint64_t i = total_ != 0 ? produced_ % total_ : produced_;
+  ++produced_;
   const auto s = static_cast<std::uint64_t>(sources_.size());
   q = Query{};
   switch (cfg_.pattern) {

@@ -29,7 +29,7 @@ enum class Pattern : std::uint8_t {
   kRestart,      // every host re-resolves every peer in its own random order
   kRandomPairs,  // random source, random destination
   kHotSpot,      // random sources, destinations among the first hot_dests hosts
-  kGetTable,     // PathRecord GetTable: every path from one source (RMPP answer)
+  kGetTable,     // PathRecord GetTable: every path from one source (RMPP answer), each source once
   kNodeRecord,   // NodeRecord Get by LID
   kMcastJoin,    // MCMemberRecord join (Set) by every host, then leave (Delete)
   kMix,          // record types drawn by weight
@@ -64,6 +64,7 @@ struct WorkloadConfig {
   std::uint32_t job_size = 0;     // job start: first job_size hosts form the job (0 = all)
   std::uint32_t hot_dests = 4;    // hot spot: how many destinations
   MixWeights mix{};
+  bool repeat = false;            // finite patterns start over when done (for --duration/--count)
   std::uint32_t shard_index = 0;  // this process's sources: index % shard_count == shard_index
   std::uint32_t shard_count = 1;
   std::uint64_t seed = 1;
@@ -77,8 +78,8 @@ class Workload {
 
   // The next query; false when a finite pattern is exhausted.
   bool next(Query& q) noexcept;
-  // Queries a finite pattern issues in all (this shard); 0 if unbounded.
-  std::uint64_t total() const noexcept { return total_; }
+  // Queries a finite pattern issues in all (this shard); 0 if unbounded or repeating.
+  std::uint64_t total() const noexcept { return cfg_.repeat ? 0 : total_; }
   std::uint64_t produced() const noexcept { return produced_; }
   std::size_t sources() const noexcept { return sources_.size(); }
   const WorkloadConfig& config() const noexcept { return cfg_; }
