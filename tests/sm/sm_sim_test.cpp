@@ -6,6 +6,8 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <cstring>
+#include <optional>
 #include <set>
 
 #include "madengine/engine/engine.hpp"
@@ -13,6 +15,8 @@
 #include "sim/fabric.hpp"
 #include "sim/generators.hpp"
 #include "sim/sim_transport.hpp"
+#include "sim/smp_client.hpp"
+#include "madengine/wire/smp/mft.hpp"
 #include "sm/sm.hpp"
 
 namespace madengine {
@@ -148,6 +152,97 @@ TEST(SmSim, LinkDownAndUp) {
   rig.fabric.link_up(up);
   ASSERT_TRUE(rig.run_until([&](const sm::SmStatus& s) { return s.last_heavy.links == links && s.last_heavy.ok; }, 10'000));
   check_sim_fabric(rig.fabric, *rig.store.current());
+}
+
+struct TestGroups final : sm::McGroupProvider {
+  std::vector<sm::McGroup> list;
+  std::vector<sm::McGroup> groups() override { return list; }
+};
+
+// Floods a packet for `mlid` from `from` (a CA node) by reading every switch's
+// MFT over LID-routed SMPs; returns the CA nodes reached, or nothing on a loop.
+std::optional<std::set<std::uint32_t>> flood(sim::Fabric& f, sim::SmpClient& c, const sa::Snapshot& snap,
+                                             std::uint32_t from, std::uint16_t mlid) {
+  std::map<std::uint64_t, std::uint16_t> lid_of;  // switch node GUID -> LID
+  for (const auto& n : snap.fabric.nodes)
+    if (n.is_switch()) lid_of[n.node_guid] = n.base_lid;
+  std::set<std::uint32_t> reached, seen_switches;
+  std::vector<std::pair<std::uint32_t, std::uint8_t>> todo;  // (switch, in port)
+  const sim::PortIdx first = f.peer(f.port(from, 1));
+  todo.emplace_back(f.node_of(first), f.port_num_of(first));
+  while (!todo.empty()) {
+    const auto [sw, in] = todo.back();
+    todo.pop_back();
+    if (!seen_switches.insert(sw).second) return std::nullopt;  // a loop
+    std::uint32_t mask = 0;
+    for (std::uint8_t pos = 0; pos * 16 <= f.num_ports(sw); ++pos) {
+      const auto r = c.lid(wire::method::kGet, wire::smp_attr::kMulticastFwdTable,
+                           wire::mft_modifier(pos, wire::mft_block_of(mlid)), lid_of.at(f.node_guid(sw)));
+      if (!r) return std::nullopt;
+      wire::MftBlock blk;
+      std::memcpy(&blk, r->data.data(), sizeof blk);
+      mask |= std::uint32_t{blk.mask(wire::mft_index_of(mlid))} << (16 * pos);
+    }
+    for (std::uint8_t p = 1; p <= f.num_ports(sw); ++p) {
+      if (p == in || !(mask & (1u << p))) continue;
+      const sim::PortIdx peer = f.peer(f.port(sw, p));
+      if (peer == sim::kNoPortIdx) continue;
+      const std::uint32_t n = f.node_of(peer);
+      if (f.is_switch(n)) {
+        todo.emplace_back(n, f.port_num_of(peer));
+      } else {
+        reached.insert(n);
+      }
+    }
+  }
+  return reached;
+}
+
+TEST(SmSim, MulticastTreeReachesMembersAndFollowsChanges) {
+  TestGroups provider;
+  sm::SmConfig cfg;
+  cfg.mcast = &provider;
+  const sim::Topology topo = sim::make_fat_tree_2level({.k = 8});
+  std::vector<std::uint32_t> members;
+  {
+    sim::Fabric probe(topo);
+    for (const char* h : {"host-0-0", "host-3-1", "host-5-0", "host-5-2"}) members.push_back(probe.find_node(h));
+  }
+  SimRig rig(topo, "host-0-0", cfg);
+  const std::uint16_t mlid = 0xc001;
+  auto guids = [&](std::size_t count) {
+    std::vector<std::uint64_t> out;
+    for (std::size_t i = 0; i < count; ++i) out.push_back(rig.fabric.port_guid(rig.fabric.port(members[i], 1)));
+    return out;
+  };
+  provider.list = {sm::McGroup{mlid, guids(4)}};
+  ASSERT_TRUE(rig.run_until([](const sm::SmStatus& s) { return s.subnet_up; }, 60'000));
+  EXPECT_GT(rig.sm->status().last_heavy.mft_blocks_written, 0u);
+  const auto snap = rig.store.current();
+  EXPECT_FALSE(snap->mfts.empty());
+
+  const sim::EndpointId ep = rig.fabric.attach(rig.fabric.find_node("host-7-0"), 1, AgentSpec{.smi = true});
+  sim::SmpClient client(rig.fabric, ep);
+  const auto all = std::set<std::uint32_t>(members.begin(), members.end());
+  for (const auto from : members) {
+    const auto got = flood(rig.fabric, client, *snap, from, mlid);
+    ASSERT_TRUE(got.has_value());
+    std::set<std::uint32_t> want = all;
+    want.erase(from);
+    EXPECT_EQ(*got, want) << "from node " << from;
+  }
+  // host-5-2 leaves: after the notification only three members are reached.
+  provider.list = {sm::McGroup{mlid, guids(3)}};
+  provider.notify();
+  const std::uint64_t epoch = rig.sm->status().epoch;
+  for (int i = 0; i < 200; ++i) {  // a few idle-loop rounds of sim time
+    if (rig.engine.poll_all_once() == 0) rig.fabric.advance(kStepNs);
+  }
+  EXPECT_EQ(rig.sm->status().epoch, epoch);  // no heavy sweep needed
+  const auto got = flood(rig.fabric, client, *snap, members[0], mlid);
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(*got, (std::set<std::uint32_t>{members[1], members[2]}));
+  rig.fabric.detach(ep);
 }
 
 }  // namespace
