@@ -79,7 +79,8 @@ int run_ibsim(const std::string& sm_name, const Spec& spec) {
   if (sm_name == "opensm") {
     // --once: one sweep to subnet up, then exit; /usr/bin/time reports the
     // wall time and OpenSM's own peak RSS.
-    const auto r = fabric.run("OSM_TMP_DIR=. OSM_CACHE_DIR=. /usr/bin/time -f 'TIME %e %M' opensm --once -f osm.log -s 0",
+    const auto r = fabric.run("OSM_TMP_DIR=. OSM_CACHE_DIR=. /usr/bin/time -f 'TIME %e %M' opensm --once -f osm.log -s 0; "
+                              "grep -q 'SUBNET UP' osm.log && echo OPENSM_SUBNET_UP",
                               spec.sm_host, std::chrono::minutes(30));
     const auto pos = r.err.rfind("TIME ");
     double wall = 0;
@@ -88,8 +89,10 @@ int run_ibsim(const std::string& sm_name, const Spec& spec) {
       std::fprintf(stderr, "opensm run failed (exit %d): %s\n", r.exit_code, r.err.c_str());
       return 1;
     }
-    std::printf("ibsim  %-10s %-10s | subnet up %.3f s (start to exit, --once) | peak RSS %.1f MB\n", "opensm",
-                spec.text.c_str(), wall, static_cast<double>(rss) / 1024.0);
+    const bool up = r.out.find("OPENSM_SUBNET_UP") != std::string::npos;
+    std::printf("ibsim  %-10s %-10s | subnet up %.3f s (start to exit, --once) | peak RSS %.1f MB | %s\n", "opensm",
+                spec.text.c_str(), wall, static_cast<double>(rss) / 1024.0, up ? "SUBNET UP logged" : "NO SUBNET UP");
+    if (!up) return 1;
     return 0;
   }
   fabric.attach_self(spec.sm_host);

@@ -164,12 +164,20 @@ class Programmer {
                                p.info.lmc() == ref.want.lmc() && (p.state >= 3 || !p.linked()) &&
                                (same_config(p.info, ref.want) ||
                                 (w != st_.port_written.end() && same_config(w->second, ref.want)));
-        if (!rereg && unchanged) continue;
+        // A port in INIT is configured and armed by the same Set (one SMP
+        // instead of two; ARMED needs only its neighbour past DOWN).
+        const bool arm_now = p.linked() && p.state == static_cast<std::uint8_t>(wire::PortState::kInit);
+        if (!rereg && unchanged && !arm_now) continue;
         wire::PortInfo payload = ref.want;
         if (rereg) payload.set_client_reregister(1);
+        if (arm_now) payload.set_state(wire::PortState::kArmed);
         const std::size_t idx = ports_.size() - 1;
         set(wire::smp_attr::kPortInfo, wire::port_info_modifier(port), ref.path, bytes_of(payload),
-            [this, idx](const TxnResult& r) { on_port_set(idx, r, false); });
+            [this, idx, arm_now](const TxnResult& r) {
+              on_port_set(idx, r, false);
+              const fabric::Port& pp = d_.fabric.nodes[ports_[idx].node].ports[ports_[idx].port];
+              if (arm_now && pp.state == static_cast<std::uint8_t>(wire::PortState::kArmed)) ++rep_.ports_armed;
+            });
       }
     }
   }
