@@ -10,6 +10,7 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -74,6 +75,8 @@ struct Options {
   std::string label2 = "B";
   std::vector<std::string> compare_files;
   bool no_progress = false;
+  unsigned retries = 3, busy_retries = 3;
+  std::string discover = "auto";
 };
 
 std::string with_suffix(const std::string& path, const std::string& suffix) {
@@ -100,7 +103,11 @@ std::optional<nlohmann::json> run_once(const Options& o, madengine::UmadTranspor
     hosts = load_hosts_file(o.hosts_file);
   } else {
     std::string err;
-    hosts = discover_hosts(t, clock, info.storm.sa, idle, DiscoverOptions{}, err);
+    DiscoverOptions dopts;
+    dopts.method = o.discover == "table" ? DiscoverMethod::kTable
+                   : o.discover == "scan" ? DiscoverMethod::kScan
+                                          : DiscoverMethod::kAuto;
+    hosts = discover_hosts(t, clock, info.storm.sa, idle, dopts, err);
     if (hosts.empty()) {
       fmt::print(stderr, "madstorm: host discovery failed: {}\n", err.empty() ? "the SA knows no CA ports" : err);
       return std::nullopt;
@@ -153,9 +160,11 @@ int real_main(int argc, char** argv) {
   app.add_option("--duration,-d", o.storm.duration_ms, "measured time, ms (0 = count or pattern)");
   app.add_option("--warmup", o.storm.warmup_ms, "warm-up, ms: issued, not counted");
   app.add_option("--timeout", o.storm.retry.timeout_ms, "client timeout per attempt, ms")->capture_default_str()->check(CLI::Range(1u, 600000u));
-  app.add_option("--retries", o.storm.retry.retries, "re-sends after a timeout")->capture_default_str();
+  app.add_option("--retries", o.retries, "re-sends after a timeout")->capture_default_str()->check(CLI::Range(0u, 255u));
   app.add_option("--busy-backoff", o.storm.retry.busy_backoff_ms, "wait after a BUSY answer, ms")->capture_default_str();
-  app.add_option("--busy-retries", o.storm.retry.busy_retries, "asks after BUSY answers")->capture_default_str();
+  app.add_option("--busy-retries", o.busy_retries, "asks again after BUSY answers")->capture_default_str()->check(CLI::Range(0u, 255u));
+  app.add_flag("--repeat", o.workload.repeat, "finite patterns start over until --count or --duration");
+  app.add_option("--discover", o.discover, "how to find the hosts: auto | table | scan")->capture_default_str();
   app.add_option("--json", o.json_path, "write every figure as JSON");
   app.add_option("--plot", o.plot_path, "write an SVG: latency histogram and throughput over time");
   app.add_option("--label", o.label, "name of the SA in reports (e.g. opensm, madengine)");
@@ -195,6 +204,10 @@ int real_main(int argc, char** argv) {
   o.workload.shard_index = si;
   o.workload.shard_count = sn;
   o.storm.by_gid = o.by_gid;
+  o.storm.retry.retries = static_cast<std::uint8_t>(o.retries);
+  o.storm.retry.busy_retries = static_cast<std::uint8_t>(o.busy_retries);
+  if (o.discover != "auto" && o.discover != "table" && o.discover != "scan")
+    throw std::invalid_argument("--discover wants auto, table or scan, got '" + o.discover + "'");
   o.storm.sa.sl = static_cast<std::uint8_t>(o.sl);
 
   madengine::SteadyClock clock;

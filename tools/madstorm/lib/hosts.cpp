@@ -2,6 +2,7 @@
 #include "lib/hosts.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -68,11 +69,99 @@ void on_done(void* user, const madengine::RmppRecvDone& d) noexcept {
   }
 }
 
-}  // namespace
+MadBuf sa_request(const SaTarget& sa, std::uint8_t method, std::uint64_t tid, std::uint32_t timeout_ms) {
+  MadBuf req{};
+  wire::SaMad m{};
+  m.hdr.base_version = 1;
+  m.hdr.mgmt_class = static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm);
+  m.hdr.class_version = wire::kSaClassVersion;
+  m.hdr.method = method;
+  m.hdr.attr_id = wire::be16::from(wire::sa_attr::kNodeRecord);
+  m.hdr.tid = wire::be64::from(tid);
+  wire::encode(m, std::span<std::uint8_t>(req.mad.bytes));
+  req.addr.lid = sa.lid;
+  req.addr.remote_qpn = 1;
+  req.addr.qkey = madengine::kGsiQkey;
+  req.addr.sl = sa.sl;
+  req.addr.pkey_index = sa.pkey_index;
+  req.resp_timeout_ms = timeout_ms;
+  return req;
+}
 
-std::vector<Host> discover_hosts(madengine::Transport& transport, const madengine::Clock& clock, const SaTarget& sa,
-                                 const std::function<void(Nanos)>& idle, const DiscoverOptions& opts,
-                                 std::string& error) {
+// NodeRecord Get for every LID of a batch; the next batch while any LID of
+// this one had a record.
+std::vector<Host> scan(madengine::Transport& transport, const madengine::Clock& clock, const SaTarget& sa,
+                       const std::function<void(Nanos)>& idle, const DiscoverOptions& opts, std::string& error) {
+  std::vector<Host> hosts;
+  const std::uint32_t batch = std::clamp<std::uint32_t>(opts.scan_batch, 1, 1024);
+  std::vector<MadBuf> reqs(batch);
+  std::vector<std::uint8_t> state(batch);  // 0 waiting, 1 record, 2 no record
+  std::vector<MadBuf> rx(32);
+  std::vector<MadBuf*> rxp(rx.size());
+  for (std::size_t i = 0; i < rx.size(); ++i) rxp[i] = &rx[i];
+  const std::uint32_t tid_base = 0x5c000000u;
+  for (std::uint32_t first = 1; first < 0xc000; first += batch) {
+    const std::uint32_t n = std::min<std::uint32_t>(batch, 0xc000 - first);
+    std::fill(state.begin(), state.end(), 0);
+    bool any_record = false;
+    for (unsigned attempt = 0; attempt <= opts.retries; ++attempt) {
+      for (std::uint32_t k = 0; k < n; ++k) {
+        if (state[k] != 0) continue;
+        reqs[k] = sa_request(sa, wire::method::kGet, tid_base | (first + k), opts.timeout_ms);
+        reqs[k].as<wire::SaMad>().comp_mask = wire::be64::from(wire::node_record_cm::kLid);
+        wire::NodeRecord q{};
+        q.lid = wire::be16::from(static_cast<std::uint16_t>(first + k));
+        std::memcpy(reqs[k].mad.bytes.data() + wire::kSaHeaderSize, &q, sizeof q);
+        MadBuf* p = &reqs[k];
+        const Nanos give_up = clock.now_ns() + static_cast<Nanos>(opts.timeout_ms) * madengine::kNanosPerMilli;
+        while (transport.tx_burst(std::span<MadBuf* const>(&p, 1)) != 1) {
+          if (clock.now_ns() >= give_up) {
+            error = "the transport refused NodeRecord queries";
+            return {};
+          }
+          if (idle) idle(clock.now_ns() + madengine::kNanosPerMilli);
+        }
+      }
+      const Nanos deadline = clock.now_ns() + static_cast<Nanos>(opts.timeout_ms) * madengine::kNanosPerMilli;
+      auto waiting = [&] { return std::count(state.begin(), state.begin() + n, std::uint8_t{0}); };
+      while (waiting() != 0 && clock.now_ns() < deadline) {
+        const std::size_t got = transport.rx_burst(std::span<MadBuf*>(rxp));
+        for (std::size_t i = 0; i < got; ++i) {
+          const auto& h = rx[i].hdr();
+          const auto tid = static_cast<std::uint32_t>(h.tid.get());
+          if (h.mgmt_class != static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm) || !h.is_response() ||
+              (tid & 0xff000000u) != tid_base)
+            continue;
+          const std::uint32_t lid = tid & 0xffffu;
+          if (lid < first || lid >= first + n || state[lid - first] != 0) continue;
+          if (h.status.get() != 0) {
+            if ((h.status.get() & wire::status::kBusy) != 0) continue;  // asked again next attempt
+            state[lid - first] = 2;
+            continue;
+          }
+          const auto nr = wire::decode<wire::NodeRecord>(
+              std::span<const std::uint8_t>(rx[i].mad.bytes).subspan(wire::kSaHeaderSize));
+          state[lid - first] = 1;
+          any_record = true;
+          if (nr && nr->lid.get() == lid && nr->node_info.node_type == static_cast<std::uint8_t>(wire::NodeType::kCa))
+            hosts.push_back(Host{nr->lid.get(), nr->node_info.port_guid.get(), nr->node_info.node_guid.get()});
+        }
+        if (got == 0 && idle) idle(std::min(deadline, clock.now_ns() + 10 * madengine::kNanosPerMilli));
+      }
+      if (waiting() == 0) break;
+    }
+    if (std::count(state.begin(), state.begin() + n, std::uint8_t{0}) != 0) {
+      error = "the SA at LID " + std::to_string(sa.lid) + " left NodeRecord queries unanswered";
+      return {};
+    }
+    if (!any_record) break;
+  }
+  if (hosts.empty()) error = "the SA knows no CA ports";
+  return hosts;
+}
+
+std::vector<Host> get_table(madengine::Transport& transport, const madengine::Clock& clock, const SaTarget& sa,
+                            const std::function<void(Nanos)>& idle, const DiscoverOptions& opts, std::string& error) {
   DirectSink sink(transport);
   Collector col;
   madengine::RmppConfig rc;
@@ -80,22 +169,8 @@ std::vector<Host> discover_hosts(madengine::Transport& transport, const madengin
   rc.segments_max = 4096;  // 900 KB: NodeRecords of about 8,000 ports
   madengine::RmppReceiver rmpp(clock, sink, &on_done, &col, rc);
 
-  MadBuf req{};
-  wire::SaMad m{};
-  m.hdr.base_version = 1;
-  m.hdr.mgmt_class = static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm);
-  m.hdr.class_version = wire::kSaClassVersion;
-  m.hdr.method = wire::method::kGetTable;
-  m.hdr.attr_id = wire::be16::from(wire::sa_attr::kNodeRecord);
   col.tid_low = 0x0d15c000u | (static_cast<std::uint32_t>(clock.now_ns()) & 0xfffu);
-  m.hdr.tid = wire::be64::from(col.tid_low);
-  wire::encode(m, std::span<std::uint8_t>(req.mad.bytes));
-  req.addr.lid = sa.lid;
-  req.addr.remote_qpn = 1;
-  req.addr.qkey = madengine::kGsiQkey;
-  req.addr.sl = sa.sl;
-  req.addr.pkey_index = sa.pkey_index;
-  req.resp_timeout_ms = opts.timeout_ms;
+  MadBuf req = sa_request(sa, wire::method::kGetTable, col.tid_low, opts.timeout_ms);
 
   std::vector<MadBuf> rx(16);
   std::vector<MadBuf*> rxp(rx.size());
@@ -116,7 +191,12 @@ std::vector<Host> discover_hosts(madengine::Transport& transport, const madengin
         const auto& h = rx[i].hdr();
         if (h.mgmt_class != static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm) || !h.is_response()) continue;
         if (static_cast<std::uint32_t>(h.tid.get()) != col.tid_low) continue;
-        if (rx[i].as<wire::SaMad>().rmpp.active()) {
+        const auto& rm = rx[i].as<wire::SaMad>().rmpp;
+        if (rm.active() && rm.version != 1) {
+          col.done = true;
+          col.error = "NodeRecord table came back as one MAD flagged RMPP with version " + std::to_string(rm.version) +
+                      " (not segmented)";
+        } else if (rm.active()) {
           rmpp.on_mad(rx[i]);
         } else {
           col.done = true;
@@ -135,11 +215,26 @@ std::vector<Host> discover_hosts(madengine::Transport& transport, const madengin
     error = col.error;
     return {};
   }
-  std::sort(col.hosts.begin(), col.hosts.end(), [](const Host& a, const Host& b) { return a.lid < b.lid; });
-  col.hosts.erase(std::unique(col.hosts.begin(), col.hosts.end(),
-                              [](const Host& a, const Host& b) { return a.lid == b.lid; }),
-                  col.hosts.end());
   return std::move(col.hosts);
+}
+
+}  // namespace
+
+std::vector<Host> discover_hosts(madengine::Transport& transport, const madengine::Clock& clock, const SaTarget& sa,
+                                 const std::function<void(Nanos)>& idle, const DiscoverOptions& opts,
+                                 std::string& error) {
+  std::vector<Host> hosts;
+  if (opts.method != DiscoverMethod::kScan) hosts = get_table(transport, clock, sa, idle, opts, error);
+  if (hosts.empty() && opts.method == DiscoverMethod::kAuto) {
+    const std::string table_error = error;
+    error.clear();
+    hosts = scan(transport, clock, sa, idle, opts, error);
+    if (hosts.empty()) error = "GetTable: " + table_error + "; scan: " + error;
+  }
+  std::sort(hosts.begin(), hosts.end(), [](const Host& a, const Host& b) { return a.lid < b.lid; });
+  hosts.erase(std::unique(hosts.begin(), hosts.end(), [](const Host& a, const Host& b) { return a.lid == b.lid; }),
+              hosts.end());
+  return hosts;
 }
 
 std::vector<Host> load_hosts_file(const std::string& path) {

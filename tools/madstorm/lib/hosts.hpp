@@ -1,6 +1,6 @@
 // Where the storm's hosts come from: the SA itself (a NodeRecord GetTable,
-// reassembled with the engine's RMPP receiver) or a hosts file of
-// "LID PORT_GUID [NODE_GUID]" lines. Start-up code: may allocate and throw.
+// reassembled with the engine's RMPP receiver, or a NodeRecord Get per LID)
+// or a hosts file of "LID PORT_GUID [NODE_GUID]" lines. Start-up code.
 #pragma once
 
 #include <cstdint>
@@ -16,13 +16,23 @@
 
 namespace madstorm {
 
+enum class DiscoverMethod : std::uint8_t {
+  kAuto,   // GetTable, then the scan if the table does not come back whole
+  kTable,  // one NodeRecord GetTable (RMPP answer)
+  kScan,   // NodeRecord Get for LID 1, 2, ... until a whole batch has no record
+};
+
 struct DiscoverOptions {
+  DiscoverMethod method = DiscoverMethod::kAuto;
   std::uint32_t timeout_ms = 2000;  // per attempt
   std::uint8_t retries = 3;
+  std::uint32_t scan_batch = 64;    // LIDs asked at once; an empty batch ends the scan
 };
 
 // Every channel-adapter port the SA knows (NodeRecords of node type CA),
 // sorted by LID. Empty with `error` set when the SA gives no usable answer.
+// On ibsim the scan is needed: umad2sim does not segment OpenSM's
+// multi-MAD answers (it passes the first 256 bytes, RMPP version 0).
 std::vector<Host> discover_hosts(madengine::Transport& transport, const madengine::Clock& clock, const SaTarget& sa,
                                  const std::function<void(Nanos)>& idle, const DiscoverOptions& opts,
                                  std::string& error);

@@ -96,6 +96,15 @@ std::uint8_t response_method_of(std::uint8_t m) noexcept {
   return m == wire::method::kSet ? wire::method::kGetResp : static_cast<std::uint8_t>(m | wire::method::kResponse);
 }
 
+std::size_t record_size(QueryKind k) noexcept {
+  switch (k) {
+    case QueryKind::kNodeRecord: return sizeof(wire::NodeRecord);
+    case QueryKind::kMcJoin:
+    case QueryKind::kMcLeave: return sizeof(wire::McMemberRecord);
+    default: return sizeof(wire::PathRecord);
+  }
+}
+
 double cpu_seconds(const timeval& tv) noexcept {
   return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
 }
@@ -439,7 +448,9 @@ struct Storm::Impl final : madengine::TxSink {
       finish(i, Outcome::kError, now, ErrorKind::kMalformed);
       return;
     }
-    if (buf.len < wire::kMadSize) {
+    // Senders may trim a MAD to its used bytes (OpenSM under umad2sim sends
+    // 120 for a PathRecord): the record itself must be there.
+    if (buf.len < wire::kSaHeaderSize + record_size(s.q.kind)) {
       finish(i, Outcome::kError, now, ErrorKind::kMalformed);
       return;
     }
@@ -471,10 +482,7 @@ struct Storm::Impl final : madengine::TxSink {
       case Verdict::kOk: break;
     }
     const std::uint16_t aoff = m->attr_offset.get();
-    const std::size_t rec_size = s.q.kind == QueryKind::kNodeRecord ? sizeof(wire::NodeRecord)
-                                 : (s.q.kind == QueryKind::kMcJoin || s.q.kind == QueryKind::kMcLeave)
-                                     ? sizeof(wire::McMemberRecord)
-                                     : sizeof(wire::PathRecord);
+    const std::size_t rec_size = record_size(s.q.kind);
     const std::size_t n = wire::table_record_count(d.payload.size(), aoff);
     if (wire::table_stride(aoff) < rec_size || (n == 0 && !d.payload.empty() && aoff == 0)) {
       finish(i, Outcome::kError, now, ErrorKind::kMalformed);
@@ -507,6 +515,13 @@ struct Storm::Impl final : madengine::TxSink {
       return;
     }
     const auto& rm = buf.as<wire::SaMad>().rmpp;
+    if (rm.active() && rm.version != 1) {
+      // Flagged RMPP but not a segment (umad2sim hands on the first 256
+      // bytes of OpenSM's multi-MAD answers like this): a broken answer.
+      const std::uint32_t i = match(h.tid.get());
+      if (i != kNone) finish(i, Outcome::kError, now, ErrorKind::kMalformed);
+      return;
+    }
     if (rm.active()) {
       // Segments of one of our transfers (or of a stale one: the receiver
       // ACKs and delivers it, and the match then counts it as late).
