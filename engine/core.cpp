@@ -3,6 +3,8 @@
 // between them, the rings and the transports, in bursts.
 #include "madengine/engine/core.hpp"
 
+#include "madengine/engine/transaction.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <stdexcept>
@@ -45,6 +47,11 @@ struct Core::Counters {
   std::atomic<std::uint64_t> tx_no_route{0};
   std::atomic<std::uint64_t> rx_alloc_failures{0};
   std::atomic<std::uint64_t> device_events{0};
+  std::atomic<std::uint64_t> device_lost{0};
+  std::atomic<std::uint64_t> device_back{0};
+  std::atomic<std::uint64_t> tx_device_lost{0};
+  std::atomic<std::uint64_t> txn_resent{0};
+  std::atomic<std::uint64_t> txn_failed_device{0};
   std::atomic<std::uint64_t> idle_loops{0};
   std::atomic<std::uint64_t> loops{0};
   // Open-addressed (class, method, attribute) buckets; key + 1, 0 = empty.
@@ -60,6 +67,7 @@ struct Core::LocalTransport {
   std::uint32_t spare_len = 0;
   std::vector<MadBuf*> pending;  // tx backlog for this transport, tx_queue_depth
   std::uint32_t pending_len = 0;
+  bool lost = false;  // kDeviceLost seen, kDeviceBack not yet: no rx, tx dropped
 };
 
 Core::Core(std::uint16_t id, CoreShared& shared)
@@ -89,7 +97,31 @@ void Core::add_transport(std::uint16_t transport_index) {
   local_.push_back(std::move(lt));
 }
 
-void Core::add_poller(Poller& poller) { pollers_.push_back(&poller); }
+void Core::add_poller(Poller& poller) {
+  for (const ManagedTxn& m : managed_)
+    if (static_cast<Poller*>(m.txn) == &poller)
+      throw std::invalid_argument("Core::add_poller: already added as a transaction manager");
+  pollers_.push_back(&poller);
+}
+
+void Core::add_transaction_manager(TransactionManager& txn, std::uint16_t port_num) {
+  for (const Poller* p : pollers_)
+    if (p == static_cast<Poller*>(&txn))
+      throw std::invalid_argument("Core::add_transaction_manager: already added as a Poller (it would run while the device is lost)");
+  for (const ManagedTxn& m : managed_)
+    if (m.txn == &txn) throw std::invalid_argument("Core::add_transaction_manager: added twice");
+  if (port_num != kAnyPort && port_num > 0xff) throw std::invalid_argument("Core::add_transaction_manager: bad port");
+  managed_.push_back(ManagedTxn{&txn, port_num, false});
+  report_tids_.resize(kReportTidsMax);
+}
+
+void Core::add_listener(LifecycleListener& listener) { listeners_.push_back(&listener); }
+
+void Core::on_transport_added() {
+  watch_.emplace_back();
+  // Start from the transport's current state (it may already be lost).
+  watch_.back().epoch_seen = shared_.life.back()->epoch.load(std::memory_order_acquire) & ~1u;
+}
 
 bool Core::send(const MadBuf& buf) noexcept {
   if (tx_len_ == tx_queue_.size()) {
@@ -171,6 +203,7 @@ std::size_t Core::rx_transports() noexcept {
   std::size_t got = 0;
   MadPool& pool = *shared_.pool;
   for (LocalTransport& lt : local_) {
+    if (lt.lost) continue;  // its buffers went back to the pool with the device
     if (!make_tx_room()) break;
     const auto want = static_cast<std::uint32_t>(lt.spare.size());
     if (lt.spare_len < want) {
@@ -186,7 +219,7 @@ std::size_t Core::rx_transports() noexcept {
         }
       }
     }
-    if (lt.spare_len == 0) continue;
+    if (lt.lost || lt.spare_len == 0) continue;
     std::size_t n = lt.transport->rx_burst(std::span<MadBuf*>(lt.spare.data(), lt.spare_len));
     n = std::min<std::size_t>(n, lt.spare_len);
     for (std::size_t i = 0; i < n; ++i) {
@@ -321,6 +354,14 @@ std::size_t Core::flush_tx() noexcept {
   // 3. One tx burst per local transport.
   for (LocalTransport& lt : local_) {
     if (lt.pending_len == 0) continue;
+    if (lt.lost) {
+      // No device to send on: the requests among them are re-sent by their
+      // transaction managers when it is back, or failed after device_wait_ms.
+      bump(counters_->tx_device_lost, lt.pending_len);
+      pool.free_bulk(id_, std::span<MadBuf* const>(lt.pending.data(), lt.pending_len));
+      lt.pending_len = 0;
+      continue;
+    }
     std::size_t n = lt.transport->tx_burst(std::span<MadBuf* const>(lt.pending.data(), lt.pending_len));
     n = std::min<std::size_t>(n, lt.pending_len);
     if (n != 0) {
@@ -338,13 +379,133 @@ std::size_t Core::flush_tx() noexcept {
   return work;
 }
 
+// ---- device life cycle -------------------------------------------------------
+// The transport's owner core acts on what its transport reports and publishes
+// it (TransportLife); every core with transaction managers or listeners then
+// acts on what it sees published, on its own thread, so managers stay
+// single-threaded and no core touches another's transport.
+
+void Core::drop_held(LocalTransport& lt) noexcept {
+  MadPool& pool = *shared_.pool;
+  pool.free_bulk(id_, std::span<MadBuf* const>(lt.spare.data(), lt.spare_len));
+  lt.spare_len = 0;
+  if (lt.pending_len != 0) {
+    bump(counters_->tx_device_lost, lt.pending_len);
+    pool.free_bulk(id_, std::span<MadBuf* const>(lt.pending.data(), lt.pending_len));
+    lt.pending_len = 0;
+  }
+}
+
+void Core::on_device_event(LocalTransport& lt, DeviceEvent ev) noexcept {
+  TransportLife& life = *shared_.life[lt.index];
+  const std::uint32_t epoch = life.epoch.load(std::memory_order_relaxed);  // we are its only writer
+  switch (ev) {
+    case DeviceEvent::kDeviceLost:
+      bump(counters_->device_lost);
+      if (lt.lost) break;
+      lt.lost = true;
+      drop_held(lt);
+      // release: the watchers' acquire sees the transport stopped first.
+      life.epoch.store(epoch + 1, std::memory_order_release);
+      break;
+    case DeviceEvent::kDeviceBack:
+      bump(counters_->device_back);
+      // A return without a loss we saw still means MADs may have been lost
+      // in between: move the epoch on (by 2, staying even) so managers re-send.
+      life.epoch.store(epoch + (lt.lost ? 1 : 2), std::memory_order_release);
+      lt.lost = false;
+      break;
+    case DeviceEvent::kPortChanged:
+    case DeviceEvent::kNone:
+      break;
+  }
+  {
+    const std::lock_guard<std::mutex> g(life.mu);
+    life.last = PortEvent{shared_.transports[lt.index].port_num, ev, lt.transport->local_port()};
+  }
+  life.seq.fetch_add(1, std::memory_order_release);  // pairs with the acquire in watch_transports()
+}
+
+void Core::report(const TxnReport& r) noexcept {
+  for (LifecycleListener* l : listeners_) l->on_txn_report(r);
+}
+
+std::size_t Core::watch_transports(Nanos now_ns) noexcept {
+  std::size_t work = 0;
+  bool paused_changed = false;
+  for (std::size_t i = 0; i < watch_.size(); ++i) {
+    TransportLife& life = *shared_.life[i];
+    Watch& w = watch_[i];
+    const std::uint8_t port = shared_.transports[i].port_num;
+    auto uses = [port](const ManagedTxn& m) { return m.port_num == kAnyPort || m.port_num == port; };
+
+    const std::uint32_t seq = life.seq.load(std::memory_order_acquire);
+    if (seq != w.seq_seen && !listeners_.empty()) {
+      PortEvent ev;
+      {
+        const std::lock_guard<std::mutex> g(life.mu);
+        ev = life.last;
+      }
+      for (LifecycleListener* l : listeners_) l->on_port_event(ev);
+      ++work;
+    }
+    w.seq_seen = seq;
+
+    const std::uint32_t epoch = life.epoch.load(std::memory_order_acquire);
+    if (epoch != w.epoch_seen) {
+      paused_changed = true;
+      ++work;
+      if ((epoch & 1u) != 0) {
+        // Lost (or back and lost again before we looked): the wait starts now.
+        w.lost_since_ns = now_ns;
+      } else {
+        // Back: every request in flight through it may have been lost with
+        // the device; re-send each with its TID and a fresh timer.
+        for (ManagedTxn& m : managed_) {
+          if (!uses(m)) continue;
+          const std::size_t n = m.txn->resend_all(std::span<std::uint64_t>(report_tids_));
+          if (n == 0) continue;
+          bump(counters_->txn_resent, n);
+          report(TxnReport{port, id_, true, TxnStatus::kOk, n,
+                           std::span<const std::uint64_t>(report_tids_.data(), std::min(n, report_tids_.size()))});
+        }
+      }
+      w.epoch_seen = epoch;
+    }
+    if ((epoch & 1u) != 0 && now_ns - w.lost_since_ns >= shared_.device_wait_ns) {
+      for (ManagedTxn& m : managed_) {
+        if (!uses(m) || m.txn->in_flight() + m.txn->queued() == 0) continue;
+        const std::size_t n = m.txn->fail_all(TxnStatus::kDeviceLost, std::span<std::uint64_t>(report_tids_));
+        if (n == 0) continue;
+        ++work;
+        bump(counters_->txn_failed_device, n);
+        report(TxnReport{port, id_, false, TxnStatus::kDeviceLost, n,
+                         std::span<const std::uint64_t>(report_tids_.data(), std::min(n, report_tids_.size()))});
+      }
+    }
+  }
+  if (paused_changed) {
+    for (ManagedTxn& m : managed_) {
+      m.paused = false;
+      for (std::size_t i = 0; i < watch_.size(); ++i) {
+        const std::uint8_t port = shared_.transports[i].port_num;
+        if ((watch_[i].epoch_seen & 1u) != 0 && (m.port_num == kAnyPort || m.port_num == port)) m.paused = true;
+      }
+    }
+  }
+  return work;
+}
+
 std::size_t Core::poll_events() noexcept {
   std::size_t events = 0;
   for (LocalTransport& lt : local_) {
-    // Life-cycle actions belong to engine/lifecycle; the core only counts here.
-    if (lt.transport->poll_events() != DeviceEvent::kNone) ++events;
+    const DeviceEvent ev = lt.transport->poll_events();
+    if (ev == DeviceEvent::kNone) continue;
+    ++events;
+    on_device_event(lt, ev);
   }
   if (events != 0) bump(counters_->device_events, events);
+  if (!managed_.empty() || !listeners_.empty()) events += watch_transports(shared_.clock->now_ns());
   return events;
 }
 
@@ -357,8 +518,12 @@ std::size_t Core::poll_once() noexcept {
     work += rx_transports();
     if (handoff_pending_ != 0) flush_handoffs();
   }
-  if (!pollers_.empty()) {
+  if (!pollers_.empty() || !managed_.empty()) {
     const Nanos now = shared_.clock->now_ns();
+    // A paused manager's timers wait with it: its requests are neither retried
+    // into a lost device nor timed out; the life cycle re-sends or fails them.
+    for (ManagedTxn& m : managed_)
+      if (!m.paused) work += m.txn->poll(now);
     for (Poller* p : pollers_) work += p->poll(now);
   }
   work += flush_tx() + early_tx_work_;
@@ -414,7 +579,8 @@ CoreSnapshot Core::snapshot() const {
   s.counters = CoreCounters{rd(c.rx),         rd(c.tx),           rd(c.handled),          rd(c.handed_off),
                             rd(c.ring_full),  rd(c.no_handler),   rd(c.malformed),        rd(c.unsupported_sent),
                             rd(c.tx_full),    rd(c.tx_busy),      rd(c.tx_no_route),      rd(c.rx_alloc_failures),
-                            rd(c.device_events), rd(c.idle_loops), rd(c.loops)};
+                            rd(c.device_events), rd(c.device_lost), rd(c.device_back), rd(c.tx_device_lost),
+                            rd(c.txn_resent),  rd(c.txn_failed_device), rd(c.idle_loops), rd(c.loops)};
   for (std::size_t i = 0; i < kNoHandlerBuckets; ++i) {
     const std::uint64_t k = rd(c.bucket_key[i]);
     if (k == 0) continue;

@@ -74,6 +74,11 @@ CoreCounters EngineStats::total() const noexcept {
     t.tx_no_route += c.tx_no_route;
     t.rx_alloc_failures += c.rx_alloc_failures;
     t.device_events += c.device_events;
+    t.device_lost += c.device_lost;
+    t.device_back += c.device_back;
+    t.tx_device_lost += c.tx_device_lost;
+    t.txn_resent += c.txn_resent;
+    t.txn_failed_device += c.txn_failed_device;
     t.idle_loops += c.idle_loops;
     t.loops += c.loops;
   }
@@ -90,6 +95,7 @@ Engine::Engine(const EngineConfig& config)
   shared_.cores = config.cores;
   shared_.answer_unsupported = config.answer_unsupported;
   shared_.backoff = config.backoff;
+  shared_.device_wait_ns = Nanos{config.device_wait_ms} * kNanosPerMilli;
   shared_.port_to_transport.fill(-1);
   const std::size_t pairs = std::size_t{config.cores} * config.cores;
   shared_.rx_mesh.resize(pairs);
@@ -124,7 +130,31 @@ void Engine::add_transport(Transport& transport, std::uint16_t core, std::option
     shared_.transports.pop_back();
     throw;
   }
+  auto life = std::make_unique<TransportLife>();
+  life->last = PortEvent{port, DeviceEvent::kNone, transport.local_port()};
+  shared_.life.push_back(std::move(life));
+  for (auto& c : cores_) c->on_transport_added();
   shared_.port_to_transport[port] = static_cast<std::int16_t>(index);
+}
+
+void Engine::add_transaction_manager(std::uint16_t core, TransactionManager& txn, std::uint16_t port_num) {
+  check_stopped("add_transaction_manager");
+  if (core >= shared_.cores) throw std::invalid_argument("Engine::add_transaction_manager: core out of range");
+  cores_[core]->add_transaction_manager(txn, port_num);
+}
+
+void Engine::add_lifecycle_listener(std::uint16_t core, LifecycleListener& listener) {
+  check_stopped("add_lifecycle_listener");
+  if (core >= shared_.cores) throw std::invalid_argument("Engine::add_lifecycle_listener: core out of range");
+  cores_[core]->add_listener(listener);
+}
+
+std::optional<LocalPort> Engine::local_port(std::uint8_t port_num) const {
+  const std::int16_t idx = shared_.port_to_transport[port_num];
+  if (idx < 0) return std::nullopt;
+  const TransportLife& life = *shared_.life[static_cast<std::size_t>(idx)];
+  const std::lock_guard<std::mutex> g(life.mu);
+  return life.last.port;
 }
 
 void Engine::add_handler(const DispatchKey& key, MadHandler& handler, OwnerSelector owner) {

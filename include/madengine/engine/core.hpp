@@ -13,6 +13,7 @@
 
 #include "madengine/engine/clock.hpp"
 #include "madengine/engine/dispatch.hpp"
+#include "madengine/engine/lifecycle.hpp"
 #include "madengine/engine/mad_buf.hpp"
 #include "madengine/engine/mad_pool.hpp"
 #include "madengine/engine/poller.hpp"
@@ -38,7 +39,12 @@ struct CoreCounters {
   std::uint64_t tx_busy = 0;       // tx_burst calls that left MADs for the next iteration
   std::uint64_t tx_no_route = 0;   // MADs for a port no transport serves (dropped, counted)
   std::uint64_t rx_alloc_failures = 0;
-  std::uint64_t device_events = 0;
+  std::uint64_t device_events = 0;    // events the transports reported (any kind)
+  std::uint64_t device_lost = 0;      // kDeviceLost on this core's transports
+  std::uint64_t device_back = 0;      // kDeviceBack on this core's transports
+  std::uint64_t tx_device_lost = 0;   // MADs dropped because their transport's device was lost
+  std::uint64_t txn_resent = 0;       // requests re-sent by this core's managers after kDeviceBack
+  std::uint64_t txn_failed_device = 0;  // requests failed with kDeviceLost after device_wait_ms
   std::uint64_t idle_loops = 0;    // iterations that did no work
   std::uint64_t loops = 0;
 };
@@ -86,6 +92,9 @@ struct CoreShared {
   std::vector<std::unique_ptr<CoreRing>> tx_mesh;
   std::vector<TransportSlot> transports;
   std::array<std::int16_t, 256> port_to_transport{};  // -1: no transport
+  // [transport index]: life-cycle state, written by the transport's core.
+  std::vector<std::unique_ptr<TransportLife>> life;
+  Nanos device_wait_ns = 10 * kNanosPerSecond;  // then requests through a lost device fail
   bool answer_unsupported = false;
   IdleBackoff backoff;
 
@@ -104,6 +113,16 @@ class Core final : public CoreContext, public TxSink {
   // transports_per_core_max transports.
   void add_transport(std::uint16_t transport_index);
   void add_poller(Poller& poller);
+  // A transaction manager whose TxSink is this core: polled here like a
+  // Poller, but paused while a device it sends through is lost, its requests
+  // re-sent when the device is back or failed (kDeviceLost) after
+  // device_wait_ns. `port_num` names the transport it uses (kAnyPort: every
+  // one). Throws std::invalid_argument if it is already a Poller here.
+  void add_transaction_manager(TransactionManager& txn, std::uint16_t port_num = kAnyPort);
+  // Called on this core's thread with port events and transaction reports.
+  void add_listener(LifecycleListener& listener);
+  // The engine added transport shared.transports.back(): watch its life.
+  void on_transport_added();
 
   // One iteration of the poll loop; returns the work it did (0 = idle).
   // Called only from this core's thread (or, in tests, a single thread
@@ -139,6 +158,10 @@ class Core final : public CoreContext, public TxSink {
   std::size_t flush_tx() noexcept;
   bool make_tx_room() noexcept;
   std::size_t poll_events() noexcept;
+  void on_device_event(LocalTransport& lt, DeviceEvent ev) noexcept;
+  void drop_held(LocalTransport& lt) noexcept;
+  std::size_t watch_transports(Nanos now_ns) noexcept;
+  void report(const TxnReport& r) noexcept;
   void classify(MadBuf* buf) noexcept;
   void deliver(MadBuf* buf) noexcept;
   void count_no_handler(const MadBuf& buf) noexcept;
@@ -148,6 +171,22 @@ class Core final : public CoreContext, public TxSink {
   std::unique_ptr<Counters> counters_;
   std::vector<LocalTransport> local_;
   std::vector<Poller*> pollers_;
+  // Life cycle (lifecycle.cpp): managers paused while a device they use is
+  // lost, listeners, and what this core last saw of each transport.
+  struct ManagedTxn {
+    TransactionManager* txn = nullptr;
+    std::uint16_t port_num = kAnyPort;
+    bool paused = false;
+  };
+  struct Watch {
+    std::uint32_t epoch_seen = 0;
+    std::uint32_t seq_seen = 0;
+    Nanos lost_since_ns = 0;
+  };
+  std::vector<ManagedTxn> managed_;
+  std::vector<LifecycleListener*> listeners_;
+  std::vector<Watch> watch_;
+  std::vector<std::uint64_t> report_tids_;  // kReportTidsMax once a manager is added
   // All sized at construction; the loop only moves pointers within them.
   // Per destination core: MADs received here waiting to enter its rx ring
   // (handoff_[dst * handoff_slots_ ...], handoff_len_[dst] of them).

@@ -13,6 +13,7 @@
 #include "madengine/engine/clock.hpp"
 #include "madengine/engine/core.hpp"
 #include "madengine/engine/dispatch.hpp"
+#include "madengine/engine/lifecycle.hpp"
 #include "madengine/engine/mad_pool.hpp"
 #include "madengine/engine/poller.hpp"
 #include "madengine/engine/transport.hpp"
@@ -27,6 +28,9 @@ struct EngineConfig {
   bool answer_unsupported = false; // answer requests nobody handles with kMethodAttrUnsupported
   IdleBackoff backoff{};
   const Clock* clock = nullptr;    // nullptr: a SteadyClock owned by the engine
+  // How long requests through a lost device wait for it (then they fail with
+  // kDeviceLost; requests made while it stays lost fail at the next check).
+  std::uint32_t device_wait_ms = 10'000;
 };
 
 struct EngineStats {
@@ -52,6 +56,17 @@ class Engine {
   void add_handler(const DispatchKey& key, MadHandler& handler, OwnerSelector owner);
   void set_response_hook(std::uint16_t core, MadHandler& hook);
   void add_poller(std::uint16_t core, Poller& poller);
+  // Device life cycle (lifecycle.hpp). A TransactionManager built on
+  // core(core) is registered here instead of add_poller(): the core polls it,
+  // pauses it while the device of `port_num` (kAnyPort: any) is lost, re-sends
+  // its requests when the device is back and fails them with kDeviceLost after
+  // device_wait_ms. Listeners run on `core` and hear every port event and
+  // every such action (which TIDs, and why).
+  void add_transaction_manager(std::uint16_t core, TransactionManager& txn, std::uint16_t port_num = kAnyPort);
+  void add_lifecycle_listener(std::uint16_t core, LifecycleListener& listener);
+  // The LocalPort the transport serving `port_num` last reported (refreshed
+  // on every device event); nullopt if no transport serves it. Any thread.
+  std::optional<LocalPort> local_port(std::uint8_t port_num) const;
 
   // Starts one thread per core. Throws std::logic_error if already running.
   void start();
