@@ -1,6 +1,7 @@
 // verbs-ud transport, fast path: rx_burst polls the receive CQ and re-posts the
 // consumed receive buffers as one chain; tx_burst copies a burst into the
 // registered send slots and posts it as one chain (one doorbell). No allocation.
+#include <algorithm>
 #include <cstring>
 
 #include "engine/verbs/verbs_transport.hpp"

@@ -232,7 +232,7 @@ TEST(VerbsAhCache, MatchesReferenceLruModel) {
 
 // ---- send chain ----
 
-struct ChainFixture : ::testing::Test {
+struct VerbsChain : ::testing::Test {
   static constexpr std::uint32_t kSlots = 4;
   static constexpr std::uint32_t kQpQkey = 0x12345678;
   alignas(64) std::uint8_t area[kSlots * verbs::kSendSlotStride]{};
@@ -265,7 +265,7 @@ struct ChainFixture : ::testing::Test {
   }
 };
 
-TEST_F(ChainFixture, FillsEveryFieldAndSignalsOnlyTheLast) {
+TEST_F(VerbsChain, FillsEveryFieldAndSignalsOnlyTheLast) {
   bufs[1].addr.qkey = 0x00001111;    // an explicit non-controlled Q_Key
   bufs[2].addr.remote_qpn = 1;       // QP1 with the GSI Q_Key, which we own here
   bufs[2].addr.qkey = kGsiQkey;
@@ -309,7 +309,7 @@ TEST_F(ChainFixture, FillsEveryFieldAndSignalsOnlyTheLast) {
   EXPECT_EQ(sges[2].addr, reinterpret_cast<std::uintptr_t>(area));
 }
 
-TEST_F(ChainFixture, UnsendableMadsAreConsumedAndCounted) {
+TEST_F(VerbsChain, UnsendableMadsAreConsumedAndCounted) {
   bufs[0].addr.remote_qpn = 0;       // QP0: SMI only
   bufs[1].len = 10;                  // shorter than a MAD header
   bufs[2].addr.qkey = kGsiQkey;      // controlled, and not our QP's Q_Key
@@ -327,7 +327,7 @@ TEST_F(ChainFixture, UnsendableMadsAreConsumedAndCounted) {
   EXPECT_EQ(resolved.size(), 2u);  // only the two that passed check_send
 }
 
-TEST_F(ChainFixture, StopsWhenTheSendQueueIsFull) {
+TEST_F(VerbsChain, StopsWhenTheSendQueueIsFull) {
   const auto r = build(6, 2, 0);
   EXPECT_EQ(r.consumed, 2u);
   EXPECT_EQ(r.wrs, 2u);
