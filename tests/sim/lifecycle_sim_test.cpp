@@ -81,27 +81,31 @@ std::uint64_t answered_guid(const TxnResult& r) {
   return ni ? ni->node_guid.get() : 0;
 }
 
-// One engine (1 core) with a transaction manager on host-0-0 of a k=4 fat tree.
-class LifecycleSim : public ::testing::Test {
+// One engine with a transaction manager on host-0-0 of a k=4 fat tree. The
+// parameter is the manager's core: 0 (1 core, the transport's own) or 1
+// (2 cores: the manager learns of the device through TransportLife).
+class LifecycleSim : public ::testing::TestWithParam<std::uint16_t> {
  protected:
   void build(std::uint32_t device_wait_ms) {
+    const std::uint16_t txn_core = GetParam();
     host_ = fabric_.find_node("host-0-0");
     leaf_ = fabric_.find_node("leaf-0");
     transport_ = std::make_unique<SimTransport>(fabric_, host_, 1);
     ASSERT_TRUE(transport_->open(AgentSpec{.smi = true, .is_sm = true, .gsi_client = true}));
     EngineConfig cfg;
+    cfg.cores = static_cast<std::uint16_t>(txn_core + 1);
     cfg.pin = false;
     cfg.clock = &fabric_.clock();
     cfg.device_wait_ms = device_wait_ms;
     engine_ = std::make_unique<Engine>(cfg);
     engine_->add_transport(*transport_, 0);
     txn_ = std::make_unique<TransactionManager>(
-        fabric_.clock(), engine_->core(0),
-        TransactionConfig{.core_id = 0, .window_max = 256, .window_per_dest_max = 64, .queue_max = 256});
+        fabric_.clock(), engine_->core(txn_core),
+        TransactionConfig{.core_id = static_cast<std::uint8_t>(txn_core), .window_max = 256, .window_per_dest_max = 64, .queue_max = 256});
     hook_ = std::make_unique<ResponseHook>(*txn_);
-    engine_->set_response_hook(0, *hook_);
-    engine_->add_transaction_manager(0, *txn_, 1);
-    engine_->add_lifecycle_listener(0, rec_);
+    engine_->set_response_hook(txn_core, *hook_);
+    engine_->add_transaction_manager(txn_core, *txn_, 1);
+    engine_->add_lifecycle_listener(txn_core, rec_);
   }
 
   // Polls until idle, moves time a step; repeats for `for_ns` of sim time.
@@ -151,7 +155,7 @@ class LifecycleSim : public ::testing::Test {
   Recorder rec_;
 };
 
-TEST_F(LifecycleSim, DeviceReturnsInFlightRequestsAreResentOnce) {
+TEST_P(LifecycleSim, DeviceReturnsInFlightRequestsAreResentOnce) {
   build(1000);
   drive(kNanosPerMilli);  // idle: the core holds its rx spares
   const std::size_t baseline = engine_->pool().in_use();
@@ -215,7 +219,7 @@ TEST_F(LifecycleSim, DeviceReturnsInFlightRequestsAreResentOnce) {
   EXPECT_EQ(engine_->pool().in_use(), 0u);
 }
 
-TEST_F(LifecycleSim, DeviceAwayLongerThanWaitFailsEveryRequest) {
+TEST_P(LifecycleSim, DeviceAwayLongerThanWaitFailsEveryRequest) {
   build(10);
   drive(kNanosPerMilli);
   const std::size_t baseline = engine_->pool().in_use();
@@ -268,7 +272,7 @@ TEST_F(LifecycleSim, DeviceAwayLongerThanWaitFailsEveryRequest) {
   EXPECT_EQ(engine_->pool().in_use(), 0u);
 }
 
-TEST_F(LifecycleSim, LidChangeReachesListenerAndLocalPort) {
+TEST_P(LifecycleSim, LidChangeReachesListenerAndLocalPort) {
   build(1000);
   drive(kNanosPerMilli);
   EXPECT_EQ(engine_->local_port(1)->lid, 0);
@@ -309,6 +313,11 @@ TEST_F(LifecycleSim, LidChangeReachesListenerAndLocalPort) {
   EXPECT_EQ(counters().device_lost, 0u);
   engine_->quiesce();
 }
+
+INSTANTIATE_TEST_SUITE_P(ManagerCore, LifecycleSim, ::testing::Values(std::uint16_t{0}, std::uint16_t{1}),
+                         [](const ::testing::TestParamInfo<std::uint16_t>& p) {
+                           return p.param == 0 ? "SameCore" : "OtherCore";
+                         });
 
 TEST(LifecycleSetup, ManagerIsEitherPollerOrManaged) {
   ManualClock clock;
