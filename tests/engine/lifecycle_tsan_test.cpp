@@ -1,0 +1,273 @@
+// The device life cycle with real threads (label fast, and tsan): the
+// transport runs on core 0, the transaction manager, its client and a
+// listener on core 1, so everything the manager learns crosses cores through
+// TransportLife. A fault hook on the transport swallows requests, then loses
+// the device and brings it back.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "engine/loopback_transport.hpp"
+#include "madengine/engine/engine.hpp"
+#include "madengine/engine/lifecycle.hpp"
+#include "madengine/engine/transaction.hpp"
+#include "madengine/wire/sa.hpp"
+
+extern "C" const char* __tsan_default_suppressions() {
+  return "race:boost/lockfree/\n";  // see engine_test.cpp
+}
+
+namespace madengine {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A loopback port with a fault hook the test thread drives: `swallow` drops
+// every MAD sent (the device dies with them in flight), `present` false makes
+// poll_events() report kDeviceLost (then bursts do nothing) and true again
+// kDeviceBack. Everything but the two flags runs on the owner core.
+class FaultyTransport final : public Transport {
+ public:
+  FaultyTransport() : lo_("faulty", 1, 1024) {
+    port_.port_num = 1;
+    port_.lid = 7;
+    port_.state = PortState::kActive;
+  }
+  std::atomic<bool> swallow{false};
+  std::atomic<bool> present{true};
+  std::atomic<std::uint64_t> swallowed{0};
+  LoopbackTransport& wire() noexcept { return lo_; }
+
+  std::string_view name() const noexcept override { return "faulty"; }
+  bool open(const AgentSpec& a) override { return lo_.open(a); }
+  void close() noexcept override { lo_.close(); }
+  const LocalPort& local_port() const noexcept override { return port_; }
+  std::size_t rx_burst(std::span<MadBuf*> bufs) noexcept override { return reported_ ? lo_.rx_burst(bufs) : 0; }
+  std::size_t tx_burst(std::span<MadBuf* const> bufs) noexcept override {
+    if (!reported_) return 0;
+    if (swallow.load(std::memory_order_acquire)) {
+      swallowed.fetch_add(bufs.size(), std::memory_order_release);
+      return bufs.size();
+    }
+    return lo_.tx_burst(bufs);
+  }
+  DeviceEvent poll_events() noexcept override {
+    const bool now = present.load(std::memory_order_acquire);
+    if (now == reported_) return DeviceEvent::kNone;
+    reported_ = now;
+    port_.state = now ? PortState::kActive : PortState::kDown;
+    return now ? DeviceEvent::kDeviceBack : DeviceEvent::kDeviceLost;
+  }
+
+ private:
+  LoopbackTransport lo_;
+  LocalPort port_;
+  bool reported_ = true;  // owner core only
+};
+
+// Submits requests on core 1 when asked; results are written on core 1 and
+// read by the test after `done` (release/acquire) or after stop().
+class Client final : public Poller {
+ public:
+  static constexpr int kMax = 256;
+  explicit Client(TransactionManager& t) : txn_(t), results_(kMax) {
+    for (int i = 0; i < kMax; ++i) slots_[i] = Slot{this, i};
+  }
+  std::atomic<int> to_submit{0};
+  std::atomic<int> done{0};
+  std::atomic<int> refused{0};
+  const std::vector<std::vector<TxnResult>>& results() const { return results_; }
+  int submitted() const { return next_; }
+
+  std::size_t poll(Nanos) noexcept override {
+    int n = to_submit.exchange(0, std::memory_order_acq_rel);
+    for (; n > 0 && next_ < kMax; --n, ++next_) {
+      MadBuf m{};
+      auto& h = m.hdr();
+      h.base_version = 1;
+      h.mgmt_class = static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm);
+      h.class_version = wire::kSaClassVersion;
+      h.method = wire::method::kGet;
+      h.attr_id = wire::be16::from(wire::sa_attr::kPathRecord);
+      m.len = wire::kMadSize;
+      m.addr.port_num = 1;
+      m.addr.lid = static_cast<std::uint16_t>(1 + next_ % 8);
+      if (txn_.request(m, RequestOptions{.timeout_ms = 200, .retries = 2}, &Client::on_done, &slots_[next_]) !=
+          TxnStatus::kOk)
+        refused.fetch_add(1);
+    }
+    return 0;
+  }
+
+ private:
+  struct Slot {
+    Client* c;
+    int i;
+  };
+  static void on_done(void* user, const TxnResult& r) noexcept {
+    auto* s = static_cast<Slot*>(user);
+    s->c->results_[static_cast<std::size_t>(s->i)].push_back(r);
+    s->c->done.fetch_add(1, std::memory_order_release);  // pairs with the test's acquire load
+  }
+  TransactionManager& txn_;
+  std::vector<std::vector<TxnResult>> results_;
+  std::array<Slot, kMax> slots_{};
+  int next_ = 0;
+};
+
+class Hook final : public MadHandler {
+ public:
+  explicit Hook(TransactionManager& t) : txn_(t) {}
+  void on_mad(MadBuf& buf, CoreContext&) noexcept override { txn_.on_response(buf); }
+
+ private:
+  TransactionManager& txn_;
+};
+
+struct Listener final : LifecycleListener {
+  std::vector<DeviceEvent> events;
+  std::vector<std::uint64_t> resent, failed;
+  void on_port_event(const PortEvent& ev) noexcept override { events.push_back(ev.event); }
+  void on_txn_report(const TxnReport& r) noexcept override {
+    for (std::uint64_t t : r.tids) (r.resent ? resent : failed).push_back(t);
+  }
+};
+
+// The bound only keeps a broken build from hanging; it is not a timing assertion.
+template <typename F>
+bool wait_for(F&& cond) {
+  for (int i = 0; i < 30'000; ++i) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return cond();
+}
+
+// Answers every request the transport sent (the remote SA).
+void answer(LoopbackTransport& lo) {
+  MadBuf out[64];
+  const std::size_t n = lo.take_sent(out);
+  for (std::size_t i = 0; i < n; ++i) {
+    out[i].hdr().method = wire::method::kGetResp;
+    while (!lo.inject(out[i])) std::this_thread::yield();
+  }
+}
+
+struct Rig {
+  explicit Rig(std::uint32_t device_wait_ms)
+      : engine([&] {
+          EngineConfig c;
+          c.cores = 2;
+          c.pin = false;
+          c.backoff.sleep_us = 10;
+          c.device_wait_ms = device_wait_ms;
+          return c;
+        }()),
+        txn(clock, engine.core(1), TransactionConfig{.core_id = 1}),
+        client(txn),
+        hook(txn) {
+    engine.add_transport(port, 0);
+    engine.set_response_hook(1, hook);
+    engine.add_transaction_manager(1, txn, 1);
+    engine.add_poller(1, client);
+    engine.add_lifecycle_listener(1, listener);
+  }
+  std::uint64_t stat(std::uint64_t CoreCounters::*field) const { return engine.stats().total().*field; }
+
+  SteadyClock clock;
+  FaultyTransport port;
+  Engine engine;
+  TransactionManager txn;
+  Client client;
+  Hook hook;
+  Listener listener;
+};
+
+TEST(LifecycleThreads, LostWithRequestsInFlightThenBackEveryRequestOnce) {
+  constexpr int kN = 32;
+  Rig r(60'000);
+  r.engine.start();
+  r.port.swallow = true;
+  r.client.to_submit = kN;
+  ASSERT_TRUE(wait_for([&] { return r.port.swallowed.load(std::memory_order_acquire) >= kN; }));
+  r.port.present = false;
+  ASSERT_TRUE(wait_for([&] { return r.stat(&CoreCounters::device_lost) == 1; }));
+  // Longer than timeout x (retries + 1): a paused manager times nothing out.
+  std::this_thread::sleep_for(800ms);
+  EXPECT_EQ(r.client.done.load(std::memory_order_acquire), 0);
+  EXPECT_EQ(r.engine.local_port(1)->state, PortState::kDown);
+
+  r.port.swallow = false;
+  r.port.present = true;
+  ASSERT_TRUE(wait_for([&] {
+    answer(r.port.wire());
+    return r.client.done.load(std::memory_order_acquire) == kN;
+  }));
+  // Then new requests work.
+  r.client.to_submit = 8;
+  ASSERT_TRUE(wait_for([&] {
+    answer(r.port.wire());
+    return r.client.done.load(std::memory_order_acquire) == kN + 8;
+  }));
+  r.engine.stop();
+
+  EXPECT_EQ(r.client.refused.load(), 0);
+  std::set<std::uint64_t> tids;
+  for (int i = 0; i < kN + 8; ++i) {
+    const auto& res = r.client.results()[static_cast<std::size_t>(i)];
+    ASSERT_EQ(res.size(), 1u) << "request " << i << " lost or completed twice";
+    EXPECT_EQ(res[0].status, TxnStatus::kOk) << to_string(res[0].status);
+    if (i < kN) tids.insert(res[0].tid);
+  }
+  EXPECT_EQ(tids.size(), std::size_t{kN});
+  EXPECT_EQ(std::set<std::uint64_t>(r.listener.resent.begin(), r.listener.resent.end()), tids);
+  EXPECT_TRUE(r.listener.failed.empty());
+  const CoreCounters c = r.engine.stats().total();
+  EXPECT_EQ(c.device_lost, 1u);
+  EXPECT_EQ(c.device_back, 1u);
+  EXPECT_EQ(c.txn_resent, std::uint64_t{kN});
+  EXPECT_EQ(c.txn_failed_device, 0u);
+  EXPECT_EQ(r.txn.counters().timed_out, 0u);
+  ASSERT_EQ(r.listener.events.size(), 2u);
+  EXPECT_EQ(r.listener.events[0], DeviceEvent::kDeviceLost);
+  EXPECT_EQ(r.listener.events[1], DeviceEvent::kDeviceBack);
+  EXPECT_EQ(r.engine.pool().in_use(), 0u);
+}
+
+TEST(LifecycleThreads, AwayLongerThanDeviceWaitFailsThenRecovers) {
+  constexpr int kN = 16;
+  Rig r(50);
+  r.engine.start();
+  r.port.swallow = true;
+  r.client.to_submit = kN;
+  ASSERT_TRUE(wait_for([&] { return r.port.swallowed.load(std::memory_order_acquire) >= kN; }));
+  r.port.present = false;
+  ASSERT_TRUE(wait_for([&] { return r.client.done.load(std::memory_order_acquire) == kN; }));
+  r.port.swallow = false;
+  r.port.present = true;
+  ASSERT_TRUE(wait_for([&] { return r.stat(&CoreCounters::device_back) == 1; }));
+  r.client.to_submit = 8;
+  ASSERT_TRUE(wait_for([&] {
+    answer(r.port.wire());
+    return r.client.done.load(std::memory_order_acquire) == kN + 8;
+  }));
+  r.engine.stop();
+
+  std::set<std::uint64_t> failed;
+  for (int i = 0; i < kN + 8; ++i) {
+    const auto& res = r.client.results()[static_cast<std::size_t>(i)];
+    ASSERT_EQ(res.size(), 1u);
+    EXPECT_EQ(res[0].status, i < kN ? TxnStatus::kDeviceLost : TxnStatus::kOk) << i;
+    if (i < kN) failed.insert(res[0].tid);
+  }
+  EXPECT_EQ(std::set<std::uint64_t>(r.listener.failed.begin(), r.listener.failed.end()), failed);
+  EXPECT_EQ(r.engine.stats().total().txn_failed_device, std::uint64_t{kN});
+  EXPECT_EQ(r.engine.pool().in_use(), 0u);
+}
+
+}  // namespace
+}  // namespace madengine
