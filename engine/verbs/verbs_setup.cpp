@@ -167,7 +167,10 @@ bool VerbsUdTransport::open_device() noexcept {
 
   pd_ = ibv_alloc_pd(ctx_);
   if (pd_ == nullptr) return fail("ibv_alloc_pd", errno);
-  mr_ = ibv_reg_mr(pd_, area_.get(), area_bytes_, IBV_ACCESS_LOCAL_WRITE);
+  // An int, not the enum: verbs.h's ibv_reg_mr macro masks it with another
+  // enum type, which clang flags as deprecated in C++20.
+  const int access = IBV_ACCESS_LOCAL_WRITE;
+  mr_ = ibv_reg_mr(pd_, area_.get(), area_bytes_, access);
   if (mr_ == nullptr) return fail("ibv_reg_mr", errno);
   send_cq_ = ibv_create_cq(ctx_, static_cast<int>(config_.sq_depth), nullptr, nullptr, 0);
   if (send_cq_ == nullptr) return fail("ibv_create_cq (send)", errno);
