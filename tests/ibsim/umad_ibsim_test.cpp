@@ -1,6 +1,7 @@
 // The umad transport on ibsim, checked against infiniband-diags on the same
 // fabric: DR SubnGet(NodeInfo) vs smpquery, SA PathRecord Get vs saquery
-// (OpenSM as the SA), and the device life cycle when ibsim goes away.
+// (OpenSM as the SA, asked through an Engine and its TransactionManager),
+// and the device life cycle when ibsim goes away.
 #include <arpa/inet.h>
 #include <poll.h>
 
@@ -18,6 +19,8 @@
 #include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
 #include "madengine/engine/clock.hpp"
+#include "madengine/engine/engine.hpp"
+#include "madengine/engine/transaction.hpp"
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa/path_record.hpp"
@@ -196,13 +199,31 @@ TEST(UmadIbsim, PathRecordGetMatchesSaquery) {
   SteadyClock clock;
   UmadTransport t({}, clock);
   ASSERT_TRUE(t.open(AgentSpec{.gsi_client = true})) << t.last_error();
-  const LocalPort& lp = t.local_port();
+
+  // The engine as a GSI client: one core driven from this thread (the shim's
+  // descriptors stay on the thread that opened them), a TransactionManager
+  // on it, responses routed to it by the core bits of their TIDs.
+  EngineConfig cfg;
+  cfg.pin = false;
+  cfg.clock = &clock;
+  Engine engine(cfg);
+  engine.add_transport(t, 0);
+  TransactionManager txn(clock, engine.core(0), TransactionConfig{.core_id = 0});
+  struct Hook final : MadHandler {
+    TransactionManager* txn;
+    void on_mad(MadBuf& buf, CoreContext&) noexcept override { txn->on_response(buf); }
+  } hook;
+  hook.txn = &txn;
+  engine.set_response_hook(0, hook);
+  engine.add_transaction_manager(0, txn, t.local_port().port_num);
+
+  const std::optional<LocalPort> port = engine.local_port(t.local_port().port_num);
+  ASSERT_TRUE(port.has_value());
+  const LocalPort& lp = *port;
   ASSERT_NE(lp.lid, 0) << "OpenSM did not give H1 a LID";
   ASSERT_NE(lp.sm_lid, 0);
   EXPECT_EQ(lp.state, PortState::kActive);
 
-  // TODO(umad): go through the transaction manager (engine/transaction.hpp)
-  // once it exists; this loop is the test's own.
   MadBuf req{};
   wire::SaMad sa{};
   sa.hdr.base_version = 1;
@@ -217,13 +238,44 @@ TEST(UmadIbsim, PathRecordGetMatchesSaquery) {
   q.dlid = wire::be16::from(dlid);
   std::memcpy(sa.data.data(), &q, sizeof q);
   wire::encode(sa, std::span<std::uint8_t>(req.mad.bytes));
+  req.len = wire::kMadSize;
+  req.addr.port_num = lp.port_num;
   req.addr.lid = lp.sm_lid;
   req.addr.remote_qpn = 1;
   req.addr.qkey = kGsiQkey;
-  req.resp_timeout_ms = kRespTimeoutMs;
 
-  const auto resp = transact(t, req);
-  ASSERT_TRUE(resp.has_value()) << "no PathRecord response from OpenSM";
+  struct Outcome {
+    int calls = 0;
+    TxnResult result;
+  } outcome;
+  const TxnStatus accepted = txn.request(
+      req, RequestOptions{.timeout_ms = kRespTimeoutMs, .retries = 3},
+      [](void* user, const TxnResult& r) noexcept {
+        auto* o = static_cast<Outcome*>(user);
+        ++o->calls;
+        o->result = r;
+      },
+      &outcome);
+  ASSERT_EQ(accepted, TxnStatus::kOk);
+  // The engine's own timers end the request (timeout x 4 attempts); the
+  // test's bound only keeps a broken run from hanging.
+  const auto deadline = std::chrono::steady_clock::now() + kWaitForResponse;
+  while (outcome.calls == 0 && std::chrono::steady_clock::now() < deadline) {
+    if (engine.poll_all_once() == 0) {
+      pollfd p{t.fd(), POLLIN, 0};
+      ::poll(&p, 1, 1);  // the shim implements poll() for its own descriptors
+    }
+  }
+  engine.quiesce();
+  ASSERT_EQ(outcome.calls, 1) << "the transaction never completed";
+  ASSERT_EQ(outcome.result.status, TxnStatus::kOk) << to_string(outcome.result.status);
+  std::printf("request tid 0x%016llx -> response tid 0x%016llx, %u attempt(s)\n",
+              static_cast<unsigned long long>(outcome.result.tid),
+              static_cast<unsigned long long>(outcome.result.response.hdr().tid.get()),
+              unsigned{outcome.result.attempts});
+  EXPECT_EQ(txn.counters().matched, 1u);
+  EXPECT_EQ(engine.pool().in_use(), 0u);
+  const std::optional<MadBuf> resp = outcome.result.response;
   const auto rs = wire::decode<wire::SaMad>(std::span<const std::uint8_t>(resp->mad.bytes));
   ASSERT_EQ(rs->hdr.method, wire::method::kGetResp);
   ASSERT_EQ(rs->hdr.status.get(), wire::status::kOk);
