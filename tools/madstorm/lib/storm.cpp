@@ -382,9 +382,9 @@ struct Storm::Impl final : madengine::TxSink {
       case QueryKind::kMcLeave: {
         const auto mc = wire::decode<wire::McMemberRecord>(rec);
         if (!mc) return false;
-        const wire::McMemberRecord& want = *wire::decode<wire::McMemberRecord>(
+        const auto want = wire::decode<wire::McMemberRecord>(
             std::span<const std::uint8_t>(s.req.mad.bytes).subspan(wire::kSaHeaderSize));
-        if (!(mc->mgid == want.mgid) || !gid_is(mc->port_gid, src.port_guid)) return false;
+        if (!want || !(mc->mgid == want->mgid) || !gid_is(mc->port_gid, src.port_guid)) return false;
         // A join answers with the group (MLID set) and our join state (IBA 15.2.5.17.1).
         if (s.q.kind == QueryKind::kMcJoin)
           return mc->mlid.get() >= 0xc000 && (mc->join_state() & wire::join_state::kFullMember) != 0;
