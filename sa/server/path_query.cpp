@@ -1,6 +1,7 @@
 // PathRecord and MultiPathRecord answers (see path_query.hpp).
 #include "sa/server/path_query.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include "sa/paths/link_rate.hpp"
@@ -100,15 +101,24 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
 
   const bool loopback = e.src == e.dst;
   std::uint8_t path_mtu = fwd.mtu, path_rate = fwd.rate;
-  if (path_mtu == 0 || path_rate == 0) {  // a switch's port 0 to itself: no link crossed
-    path_mtu = 5;
-    path_rate = wire::rate_code::k2_5Gbps;
+  if (path_mtu == 0 || path_rate == 0) {
+    // A switch's port 0 to itself crosses no link: its own PortInfo's MTUCap
+    // and active width and speed, as OpenSM reports them.
     const auto& node = s.fabric.nodes[e.src.node];
-    if (node.ports.size() > 1) {
-      path_mtu = node.ports[1].mtu != 0 ? node.ports[1].mtu : path_mtu;
-      const std::uint8_t r = rate_code(link_mbps(node.ports[1].link_width, node.ports[1].link_speed));
-      path_rate = r != 0 ? r : path_rate;
-    }
+    const wire::PortInfo& pi = node.ports[e.src.port].info;
+    path_mtu = pi.mtu_cap() != 0 ? pi.mtu_cap() : std::uint8_t{1};
+    const std::uint8_t r = rate_code(link_mbps(pi.link_width_active, pi.link_speed_active(), pi.link_speed_ext_active()));
+    path_rate = r != 0 ? r : wire::rate_code::k2_5Gbps;
+  }
+  // A switch's port 0 ends the path inside the switch: OpenSM bounds the
+  // path by that port's own MTUCap and active rate, and so do we.
+  for (const EndPort ep : {e.src, e.dst}) {
+    const auto& node = s.fabric.nodes[ep.node];
+    if (!node.is_switch()) continue;
+    const wire::PortInfo& pi = node.ports[0].info;
+    if (pi.mtu_cap() != 0) path_mtu = std::min(path_mtu, pi.mtu_cap());
+    const std::uint8_t r = rate_code(link_mbps(pi.link_width_active, pi.link_speed_active(), pi.link_speed_ext_active()));
+    if (r != 0 && rate_mbps(r) < rate_mbps(path_rate)) path_rate = r;
   }
   const std::uint8_t mtu = select_mtu(path_mtu, q.mtu_selector(), q.mtu(), (mask & cm::kMtu) != 0 && (mask & cm::kMtuSelector) != 0);
   if (mtu == 0) return false;

@@ -87,8 +87,7 @@ void port_info_records(const Snapshot& s, std::uint16_t lid, RecordSink& sink) {
       r.endport_lid = wire::be16::from(port_lid(s, n, p));
       if (r.endport_lid.get() == 0) continue;
       r.port_num = p;
-      r.port_info = node.ports[p].info;
-      r.port_info.local_port_num = p;
+      r.port_info = node.ports[p].info;  // as read: LocalPortNum is the port the SM's SMP came in by
       sink.offer(&r);
     }
   });
@@ -126,8 +125,14 @@ void guid_info_records(const Snapshot& s, std::uint16_t lid, RecordSink& sink) {
     const Node& node = s.fabric.nodes[n];
     for_end_ports(node, [&](std::uint8_t p) {
       const PortTables* t = s.tables(n, p);
-      std::vector<std::uint64_t> guids = t != nullptr && !t->guids.empty() ? t->guids
-                                                                             : std::vector<std::uint64_t>{port_guid(node, p)};
+      std::vector<std::uint64_t> guids;
+      if (t != nullptr && !t->guids.empty()) {
+        guids = t->guids;
+      } else {
+        // Not read: the port GUID at index 0 of a table GUIDCap long (IBA 14.2.5.11).
+        guids.assign(std::max<std::size_t>(1, node.ports[p].info.guid_cap), 0);
+        guids[0] = port_guid(node, p);
+      }
       for (std::size_t b = 0; b * wire::kGuidInfoBlockSize < guids.size() && !sink.full(); ++b) {
         wire::GuidInfoRecord r{};
         r.lid = wire::be16::from(port_lid(s, n, p));

@@ -350,6 +350,25 @@ class SaServer::CoreWorker final : public Poller {
     sa.rmpp = {};
     sa.sm_key = wire::be64::from(0);
     sa.attr_offset = wire::be16::from(static_cast<std::uint16_t>(stride / 8));
+    if (scratch_.size() <= wire::kSaDataSize) {
+      // One segment: sent here, sized to its records like OpenSM's, so a
+      // client without RMPP reassembly (saquery on ibsim) counts them from
+      // the MAD's length. A lost segment is recovered by the client's retry,
+      // which the retry cache answers.
+      if (cfg_.rmpp_one_segment) {
+        sa.rmpp.version = 1;
+        sa.rmpp.type = static_cast<std::uint8_t>(wire::RmppType::kData);
+        sa.rmpp.set_flags(kRmppNoRespTime, wire::rmpp_flag::kActive | wire::rmpp_flag::kFirst | wire::rmpp_flag::kLast);
+        sa.rmpp.data1 = wire::be32::from(1);
+        sa.rmpp.data2 = wire::be32::from(static_cast<std::uint32_t>(kRmppSegmentPayload - wire::kSaDataSize + scratch_.size()));
+      }
+      sa.data.fill(0);
+      if (!scratch_.empty()) std::memcpy(sa.data.data(), scratch_.data(), scratch_.size());
+      tmpl.len = static_cast<std::uint16_t>(wire::kSaHeaderSize + scratch_.size());
+      bump(counters_.rmpp_transfers);
+      finish(tmpl, 0, k, true);
+      return;
+    }
     const RmppStart r = sender_.send(tmpl, scratch_, &CoreWorker::on_sent, this);
     switch (r) {
       case RmppStart::kOk: {
@@ -424,6 +443,10 @@ class SaServer::CoreWorker final : public Poller {
     if (layout == nullptr) return error(req, wire::status::kMethodAttrUnsupported, k);
     if ((mask & ~layout->valid_mask()) != 0) return error(req, st::kReqInvalid, k);  // invalid component mask
     const std::uint8_t* q = sa.data.data();
+    // P_KeyTableRecords only answer trusted requests (IBA 15.2.5.11, C15-0.2.2):
+    // the SM_Key must be the SM's (a zero key is never trusted).
+    if (attr == a::kPKeyTableRecord && (sa.sm_key.get() == 0 || sa.sm_key.get() != snap_->sm.sm_key))
+      return error(req, st::kReqInvalid, k);
     const bool path = attr == a::kPathRecord;
     RecordSink sink(scratch_, *layout, path ? mask & kPathFilterMask : mask, q, get ? (path ? 1 : 2) : SIZE_MAX);
     std::uint16_t status = 0;
@@ -583,8 +606,13 @@ class SaServer::CoreWorker final : public Poller {
     c.class_version = wire::kSaClassVersion;
     c.capability_mask = wire::be16::from(wire::cpi_cap::kTrap | wire::cpi_cap::kCapMask2 |
                                          wire::cpi_cap::kSaOptionalRecords | wire::cpi_cap::kSaMultiPath);
-    c.set_cap_mask2(wire::cpi_cap2::kSaFullPortInfoRecord | wire::cpi_cap2::kSaExtendedSpeeds);
+    c.set_cap_mask2(wire::cpi_cap2::kSaFullPortInfoRecord | wire::cpi_cap2::kSaExtendedSpeeds |
+                    wire::cpi_cap2::kSaMulticastFdbTop);
     c.set_resp_time_value(cfg_.resp_time_value);
+    // No redirection: the redirect and trap targets are QP1 with the GSI Q_Key (as OpenSM fills them).
+    c.redirect_qp = wire::be32::from(1);
+    c.redirect_qkey = wire::be32::from(kGsiQkey);
+    c.trap_qkey = wire::be32::from(kGsiQkey);
     return c;
   }
 

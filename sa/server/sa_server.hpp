@@ -33,11 +33,14 @@ struct SaServerConfig {
   std::uint32_t burst_max = 64;             // queries answered per poll
   std::uint32_t dedup_slots = 1024;         // per core; a power of two
   Nanos dedup_ttl_ns = 2 * kNanosPerSecond; // how long an answer is kept for a retried TID
-  std::uint8_t resp_time_value = 18;        // ClassPortInfo RespTimeValue (OpenSM's default)
+  std::uint8_t resp_time_value = 16;        // ClassPortInfo RespTimeValue (what OpenSM 3.3.23 reports)
   RmppConfig rmpp{.transfers_max = 16, .segments_max = 4096};
   RequestOptions report{.timeout_ms = 200, .retries = 3};
   std::uint32_t mc_groups_max = 16384;
-  bool install_response_hooks = true;       // false: the owner calls on_response() from its own hook
+  bool install_response_hooks = true;
+  // One-segment GetTable answers carry an RMPP DATA header (First|Last), as
+  // OpenSM's do; false sends them as plain MADs (RMPP inactive).
+  bool rmpp_one_segment = true;       // false: the owner calls on_response() from its own hook
 };
 
 // Record types the counters are kept for.

@@ -24,6 +24,8 @@
 
 namespace madengine::sa::testing {
 
+inline constexpr std::uint64_t kTestSmKey = 0x5a5a'0000'0001ull;
+
 struct Built {
   std::shared_ptr<Snapshot> snap;
   sm::RoutingResult routes;
@@ -88,6 +90,7 @@ inline Built build_snapshot(fabric::Fabric f, std::uint64_t epoch = 1, unsigned 
       s->sm.port_guid = s->fabric.nodes[e.node].ports[e.port].guid;
       s->sm.state = 3;
       s->sm.priority = 1;
+      s->sm.sm_key = kTestSmKey;
       break;
     }
   b.snap = std::move(s);

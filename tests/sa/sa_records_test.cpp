@@ -48,7 +48,8 @@ TEST_F(SaRecords, ClassPortInfo) {
   const auto cpi = r->record<wire::ClassPortInfo>();
   EXPECT_EQ(cpi.base_version, 1);
   EXPECT_EQ(cpi.class_version, 2);
-  EXPECT_EQ(cpi.resp_time_value(), 18);
+  EXPECT_EQ(cpi.resp_time_value(), 16);
+  EXPECT_EQ(cpi.redirect_qkey.get(), kGsiQkey);
   EXPECT_NE(cpi.capability_mask.get() & wire::cpi_cap::kSaMultiPath, 0);
 }
 
@@ -185,7 +186,13 @@ TEST_F(SaRecords, SwitchInfoLinkLftSmInfoGuidPkey) {
 
   wire::PKeyTableRecord pq{};
   pq.lid = wire::be16::from(me_);
+  // Untrusted (no SM_Key): refused (IBA 15.2.5.11).
   r = ask(m::kGet, a::kPKeyTableRecord, wire::pkey_table_record_cm::kLid, pq);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status(), st::kReqInvalid);
+  MadBuf trusted = sa_request(m::kGet, a::kPKeyTableRecord, wire::pkey_table_record_cm::kLid, pq, ++tid_, me_);
+  trusted.as<wire::SaMad>().sm_key = wire::be64::from(kTestSmKey);
+  r = h_.ask(trusted);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status(), 0);
   EXPECT_EQ(r->record<wire::PKeyTableRecord>().pkey_table.pkey(0), 0xffff);
@@ -213,7 +220,9 @@ TEST_F(SaRecords, TablesFromSnapshotTables) {
 
   wire::PKeyTableRecord pq{};
   pq.lid = wire::be16::from(me_);
-  auto r = ask(m::kGetTable, a::kPKeyTableRecord, wire::pkey_table_record_cm::kLid, pq);
+  MadBuf preq = sa_request(m::kGetTable, a::kPKeyTableRecord, wire::pkey_table_record_cm::kLid, pq, ++tid_, me_);
+  preq.as<wire::SaMad>().sm_key = wire::be64::from(kTestSmKey);
+  auto r = h_.ask(preq);
   ASSERT_TRUE(r);
   auto pk = r->records<wire::PKeyTableRecord>();
   ASSERT_EQ(pk.size(), 2u);
