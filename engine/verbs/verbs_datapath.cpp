@@ -54,15 +54,49 @@ bool fill_from_recv(const ibv_wc& wc, const std::uint8_t* slot, std::uint8_t por
   return true;
 }
 
+RecvBatch take_recv_completions(std::span<const ibv_wc> wcs, const std::uint8_t* recv_base,
+                                std::span<ibv_recv_wr> recv_wrs, std::uint8_t port_num,
+                                std::uint32_t qp_qkey, std::span<MadBuf*> out,
+                                RepostChain& chain) noexcept {
+  RecvBatch r;
+  for (const ibv_wc& wc : wcs) {
+    if (wc.wr_id >= recv_wrs.size()) {
+      // Not one of our receive WRs: never index memory with it.
+      ++r.errors;
+      r.qp_failed = true;
+      continue;
+    }
+    const std::size_t slot = wc.wr_id;
+    if (wc.status == IBV_WC_WR_FLUSH_ERR) {
+      ++r.errors;
+      r.qp_failed = true;
+      continue;
+    }
+    if (wc.status != IBV_WC_SUCCESS) {
+      ++r.errors;
+    } else if (r.delivered < out.size() &&
+               fill_from_recv(wc, recv_base + slot * kRecvSlotStride, port_num, qp_qkey,
+                              *out[r.delivered])) {
+      ++r.delivered;
+    } else {
+      ++r.dropped;
+    }
+    ibv_recv_wr& wr = recv_wrs[slot];
+    wr.next = nullptr;
+    if (chain.tail != nullptr) chain.tail->next = &wr; else chain.head = &wr;
+    chain.tail = &wr;
+    ++chain.count;
+  }
+  return r;
+}
+
 }  // namespace verbs
 
 std::size_t VerbsUdTransport::rx_burst(std::span<MadBuf*> bufs) noexcept {
   if (qp_ == nullptr || lost_) return 0;
   std::size_t n = 0;
   std::size_t discards = 0;
-  ibv_recv_wr* head = nullptr;
-  ibv_recv_wr* tail = nullptr;
-  const std::uint8_t* const recv_base = area_.get();
+  verbs::RepostChain chain;
   while (n < bufs.size() && discards < kRxDiscardsPerBurstMax) {
     const std::size_t want = std::min(bufs.size() - n, kPollBatch);
     const int got = ibv_poll_cq(recv_cq_, static_cast<int>(want), wcs_.data());
@@ -70,37 +104,21 @@ std::size_t VerbsUdTransport::rx_burst(std::span<MadBuf*> bufs) noexcept {
       note_fatal();
       break;
     }
-    for (int i = 0; i < got; ++i) {
-      const ibv_wc& wc = wcs_[static_cast<std::size_t>(i)];
-      const std::size_t slot_idx = wc.wr_id;
-      if (wc.status == IBV_WC_WR_FLUSH_ERR) {
-        // The QP went to the error state: nothing re-posted, the device is rebuilt.
-        ++counters_.rx_errors;
-        note_fatal();
-        continue;
-      }
-      if (wc.status != IBV_WC_SUCCESS) {
-        ++counters_.rx_errors;
-        ++discards;
-      } else if (verbs::fill_from_recv(wc, recv_base + slot_idx * verbs::kRecvSlotStride,
-                                       port_.port_num, config_.qkey, *bufs[n])) {
-        ++n;
-      } else {
-        ++counters_.dropped;
-        ++discards;
-      }
-      ibv_recv_wr& wr = recv_wrs_[slot_idx];
-      wr.next = nullptr;
-      if (tail != nullptr) tail->next = &wr; else head = &wr;
-      tail = &wr;
-    }
+    const verbs::RecvBatch r = verbs::take_recv_completions(
+        std::span<const ibv_wc>(wcs_.data(), static_cast<std::size_t>(got)), area_.get(),
+        recv_wrs_, port_.port_num, config_.qkey, bufs.subspan(n), chain);
+    n += r.delivered;
+    discards += r.dropped + r.errors;
+    counters_.dropped += r.dropped;
+    counters_.rx_errors += r.errors;
+    if (r.qp_failed) note_fatal();
     if (static_cast<std::size_t>(got) < want) break;  // CQ drained
   }
   counters_.rx += n;
   // One post (one doorbell) returns every consumed buffer to the receive queue.
-  if (head != nullptr && !fatal_pending_) {
+  if (chain.head != nullptr && !fatal_pending_) {
     ibv_recv_wr* bad = nullptr;
-    if (ibv_post_recv(qp_, head, &bad) != 0) note_fatal();
+    if (ibv_post_recv(qp_, chain.head, &bad) != 0) note_fatal();
   }
   return n;
 }

@@ -193,6 +193,29 @@ ChainResult build_send_chain(std::span<MadBuf* const> bufs, std::size_t wrs_max,
 bool fill_from_recv(const ibv_wc& wc, const std::uint8_t* slot, std::uint8_t port_num,
                     std::uint32_t qp_qkey, MadBuf& out) noexcept;
 
+// Receive WRs to re-post, linked in completion order; posted once per burst.
+struct RepostChain {
+  ibv_recv_wr* head = nullptr;
+  ibv_recv_wr* tail = nullptr;
+  std::size_t count = 0;
+};
+
+struct RecvBatch {
+  std::size_t delivered = 0;  // MADs written to out[0..delivered)
+  std::size_t dropped = 0;    // successful completions whose length is not a MAD's
+  std::size_t errors = 0;     // error completions (flushes included)
+  bool qp_failed = false;     // a flush or a wr_id that is not ours: rebuild the device
+};
+
+// Handles one ibv_poll_cq batch of receive completions: fills out[] from the
+// successful ones (in order; out must have room for wcs.size()), and links the
+// WR of every consumed slot onto `chain`. Flushed buffers are not re-posted
+// (the QP is in the error state).
+RecvBatch take_recv_completions(std::span<const ibv_wc> wcs, const std::uint8_t* recv_base,
+                                std::span<ibv_recv_wr> recv_wrs, std::uint8_t port_num,
+                                std::uint32_t qp_qkey, std::span<MadBuf*> out,
+                                RepostChain& chain) noexcept;
+
 }  // namespace verbs
 
 class VerbsUdTransport final : public Transport {

@@ -1,6 +1,6 @@
 // verbs-ud transport without hardware: config bounds, open() failing cleanly
 // when there is no RDMA device, the AH cache (against a reference LRU model),
-// send-chain building and receive parsing checked field by field.
+// send-chain building, receive parsing and re-post chaining checked field by field.
 #include <infiniband/verbs.h>
 
 #include <algorithm>
@@ -416,6 +416,70 @@ TEST(VerbsRecv, RejectsLengthsThatAreNotAMad) {
   EXPECT_FALSE(verbs::fill_from_recv(wc, slot.data(), 1, 1, b));
   wc.byte_len = 0;
   EXPECT_FALSE(verbs::fill_from_recv(wc, slot.data(), 1, 1, b));
+}
+
+// One poll batch: delivered MADs in order, and every consumed slot (good, bad
+// status, bad length) re-linked for one post; flushed slots are not.
+TEST(VerbsRecv, BatchRelinksConsumedSlotsInCompletionOrder) {
+  constexpr std::size_t kSlots = 6;
+  std::vector<std::uint8_t> area(kSlots * verbs::kRecvSlotStride, 0);
+  std::vector<ibv_recv_wr> wrs(kSlots);
+  for (std::size_t i = 0; i < kSlots; ++i) {
+    wrs[i].wr_id = i;
+    wrs[i].next = &wrs[0];  // stale links from the initial ring must be overwritten
+    area[i * verbs::kRecvSlotStride + verbs::kGrhBytes + 8] = static_cast<std::uint8_t>(0xa0 + i);
+  }
+  auto wc_for = [](std::uint64_t slot, ibv_wc_status st, std::size_t mad_len) {
+    ibv_wc wc{};
+    wc.wr_id = slot;
+    wc.status = st;
+    wc.byte_len = static_cast<std::uint32_t>(verbs::kGrhBytes + mad_len);
+    wc.src_qp = 0x99;
+    wc.slid = static_cast<std::uint16_t>(10 + slot);
+    return wc;
+  };
+  const std::vector<ibv_wc> wcs = {
+      wc_for(4, IBV_WC_SUCCESS, wire::kMadSize),
+      wc_for(1, IBV_WC_LOC_LEN_ERR, 0),         // error: re-posted, not delivered
+      wc_for(5, IBV_WC_SUCCESS, 10),            // too short: dropped, re-posted
+      wc_for(0, IBV_WC_SUCCESS, wire::kMadSize),
+  };
+  std::vector<MadBuf> bufs(4);
+  std::vector<MadBuf*> out;
+  for (auto& b : bufs) out.push_back(&b);
+  verbs::RepostChain chain;
+  const auto r = verbs::take_recv_completions(wcs, area.data(), wrs, 1, 0x42, out, chain);
+  EXPECT_EQ(r.delivered, 2u);
+  EXPECT_EQ(r.dropped, 1u);
+  EXPECT_EQ(r.errors, 1u);
+  EXPECT_FALSE(r.qp_failed);
+  EXPECT_EQ(bufs[0].addr.lid, 14);
+  EXPECT_EQ(bufs[0].mad.bytes[8], 0xa4);
+  EXPECT_EQ(bufs[1].addr.lid, 10);
+  EXPECT_EQ(bufs[1].mad.bytes[8], 0xa0);
+  ASSERT_EQ(chain.count, 4u);
+  EXPECT_EQ(chain.head, &wrs[4]);
+  EXPECT_EQ(wrs[4].next, &wrs[1]);
+  EXPECT_EQ(wrs[1].next, &wrs[5]);
+  EXPECT_EQ(wrs[5].next, &wrs[0]);
+  EXPECT_EQ(wrs[0].next, nullptr);
+  EXPECT_EQ(chain.tail, &wrs[0]);
+
+  // A second batch appends to the same chain; a flush and a foreign wr_id
+  // mark the QP failed and are not re-posted (nor indexed).
+  const std::vector<ibv_wc> more = {
+      wc_for(2, IBV_WC_WR_FLUSH_ERR, 0),
+      wc_for(1000, IBV_WC_SUCCESS, wire::kMadSize),
+      wc_for(3, IBV_WC_SUCCESS, wire::kMadSize),
+  };
+  const auto r2 = verbs::take_recv_completions(more, area.data(), wrs, 1, 0x42, out, chain);
+  EXPECT_TRUE(r2.qp_failed);
+  EXPECT_EQ(r2.errors, 2u);
+  EXPECT_EQ(r2.delivered, 1u);
+  EXPECT_EQ(chain.count, 5u);
+  EXPECT_EQ(wrs[0].next, &wrs[3]);
+  EXPECT_EQ(chain.tail, &wrs[3]);
+  EXPECT_EQ(wrs[3].next, nullptr);
 }
 
 }  // namespace
