@@ -20,6 +20,7 @@
 #include "engine/umad/umad_transport.hpp"
 #include "lib/hosts.hpp"
 #include "lib/report.hpp"
+#include "lib/runner.hpp"
 #include "lib/storm.hpp"
 #include "lib/workload.hpp"
 
@@ -85,53 +86,27 @@ std::string with_suffix(const std::string& path, const std::string& suffix) {
   return path.substr(0, dot) + suffix + path.substr(dot);
 }
 
-// One storm: hosts from the SA (or the file), then the run; nullopt on a
-// set-up failure (already reported).
+// One storm through the umad port; nullopt on a set-up failure (reported).
 std::optional<nlohmann::json> run_once(const Options& o, madengine::UmadTransport& t, const madengine::Clock& clock,
                                        std::uint16_t sa_lid, const std::string& label, const std::string& plot_path) {
-  const UmadIdle idle{&t, &clock};
-  RunInfo info;
-  info.label = label;
-  info.transport = "umad";
-  info.storm = o.storm;
-  info.storm.sa.lid = sa_lid;
-  info.storm.sa.subnet_prefix = t.local_port().subnet_prefix;
-  info.workload = o.workload;
-
-  std::vector<Host> hosts;
-  if (!o.hosts_file.empty()) {
-    hosts = load_hosts_file(o.hosts_file);
-  } else {
-    std::string err;
-    DiscoverOptions dopts;
-    dopts.method = o.discover == "table" ? DiscoverMethod::kTable
-                   : o.discover == "scan" ? DiscoverMethod::kScan
-                                          : DiscoverMethod::kAuto;
-    hosts = discover_hosts(t, clock, info.storm.sa, idle, dopts, err);
-    if (hosts.empty()) {
-      fmt::print(stderr, "madstorm: host discovery failed: {}\n", err.empty() ? "the SA knows no CA ports" : err);
-      return std::nullopt;
-    }
-  }
-  Workload workload(info.workload, hosts);
-  Storm storm(info.storm, t, clock, hosts, workload);
-  storm.set_idle(idle);
-  if (!o.no_progress && ::isatty(STDOUT_FILENO)) {
-    storm.set_progress([](const Progress& p) {
-      std::string eta = p.eta_s >= 0 ? fmt::format("{:.0f} s", p.eta_s) : "?";
-      fmt::print(stdout, "\r  {:7.1f} s  issued {:>9}  answered {:>9}  failed {:>6}  in flight {:>5}  {:>9.0f} q/s  ETA {}   ",
-                 static_cast<double>(p.since_start_ns) / 1e9, p.issued, p.answered, p.failed, p.in_flight, p.rate_qps,
-                 eta);
-      std::fflush(stdout);
-    });
-  }
-  g_storm.store(&storm);
-  const StormResult r = storm.run();
-  g_storm.store(nullptr);
-  if (!o.no_progress && ::isatty(STDOUT_FILENO)) fmt::print(stdout, "\n");
-  print_summary(stdout, info, r);
-  if (!plot_path.empty()) write_svg(plot_path, info, r);
-  return to_json(info, r);
+  RunRequest req;
+  req.info.label = label;
+  req.info.transport = "umad";
+  req.info.storm = o.storm;
+  req.info.storm.sa.lid = sa_lid;
+  req.info.storm.sa.subnet_prefix = t.local_port().subnet_prefix;
+  req.info.workload = o.workload;
+  req.hosts_file = o.hosts_file;
+  req.discover.method = o.discover == "table" ? DiscoverMethod::kTable
+                        : o.discover == "scan" ? DiscoverMethod::kScan
+                                               : DiscoverMethod::kAuto;
+  req.plot_path = plot_path;
+  req.progress = !o.no_progress && ::isatty(STDOUT_FILENO);
+  std::string err;
+  auto j = run_storm(req, t, clock, UmadIdle{&t, &clock}, err,
+                     [](Storm* s) { g_storm.store(s, std::memory_order_relaxed); });
+  if (!j) fmt::print(stderr, "madstorm: {}\n", err);
+  return j;
 }
 
 int real_main(int argc, char** argv) {
