@@ -456,9 +456,16 @@ std::size_t Core::watch_transports(Nanos now_ns) noexcept {
       paused_changed = true;
       ++work;
       if ((epoch & 1u) != 0) {
-        // Lost (or back and lost again before we looked): the wait starts now.
-        w.lost_since_ns = now_ns;
+        // Lost. A device that returned less than device_wait_ns ago and is
+        // gone again is flapping: one outage, the wait is not restarted (or a
+        // flapping device would keep its requests forever).
+        // (Lost before, lost now: it came back and went again between two looks.)
+        const bool flapping = (w.epoch_seen & 1u) != 0 ||
+                              (w.returned && now_ns - w.back_since_ns < shared_.device_wait_ns);
+        if (!flapping) w.lost_since_ns = now_ns;
       } else {
+        w.back_since_ns = now_ns;
+        w.returned = true;
         // Back: every request in flight through it may have been lost with
         // the device; re-send each with its TID and a fresh timer.
         for (ManagedTxn& m : managed_) {

@@ -20,6 +20,7 @@
 #include "ibsim_harness.hpp"
 #include "madengine/engine/clock.hpp"
 #include "madengine/engine/engine.hpp"
+#include "madengine/engine/lifecycle.hpp"
 #include "madengine/engine/transaction.hpp"
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/sa.hpp"
@@ -422,6 +423,113 @@ TEST(UmadIbsim, IbsimKilledIsDeviceLost) {
   std::printf("after restart: %s\n", std::string(t.last_error()).c_str());
   EXPECT_EQ(t.counters().reopens, 2u);
   EXPECT_EQ(t.counters().tx, 1u);
+}
+
+// The engine acting on that life cycle: with a request in flight ibsim dies;
+// the engine stops the transport and pauses the manager; each reopen
+// (kDeviceBack on the shim's stale device) re-sends the request with its TID,
+// the send fails and the device is lost again; the flapping counts as one
+// outage, so once device_wait_ms passed the request fails with kDeviceLost
+// and the report names its TID. Time is a ManualClock shared by the
+// transport's reopen timer and the engine.
+TEST(UmadIbsim, EngineFailsRequestsWhenIbsimStaysAway) {
+  SKIP_WITHOUT_SHIM();
+  IbsimFabric fabric(ibsim::topology_path("chain3.topo"));
+  ASSERT_TRUE(fabric.ok()) << fabric.error();
+  fabric.attach_self("H1");
+
+  ManualClock clock;
+  UmadConfig ucfg;
+  ucfg.reopen_interval_ms = 100;
+  UmadTransport t(ucfg, clock);
+  ASSERT_TRUE(t.open(AgentSpec{.smi = true})) << t.last_error();
+  EngineConfig cfg;
+  cfg.pin = false;
+  cfg.clock = &clock;
+  cfg.device_wait_ms = 1000;
+  Engine engine(cfg);
+  engine.add_transport(t, 0);
+  TransactionManager txn(clock, engine.core(0), TransactionConfig{.core_id = 0});
+  struct Hook final : MadHandler {
+    TransactionManager* txn;
+    void on_mad(MadBuf& buf, CoreContext&) noexcept override { txn->on_response(buf); }
+  } hook;
+  hook.txn = &txn;
+  engine.set_response_hook(0, hook);
+  engine.add_transaction_manager(0, txn, 1);
+  struct Reports final : LifecycleListener {
+    std::vector<DeviceEvent> events;
+    std::vector<std::uint64_t> resent, failed;
+    void on_port_event(const PortEvent& ev) noexcept override { events.push_back(ev.event); }
+    void on_txn_report(const TxnReport& r) noexcept override {
+      for (std::uint64_t tid : r.tids) (r.resent ? resent : failed).push_back(tid);
+    }
+  } reports;
+  engine.add_lifecycle_listener(0, reports);
+
+  struct Outcome {
+    int calls = 0;
+    TxnResult result;
+  };
+  constexpr TxnCallback kRecord = [](void* user, const TxnResult& r) noexcept {
+    auto* o = static_cast<Outcome*>(user);
+    ++o->calls;
+    o->result = r;
+  };
+  // One poll, waiting a little for the shim when there was nothing to do.
+  auto poll_once = [&] {
+    if (engine.poll_all_once() == 0 && t.is_open()) {
+      pollfd p{t.fd(), POLLIN, 0};
+      ::poll(&p, 1, 1);
+    }
+  };
+  // Polls until `done`; the wall-clock bound only keeps a broken run from hanging.
+  auto run = [&](auto&& done) {
+    const auto deadline = std::chrono::steady_clock::now() + kWaitForResponse;
+    while (!done() && std::chrono::steady_clock::now() < deadline) poll_once();
+  };
+  // Device events are checked every 64 iterations of the loop: poll past a few.
+  auto spin = [&] {
+    for (int i = 0; i < 300; ++i) (void)engine.poll_all_once();
+  };
+  const RequestOptions opts{.timeout_ms = kRespTimeoutMs, .retries = 3};
+
+  Outcome first;
+  ASSERT_EQ(txn.request(make_dr_node_info(wire::DrPath{}, 0), opts, kRecord, &first), TxnStatus::kOk);
+  run([&] { return first.calls != 0; });
+  ASSERT_EQ(first.calls, 1);
+  EXPECT_EQ(first.result.status, TxnStatus::kOk);
+
+  fabric.kill_ibsim();
+  Outcome second;
+  ASSERT_EQ(txn.request(make_dr_node_info(wire::DrPath{}, 0), opts, kRecord, &second), TxnStatus::kOk);
+  run([&] { return engine.stats().total().device_lost != 0; });
+  ASSERT_EQ(engine.stats().total().device_lost, 1u) << t.last_error();
+  EXPECT_EQ(second.calls, 0);
+
+  for (int step = 0; step < 15 && second.calls == 0; ++step) {
+    clock.advance_ns(Nanos{ucfg.reopen_interval_ms} * kNanosPerMilli);
+    spin();
+  }
+  engine.quiesce();
+  ASSERT_EQ(second.calls, 1);
+  EXPECT_EQ(second.result.status, TxnStatus::kDeviceLost) << to_string(second.result.status);
+  const CoreCounters c = engine.stats().total();
+  std::printf("device_lost %llu, device_back %llu, txn_resent %llu, txn_failed_device %llu\n",
+              static_cast<unsigned long long>(c.device_lost), static_cast<unsigned long long>(c.device_back),
+              static_cast<unsigned long long>(c.txn_resent), static_cast<unsigned long long>(c.txn_failed_device));
+  EXPECT_GE(c.device_back, 1u);
+  EXPECT_EQ(c.device_lost, c.device_back + 1);  // every return was lost again
+  EXPECT_GE(c.txn_resent, 1u);
+  EXPECT_EQ(c.txn_failed_device, 1u);
+  EXPECT_EQ(t.counters().reopens, c.device_back);
+  ASSERT_FALSE(reports.resent.empty());
+  EXPECT_EQ(reports.resent.front(), second.result.tid);
+  ASSERT_EQ(reports.failed.size(), 1u);
+  EXPECT_EQ(reports.failed.front(), second.result.tid);
+  ASSERT_FALSE(reports.events.empty());
+  EXPECT_EQ(reports.events.front(), DeviceEvent::kDeviceLost);
+  EXPECT_EQ(engine.pool().in_use(), 0u);
 }
 
 }  // namespace

@@ -181,7 +181,9 @@ class Core final : public CoreContext, public TxSink {
   struct Watch {
     std::uint32_t epoch_seen = 0;
     std::uint32_t seq_seen = 0;
-    Nanos lost_since_ns = 0;
+    Nanos lost_since_ns = 0;  // start of the current outage
+    Nanos back_since_ns = 0;  // last return; meaningful once `returned`
+    bool returned = false;
   };
   std::vector<ManagedTxn> managed_;
   std::vector<LifecycleListener*> listeners_;
