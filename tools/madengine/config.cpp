@@ -117,6 +117,7 @@ Config parse_config(const std::string& text, const std::string& name) {
     s.get("topology", c.transport.topology);
     s.get("generate", c.transport.generate);
     s.get("seed", c.transport.seed, 0);
+    s.get("sim_node", c.transport.sim_node);
     s.reject_unknown();
   }
   {

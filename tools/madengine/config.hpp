@@ -28,6 +28,7 @@ struct TransportSection {
   std::string topology;       // sim: an ibnetdiscover/ibsim topology file
   std::string generate = "ft2:36";  // sim: generator spec when no topology (see docs/operations.md)
   std::uint64_t seed = 1;     // sim: fault injection and timing seed
+  std::string sim_node;       // sim: the node our SM port is on; empty = the first CA
 };
 
 struct SmSection {

@@ -1,0 +1,174 @@
+// Wiring of transport, engine, SA and SM (see daemon.hpp).
+#include "daemon.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "engine/umad/umad_transport.hpp"
+#include "fabric_spec.hpp"
+#include "sim/fabric.hpp"
+#include "sim/sim_transport.hpp"
+
+namespace madengine::daemon {
+
+namespace {
+
+// Responses on a core go first to the SA (RMPP ACK/STOP/ABORT of its
+// transfers, ReportResps), then to the SM's transaction manager on its core.
+class ResponseChain final : public MadHandler {
+ public:
+  ResponseChain(sa::SaServer& sa, MadHandler* sm_hook) : sa_(sa), sm_hook_(sm_hook) {}
+  void on_mad(MadBuf& buf, CoreContext& ctx) noexcept override {
+    if (sa_.on_response(buf, ctx)) return;
+    if (sm_hook_) sm_hook_->on_mad(buf, ctx);
+  }
+
+ private:
+  sa::SaServer& sa_;
+  MadHandler* sm_hook_;
+};
+
+sm::SmConfig sm_config(const Config& c) {
+  sm::SmConfig s;
+  s.core = 0;
+  s.window_smps_max = c.sm.smps_in_flight_max;
+  s.window_per_dest_max = c.sm.smps_per_node_max;
+  s.timeout_ms = c.sm.transaction_timeout_ms;
+  s.retries = static_cast<std::uint8_t>(c.sm.transaction_retries);
+  s.guid2lid_path = c.sm.guid2lid;
+  s.lmc = static_cast<std::uint8_t>(c.sm.lmc);
+  if (!sm::parse_routing_algo(c.sm.routing, s.routing)) throw ConfigError("sm.routing: " + c.sm.routing);
+  s.root_guids = c.sm.roots;
+  const unsigned threads = c.sm.routing_threads ? c.sm.routing_threads : c.engine.cores;
+  s.routing_threads = threads;
+  s.path_db_threads = threads;
+  s.light_sweep_interval_ms = c.sm.sweep_interval_ms;
+  s.priority = static_cast<std::uint8_t>(c.sm.priority);
+  s.sm_key = c.sm.sm_key;
+  s.subnet_timeout = static_cast<std::uint8_t>(c.sm.subnet_timeout);
+  return s;
+}
+
+std::uint32_t first_ca(const sim::Fabric& f) {
+  for (std::uint32_t n = 0; n < f.node_count(); ++n)
+    if (!f.is_switch(n)) return n;
+  throw ConfigError("the simulated fabric has no CA to host the SM");
+}
+
+}  // namespace
+
+struct Daemon::Parts {
+  Config cfg;
+  // sim
+  std::unique_ptr<sim::Fabric> fabric;
+  // either transport
+  std::unique_ptr<Transport> transport;
+  std::unique_ptr<Engine> engine;
+  sa::SnapshotStore store;
+  std::unique_ptr<sa::SaServer> sa;
+  std::unique_ptr<sm::SubnetManager> sm;
+  std::vector<std::unique_ptr<ResponseChain>> chains;
+  bool started = false;
+};
+
+Daemon::Daemon(const Config& cfg) : p_(std::make_unique<Parts>()) {
+  validate(cfg);
+  p_->cfg = cfg;
+  const Clock* clock = nullptr;
+  static const SteadyClock steady;
+  if (cfg.transport.kind == TransportKind::kSim) {
+    const sim::Topology topo = make_topology(cfg.transport.generate, cfg.transport.topology);
+    p_->fabric = std::make_unique<sim::Fabric>(topo, sim::FabricConfig{.seed = cfg.transport.seed});
+    std::uint32_t node = first_ca(*p_->fabric);
+    if (!cfg.transport.sim_node.empty()) {
+      node = p_->fabric->find_node(cfg.transport.sim_node);
+      if (node >= p_->fabric->node_count()) throw ConfigError("transport.sim_node: no node named " + cfg.transport.sim_node);
+    }
+    p_->transport = std::make_unique<sim::SimTransport>(*p_->fabric, node, p_->fabric->is_switch(node) ? 0 : 1, "sim");
+    clock = &p_->fabric->clock();
+    spdlog::info("sim fabric: {} nodes, SM on node {} ({})", p_->fabric->node_count(), node,
+                 cfg.transport.topology.empty() ? cfg.transport.generate : cfg.transport.topology);
+  } else {
+    UmadConfig u;
+    u.ca_name = cfg.transport.ca;
+    u.port_num = static_cast<int>(cfg.transport.port);
+    p_->transport = std::make_unique<UmadTransport>(u, steady);
+    clock = &steady;
+  }
+  if (!p_->transport->open(AgentSpec{.smi = true, .is_sm = true, .sa_server = true, .gsi_client = true}))
+    throw std::runtime_error(fmt::format("transport {} did not open", to_string(cfg.transport.kind)));
+
+  if (!cfg.sm.guid2lid.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(cfg.sm.guid2lid).parent_path(), ec);
+  }
+  p_->engine = std::make_unique<Engine>(EngineConfig{
+      .cores = static_cast<std::uint16_t>(cfg.engine.cores), .pin = cfg.engine.pin && !p_->fabric, .clock = clock});
+  p_->engine->add_transport(*p_->transport, 0);
+
+  sa::SaServerConfig sac;
+  sac.queue_max = cfg.sa.queue_depth;
+  sac.requester_queued_max = cfg.sa.requester_share_max;
+  sac.install_response_hooks = false;
+  p_->sa = std::make_unique<sa::SaServer>(*p_->engine, p_->store, sac);
+
+  sm::SmConfig smc = sm_config(cfg);
+  smc.mcast = &p_->sa->mcast_provider();
+  p_->sm = std::make_unique<sm::SubnetManager>(*p_->engine, *p_->transport, smc, p_->store);
+  MadHandler* sm_hook = p_->engine->dispatcher().response_hook(smc.core);
+  for (std::uint16_t c = 0; c < p_->engine->cores(); ++c) {
+    p_->chains.push_back(std::make_unique<ResponseChain>(*p_->sa, c == smc.core ? sm_hook : nullptr));
+    p_->engine->set_response_hook(c, *p_->chains.back());
+  }
+}
+
+Daemon::~Daemon() {
+  stop();
+  // The SM and SA go before the engine they registered with; sim parts last.
+  p_->sm.reset();
+  p_->sa.reset();
+  if (p_->engine && !p_->started) p_->engine->quiesce();
+  p_->engine.reset();
+  if (p_->transport) p_->transport->close();
+}
+
+void Daemon::start() {
+  if (p_->fabric || p_->started) return;
+  p_->engine->start();
+  p_->started = true;
+}
+
+void Daemon::stop() noexcept {
+  if (p_->started) {
+    p_->engine->stop();
+    p_->started = false;
+  }
+}
+
+std::size_t Daemon::pump(Nanos step_ns) {
+  if (!p_->fabric) return 0;
+  const std::size_t work = p_->engine->poll_all_once();
+  if (work == 0) p_->fabric->advance(step_ns);
+  return work;
+}
+
+bool Daemon::wait_subnet_up(std::chrono::milliseconds limit) {
+  if (!p_->fabric) return p_->sm->wait_subnet_up(limit);
+  const Nanos end = p_->fabric->now_ns() + limit.count() * kNanosPerMilli;
+  while (p_->fabric->now_ns() < end) {
+    if (p_->sm->status().subnet_up) return true;
+    pump();
+  }
+  return p_->sm->status().subnet_up;
+}
+
+bool Daemon::is_sim() const noexcept { return p_->fabric != nullptr; }
+sim::Fabric* Daemon::fabric() noexcept { return p_->fabric.get(); }
+Engine& Daemon::engine() noexcept { return *p_->engine; }
+sm::SubnetManager& Daemon::sm() noexcept { return *p_->sm; }
+sa::SaServer& Daemon::sa() noexcept { return *p_->sa; }
+const Config& Daemon::config() const noexcept { return p_->cfg; }
+
+}  // namespace madengine::daemon
