@@ -15,7 +15,7 @@ fast_only=0
 bash scripts/deps.sh || exit 1
 jobs=$(nproc)
 status=0
-step() { echo; echo "==== $* ===="; }
+step() { echo; echo "==== $* (at ${SECONDS}s) ===="; }
 
 if ((fast_only == 0)); then
   if command -v clang++ >/dev/null; then
@@ -44,5 +44,6 @@ bash scripts/build.sh build RelWithDebInfo || exit 1
 if ((status != 0)); then echo "test.sh: an earlier suite failed (see above)"; fi
 labels=()
 ((fast_only)) && labels=(-L fast)
+echo "test.sh: builds and earlier suites took ${SECONDS}s"
 ctest --test-dir build "${labels[@]}" --output-on-failure -j"$jobs" || status=1
 exit $status
