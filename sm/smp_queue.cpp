@@ -52,7 +52,10 @@ void SmpQueue::submit(const MadBuf& req, Done done) {
 void SmpQueue::pump() noexcept {
   if (pumping_) return;  // a synchronous failure below re-enters through its callback
   pumping_ = true;
-  while (!pending_.empty() && in_flight_ < window_smps_max_ && !closed_) {
+  while (in_flight_ < window_smps_max_ && !closed_) {
+    while (pending_.empty() && feeder_ && feeder_()) {
+    }
+    if (pending_.empty()) break;  // no producer, or it is exhausted
     const std::uint32_t slot = free_head_;
     Slot& s = slots_[slot];
     free_head_ = s.next_free;

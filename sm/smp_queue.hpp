@@ -41,6 +41,14 @@ class SmpQueue {
   // Queues `req`; `done` runs exactly once with its result (on the owner core).
   void submit(const MadBuf& req, Done done);
 
+  // Called whenever the FIFO is empty and the window has room: it submits
+  // more (a producer that generates work lazily) and returns false once it
+  // has nothing left. nullptr: none.
+  void set_feeder(std::function<bool()> feeder) {
+    feeder_ = std::move(feeder);
+    pump();
+  }
+
   // After close(), completions are dropped (the SM is being destroyed).
   void close() noexcept { closed_ = true; }
 
@@ -82,6 +90,7 @@ class SmpQueue {
   std::uint32_t window_smps_max_;
   RequestOptions opts_;
   std::deque<std::pair<MadBuf, Done>> pending_;
+  std::function<bool()> feeder_;
   std::vector<Slot> slots_;
   std::uint32_t free_head_ = 0;
   std::uint32_t in_flight_ = 0;

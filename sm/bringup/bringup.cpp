@@ -37,12 +37,26 @@ class Programmer {
              ProgrammedState& st, BringupReport& rep)
       : q_(q), d_(d), routes_(routes), cfg_(cfg), st_(st), rep_(rep) {}
 
+  // Each stage hands the queue a feeder that submits one unit of work (a
+  // switch's blocks, a node's ports, a batch of port-state Sets) whenever the
+  // queue runs dry: memory stays bounded by the window, not the fabric.
   void configure() {
-    program_switches();
-    program_ports();
+    next_ = 0;
+    q_.set_feeder([this] {
+      const std::size_t switches = routes_.lfts.size();
+      if (next_ < switches) {
+        program_switch(routes_.lfts[next_++]);
+      } else if (next_ < switches + d_.fabric.nodes.size()) {
+        program_node_ports(static_cast<NodeId>(next_++ - switches));
+      } else {
+        return false;
+      }
+      return true;
+    });
   }
   void arm() { drive(wire::PortState::kInit, wire::PortState::kArmed, rep_.ports_armed); }
   void activate() { drive(wire::PortState::kArmed, wire::PortState::kActive, rep_.ports_activated); }
+  void done() { q_.set_feeder(nullptr); }
 
  private:
   void set(std::uint16_t attr, std::uint32_t mod, const wire::DrPath& path, std::span<const std::uint8_t> data,
@@ -55,11 +69,11 @@ class Programmer {
     q_.submit(make_dr_request(wire::method::kGet, attr, mod, path, cfg_.port_num, {}, cfg_.m_key), std::move(done));
   }
 
-  void program_switches() {
+  void program_switch(const fabric::Lft& lft) {
     fabric::Fabric& f = d_.fabric;
     const std::uint16_t top = routes_.top_lid;
     const std::uint32_t blocks = top / wire::kLftBlockSize + 1u;
-    for (const fabric::Lft& lft : routes_.lfts) {
+    {
       const fabric::Node& n = f.nodes[lft.node];
       const wire::SwitchInfo& read = n.switch_info;
       auto& sw = st_.lft[n.node_guid];
@@ -90,7 +104,7 @@ class Programmer {
       }
       if (read.linear_fdb_top.get() == top && read.life_time_value() == cfg_.life_time_value) {
         sw.top = top;
-        continue;
+        return;
       }
       wire::SwitchInfo want = read;
       want.prepare_for_set(false);  // never clear a PortStateChange we have not handled
@@ -146,9 +160,9 @@ class Programmer {
            a.operational_vls() == b.operational_vls();
   }
 
-  void program_ports() {
+  void program_node_ports(NodeId id) {
     fabric::Fabric& f = d_.fabric;
-    for (NodeId id = 0; id < f.nodes.size(); ++id) {
+    {
       const fabric::Node& n = f.nodes[id];
       for (std::uint8_t port = n.is_switch() ? 0 : 1; port <= n.num_ports(); ++port) {
         const fabric::Port& p = n.ports[port];
@@ -236,11 +250,20 @@ class Programmer {
 
   // Every linked (non-management) port in state `from` is Set to `to`.
   void drive(wire::PortState from, wire::PortState to, std::uint32_t& counter) {
-    for (std::size_t idx = 0; idx < ports_.size(); ++idx) {
+    next_ = 0;
+    q_.set_feeder([this, from, to, &counter] {
+      std::size_t sent = 0;
+      while (next_ < ports_.size() && sent < kDriveBatch) sent += drive_one(next_++, from, to, counter) ? 1 : 0;
+      return sent != 0;
+    });
+  }
+
+  bool drive_one(std::size_t idx, wire::PortState from, wire::PortState to, std::uint32_t& counter) {
+    {
       const PortRef& ref = ports_[idx];
       const fabric::Node& n = d_.fabric.nodes[ref.node];
       const fabric::Port& p = n.ports[ref.port];
-      if (!p.linked() || p.state != static_cast<std::uint8_t>(from)) continue;
+      if (!p.linked() || p.state != static_cast<std::uint8_t>(from)) return false;
       wire::PortInfo payload = ref.want;
       payload.set_state(to);
       set(wire::smp_attr::kPortInfo, wire::port_info_modifier(ref.port), ref.path, bytes_of(payload),
@@ -254,7 +277,10 @@ class Programmer {
             }
           });
     }
+    return true;
   }
+
+  static constexpr std::size_t kDriveBatch = 64;
 
   SmpQueue& q_;
   DiscoveryResult& d_;
@@ -263,6 +289,7 @@ class Programmer {
   ProgrammedState& st_;
   BringupReport& rep_;
   std::vector<PortRef> ports_;
+  std::size_t next_ = 0;  // the current stage's cursor
 };
 
 }  // namespace
@@ -277,6 +304,7 @@ Task<BringupReport> bring_up(SmpQueue& q, DiscoveryResult& d, const RoutingResul
   co_await q.drained();
   prog->activate();
   co_await q.drained();
+  prog->done();
   co_return *rep;
 }
 
