@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
+#include <random>
 #include <set>
 #include <thread>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "engine/loopback_transport.hpp"
 #include "madengine/engine/engine.hpp"
 #include "madengine/engine/lifecycle.hpp"
+#include "madengine/engine/rmpp.hpp"
 #include "madengine/engine/transaction.hpp"
 #include "madengine/wire/sa.hpp"
 
@@ -32,14 +35,17 @@ using namespace std::chrono_literals;
 // kDeviceBack. Everything but the two flags runs on the owner core.
 class FaultyTransport final : public Transport {
  public:
-  FaultyTransport() : lo_("faulty", 1, 1024) {
-    port_.port_num = 1;
-    port_.lid = 7;
+  explicit FaultyTransport(std::uint8_t port_num = 1, std::uint16_t local_lid = 7)
+      : port_number(port_num), lid(local_lid), lo_("faulty", port_num, 1024) {
+    port_.port_num = port_num;
+    port_.lid = local_lid;
     port_.state = PortState::kActive;
   }
   std::atomic<bool> swallow{false};
   std::atomic<bool> present{true};
   std::atomic<std::uint64_t> swallowed{0};
+  const std::uint8_t port_number;  // readable from any thread (local_port() is the core's)
+  const std::uint16_t lid;
   LoopbackTransport& wire() noexcept { return lo_; }
 
   std::string_view name() const noexcept override { return "faulty"; }
@@ -266,6 +272,201 @@ TEST(LifecycleThreads, AwayLongerThanDeviceWaitFailsThenRecovers) {
   }
   EXPECT_EQ(std::set<std::uint64_t>(r.listener.failed.begin(), r.listener.failed.end()), failed);
   EXPECT_EQ(r.engine.stats().total().txn_failed_device, std::uint64_t{kN});
+  EXPECT_EQ(r.engine.pool().in_use(), 0u);
+}
+
+// ---- RMPP through a device that goes away ----------------------------------
+// Two ports of one engine joined by the test thread (a cable): port 1 (LID
+// 10, core 0) sends an RMPP GetTableResp with an RmppSender, port 2 (LID 20,
+// core 1) receives it with an RmppReceiver. Port 1's device disappears in the
+// middle of the transfer. The RMPP state machines are plain Pollers: a short
+// absence is bridged by the sender's window retransmission, a long one ends
+// in ABORT on both sides; either way each side's callback runs once.
+
+constexpr std::uint16_t kLidA = 10, kLidB = 20;
+
+struct RmppRig {
+  explicit RmppRig(const RmppConfig& cfg)
+      : engine([] {
+          EngineConfig c;
+          c.cores = 2;
+          c.pin = false;
+          c.backoff.sleep_us = 10;
+          return c;
+        }()),
+        a(1, kLidA),
+        b(2, kLidB),
+        sender(clock, engine.core(0), cfg),
+        receiver(clock, engine.core(1), &RmppRig::on_received, this, cfg),
+        starter(*this),
+        acks(sender),
+        data(receiver) {
+    engine.add_transport(a, 0);
+    engine.add_transport(b, 1);
+    engine.add_poller(0, starter);
+    engine.add_poller(0, sender);
+    engine.add_poller(1, receiver);
+    // DATA segments are responses (to core 1 by their TID); the receiver's
+    // ACK/ABORT flip the response bit and arrive as GetTable requests.
+    engine.set_response_hook(1, data);
+    engine.add_handler(DispatchKey{static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm), wire::method::kGetTable,
+                                   std::nullopt},
+                       acks, OwnerSelector::fixed(0));
+    std::mt19937_64 rng(42);
+    payload.resize(200 * 40);
+    for (auto& x : payload) x = static_cast<std::uint8_t>(rng());
+  }
+
+  // Moves what each port sent to the other end of the cable, unless that
+  // end's device is gone (then the MAD is lost, as on a real link).
+  void cable() {
+    MadBuf out[64];
+    for (int dir = 0; dir < 2; ++dir) {
+      FaultyTransport& from = dir == 0 ? a : b;
+      FaultyTransport& to = dir == 0 ? b : a;
+      const std::size_t n = from.wire().take_sent(out);
+      moved[dir] += n;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!to.present.load(std::memory_order_acquire)) continue;
+        out[i].addr.port_num = to.port_number;
+        out[i].addr.lid = from.lid;  // the source, as a receiver sees it
+        out[i].addr.remote_qpn = 1;
+        while (!to.wire().inject(out[i])) std::this_thread::yield();
+      }
+    }
+  }
+
+  struct Starter final : Poller {
+    explicit Starter(RmppRig& r) : rig(r) {}
+    std::size_t poll(Nanos) noexcept override {
+      if (!rig.go.exchange(false, std::memory_order_acq_rel)) return 0;
+      MadBuf tmpl;
+      auto& sa = tmpl.as<wire::SaMad>();
+      sa.hdr.base_version = 1;
+      sa.hdr.mgmt_class = static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm);
+      sa.hdr.class_version = wire::kSaClassVersion;
+      sa.hdr.method = wire::method::kGetTableResp;
+      sa.hdr.tid = wire::be64::from(make_tid_low(1, 0x77));  // its DATA goes to core 1
+      sa.hdr.attr_id = wire::be16::from(wire::sa_attr::kPathRecord);
+      sa.attr_offset = wire::be16::from(wire::attr_offset_for(64));
+      tmpl.addr.port_num = 1;
+      tmpl.addr.lid = kLidB;
+      tmpl.addr.remote_qpn = 1;
+      tmpl.addr.qkey = kGsiQkey;
+      started = rig.sender.send(tmpl, rig.payload, &RmppRig::on_sent, &rig);
+      return 1;
+    }
+    RmppRig& rig;
+    RmppStart started = RmppStart::kTableFull;
+  };
+  struct Offer final : MadHandler {
+    explicit Offer(RmppSender& s) : sender(&s) {}
+    explicit Offer(RmppReceiver& r) : receiver(&r) {}
+    void on_mad(MadBuf& m, CoreContext&) noexcept override {
+      if (sender != nullptr) sender->on_mad(m);
+      if (receiver != nullptr) receiver->on_mad(m);
+    }
+    RmppSender* sender = nullptr;
+    RmppReceiver* receiver = nullptr;
+  };
+
+  static void on_sent(void* user, const RmppSendDone& d) noexcept {
+    auto* r = static_cast<RmppRig*>(user);
+    r->sent_outcome = d.outcome;
+    r->sent_calls.fetch_add(1, std::memory_order_release);
+  }
+  static void on_received(void* user, const RmppRecvDone& d) noexcept {
+    auto* r = static_cast<RmppRig*>(user);
+    r->recv_outcome = d.outcome;
+    r->received.assign(d.payload.begin(), d.payload.end());
+    r->recv_calls.fetch_add(1, std::memory_order_release);
+  }
+
+  SteadyClock clock;
+  Engine engine;
+  FaultyTransport a, b;
+  RmppSender sender;
+  RmppReceiver receiver;
+  Starter starter;
+  Offer acks, data;
+  std::vector<std::uint8_t> payload;
+  std::atomic<bool> go{false};
+  std::uint64_t moved[2] = {0, 0};  // MADs the cable carried (or dropped) each way; test thread only
+  // Written on cores 0 and 1 before the release increments; read after an
+  // acquire load of the counters, or after stop().
+  RmppOutcome sent_outcome = RmppOutcome::kDone, recv_outcome = RmppOutcome::kDone;
+  std::vector<std::uint8_t> received;
+  std::atomic<int> sent_calls{0}, recv_calls{0};
+};
+
+RmppConfig rmpp_config() {
+  RmppConfig c;
+  c.window_segs = 4;  // several round trips: the loss lands mid-transfer
+  c.resp_timeout_ns = 100 * kNanosPerMilli;
+  c.retries_max = 10;
+  c.total_timeout_ns = 3 * kNanosPerSecond;
+  return c;
+}
+
+TEST(LifecycleThreads, RmppTransferResumesAfterShortAbsence) {
+  RmppRig r(rmpp_config());
+  r.engine.start();
+  // Let one window through, then pull the sender's device.
+  r.go = true;
+  ASSERT_TRUE(wait_for([&] {
+    r.cable();
+    return r.moved[0] >= 6;  // the first window (4 segments) and more
+  }));
+  r.a.present = false;
+  const std::uint64_t sent_before_loss = r.moved[0];
+  ASSERT_TRUE(wait_for([&] {
+    r.cable();
+    return r.engine.stats().total().device_lost == 1;
+  }));
+  // Away for much less than resp_timeout x retries_max (1 s).
+  for (const auto until = std::chrono::steady_clock::now() + 150ms; std::chrono::steady_clock::now() < until;) {
+    r.cable();
+    std::this_thread::sleep_for(1ms);
+  }
+  r.a.present = true;
+  ASSERT_TRUE(wait_for([&] {
+    r.cable();
+    return r.sent_calls.load(std::memory_order_acquire) == 1 && r.recv_calls.load(std::memory_order_acquire) == 1;
+  }));
+  r.engine.stop();
+  EXPECT_EQ(r.starter.started, RmppStart::kOk);
+  EXPECT_EQ(r.sent_outcome, RmppOutcome::kDone) << to_string(r.sent_outcome);
+  EXPECT_EQ(r.recv_outcome, RmppOutcome::kDone) << to_string(r.recv_outcome);
+  EXPECT_TRUE(r.received == r.payload) << "payload differs";
+  EXPECT_LT(sent_before_loss, 40u) << "the transfer was over before the loss";
+  EXPECT_GE(r.sender.counters().window_timeouts, 1u) << "nothing was lost with the device";
+  EXPECT_EQ(r.sender.active(), 0u);
+  EXPECT_EQ(r.engine.stats().total().device_back, 1u);
+  EXPECT_EQ(r.engine.pool().in_use(), 0u);
+}
+
+TEST(LifecycleThreads, RmppTransferAbortsWhenDeviceStaysAway) {
+  RmppRig r(rmpp_config());
+  r.engine.start();
+  r.go = true;
+  ASSERT_TRUE(wait_for([&] {
+    r.cable();
+    return r.moved[0] >= 6;  // the first window (4 segments) and more
+  }));
+  r.a.present = false;
+  // Both ends give up on their own bounds: the sender after retries_max
+  // window timeouts, the receiver after total_timeout.
+  ASSERT_TRUE(wait_for([&] {
+    r.cable();
+    return r.sent_calls.load(std::memory_order_acquire) == 1 && r.recv_calls.load(std::memory_order_acquire) == 1;
+  }));
+  r.a.present = true;
+  r.engine.stop();
+  EXPECT_EQ(r.sent_outcome, RmppOutcome::kAborted) << to_string(r.sent_outcome);
+  EXPECT_EQ(r.recv_outcome, RmppOutcome::kAborted) << to_string(r.recv_outcome);
+  EXPECT_TRUE(r.received.empty());
+  EXPECT_EQ(r.sender.active(), 0u);
+  EXPECT_EQ(r.receiver.active(), 0u);
   EXPECT_EQ(r.engine.pool().in_use(), 0u);
 }
 
