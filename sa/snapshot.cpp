@@ -1,10 +1,13 @@
 // Snapshot indexes (see snapshot.hpp).
 #include "sa/snapshot.hpp"
 
+#include "sa/paths/link_rate.hpp"
+
 namespace madengine::sa {
 
 void Snapshot::index() {
   by_lid.assign(top_lid + 1u, fabric::EndPort{});
+  lid_info.assign(top_lid + 1u, LidEntry{});
   by_port_guid.clear();
   by_node_guid.clear();
   for (fabric::NodeId n = 0; n < fabric.nodes.size(); ++n) by_node_guid.emplace(fabric.nodes[n].node_guid, n);
@@ -14,7 +17,20 @@ void Snapshot::index() {
     by_port_guid.emplace(guid, e);
     const std::uint16_t base = fabric.lid_of(e);
     const unsigned count = node.is_switch() ? 1u : 1u << node.lmc;
-    for (unsigned i = 0; i < count && base != 0 && base + i < by_lid.size(); ++i) by_lid[base + i] = e;
+    LidEntry info;
+    info.port_guid = guid;
+    info.node = e.node;
+    info.port = e.port;
+    info.is_switch = node.is_switch();
+    if (info.is_switch && !node.ports.empty()) {
+      const wire::PortInfo& pi = node.ports[0].info;
+      info.port0_mtu = pi.mtu_cap();
+      info.port0_rate = rate_code(link_mbps(pi.link_width_active, pi.link_speed_active(), pi.link_speed_ext_active()));
+    }
+    for (unsigned i = 0; i < count && base != 0 && base + i < by_lid.size(); ++i) {
+      by_lid[base + i] = e;
+      lid_info[base + i] = info;
+    }
   }
 }
 

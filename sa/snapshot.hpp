@@ -47,6 +47,18 @@ struct SwitchMft {
   std::vector<std::vector<std::uint16_t>> masks;  // [mlid - 0xc000][position], 16 ports per position
 };
 
+// What a PathRecord needs of an end port, by LID, in 16 bytes (one lookup
+// instead of walking Node/Port vectors on the hot path).
+struct LidEntry {
+  std::uint64_t port_guid = 0;
+  fabric::NodeId node = fabric::kNoNode;
+  std::uint8_t port = 0;
+  bool is_switch = false;
+  std::uint8_t port0_mtu = 0;   // switches: port 0's MTUCap
+  std::uint8_t port0_rate = 0;  // switches: port 0's active rate code
+};
+static_assert(sizeof(LidEntry) == 16);
+
 struct Snapshot {
   std::uint64_t epoch = 0;
   fabric::Fabric fabric;
@@ -63,6 +75,7 @@ struct Snapshot {
   }
   // Indexes built once per epoch by index().
   std::vector<fabric::EndPort> by_lid;  // LID -> end port (every LID of an LMC block)
+  std::vector<LidEntry> lid_info;       // LID -> what PathRecords need (same indexing)
   std::unordered_map<std::uint64_t, fabric::EndPort> by_port_guid;
   std::unordered_map<std::uint64_t, fabric::NodeId> by_node_guid;
 

@@ -15,12 +15,6 @@ using fabric::EndPort;
 
 constexpr std::uint16_t kDefaultPKeys[] = {wire::kDefaultPKey};
 
-std::uint64_t guid_of(const Snapshot& s, EndPort e) noexcept {
-  const fabric::Node& n = s.fabric.nodes[e.node];
-  const std::uint64_t g = e.port < n.ports.size() ? n.ports[e.port].guid : 0;
-  return g != 0 ? g : n.node_guid;
-}
-
 std::uint8_t lid_count(const Snapshot& s, EndPort e) noexcept {
   const fabric::Node& n = s.fabric.nodes[e.node];
   return static_cast<std::uint8_t>(n.is_switch() ? 1u : 1u << n.lmc);
@@ -87,13 +81,22 @@ struct Ends {
   std::uint16_t slid, dlid;
 };
 
+const LidEntry& info_of(const Snapshot& s, std::uint16_t lid) noexcept {
+  static const LidEntry kNone{};
+  return lid < s.lid_info.size() ? s.lid_info[lid] : kNone;
+}
+
 // One PathRecord for (slid, dlid) if the path exists and meets the query.
 bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std::uint64_t mask,
                 std::uint8_t subnet_life, wire::PathRecord& out) noexcept {
   const PathAttrs fwd = s.paths.path(e.slid, e.dlid);
   if (!fwd.routed()) return false;
-  const bool reverse = s.paths.path(e.dlid, e.slid).routed();
-  if ((mask & cm::kReversible) != 0 && q.reversible() && !reverse) return false;
+  // The reverse path is looked up only when the query requires it: each
+  // lookup is a cache miss in a table of (switches x LIDs), and in a routed
+  // subnet every LID is reachable from every switch, so the forward path's
+  // existence implies the reverse one's.
+  const bool reverse = (mask & cm::kReversible) != 0 && q.reversible() ? s.paths.path(e.dlid, e.slid).routed() : true;
+  if (!reverse) return false;
 
   const std::uint16_t pkey = common_pkey(port_pkeys(s, e.src), port_pkeys(s, e.dst), (mask & cm::kPKey) != 0,
                                          q.pkey.get());
@@ -112,13 +115,12 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
   }
   // A switch's port 0 ends the path inside the switch: OpenSM bounds the
   // path by that port's own MTUCap and active rate, and so do we.
-  for (const EndPort ep : {e.src, e.dst}) {
-    const auto& node = s.fabric.nodes[ep.node];
-    if (!node.is_switch()) continue;
-    const wire::PortInfo& pi = node.ports[0].info;
-    if (pi.mtu_cap() != 0) path_mtu = std::min(path_mtu, pi.mtu_cap());
-    const std::uint8_t r = rate_code(link_mbps(pi.link_width_active, pi.link_speed_active(), pi.link_speed_ext_active()));
-    if (r != 0 && rate_mbps(r) < rate_mbps(path_rate)) path_rate = r;
+  const LidEntry& si = info_of(s, e.slid);
+  const LidEntry& di = info_of(s, e.dlid);
+  for (const LidEntry* li : {&si, &di}) {
+    if (!li->is_switch) continue;
+    if (li->port0_mtu != 0) path_mtu = std::min(path_mtu, li->port0_mtu);
+    if (li->port0_rate != 0 && rate_mbps(li->port0_rate) < rate_mbps(path_rate)) path_rate = li->port0_rate;
   }
   const std::uint8_t mtu = select_mtu(path_mtu, q.mtu_selector(), q.mtu(), (mask & cm::kMtu) != 0 && (mask & cm::kMtuSelector) != 0);
   if (mtu == 0) return false;
@@ -131,8 +133,8 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
 
   out = wire::PathRecord{};
   if ((mask & cm::kServiceId) != 0) out.service_id = q.service_id;
-  out.dgid = {wire::be64::from(s.subnet_prefix), wire::be64::from(guid_of(s, e.dst))};
-  out.sgid = {wire::be64::from(s.subnet_prefix), wire::be64::from(guid_of(s, e.src))};
+  out.dgid = {wire::be64::from(s.subnet_prefix), wire::be64::from(di.port_guid)};
+  out.sgid = {wire::be64::from(s.subnet_prefix), wire::be64::from(si.port_guid)};
   out.dlid = wire::be16::from(e.dlid);
   out.slid = wire::be16::from(e.slid);
   // Hop limit 0: the path stays in this subnet (OpenSM's convention).
