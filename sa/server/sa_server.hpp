@@ -115,7 +115,6 @@ class SaServer {
   class Hook;
   class Provider;
 
-  Engine& engine_;
   const SnapshotStore& store_;
   SaServerConfig cfg_;
   std::vector<std::unique_ptr<CoreWorker>> workers_;
