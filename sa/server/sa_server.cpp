@@ -299,16 +299,20 @@ class SaServer::CoreWorker final : public Poller {
   }
 
   // Sends `resp`, remembers it for a retried TID, and counts it.
+  // BUSY answers count as busy, every other answer (records or an error
+  // status) as answered, so received = answered + busy + duplicates + dropped.
   void finish(MadBuf& resp, std::uint16_t status, AtomicCounters::Kind& k, bool cache) noexcept {
-    if (status != 0) bump(k.errors[error_slot(status)]);
+    const bool busy = status == wire::status::kBusy;
+    if (status != 0 && !busy) bump(k.errors[error_slot(status)]);
     if (!core_.send(resp)) {
       bump(k.dropped);
       return;
     }
-    bump(k.answered);
+    bump(busy ? k.busy : k.answered);
+    if (busy) cache = false;  // a retry after BUSY is a new attempt
     Dedup& d = dedup_slot(resp);
     if (d.key_req == requester_key(resp) && d.tid == resp.hdr().tid.get()) {
-      d.state = Dedup::kAnswered;
+      d.state = busy ? Dedup::kEmpty : Dedup::kAnswered;
       d.has_answer = cache;
       if (cache) d.answer = resp;
     }
@@ -381,8 +385,7 @@ class SaServer::CoreWorker final : public Poller {
         return;
       }
       case RmppStart::kDuplicateKey: bump(k.duplicates); return;  // that transfer is still running
-      case RmppStart::kTableFull:
-        bump(k.busy);
+      case RmppStart::kTableFull:  // every transfer slot busy: the requester retries
         error(req, wire::status::kBusy, k);
         return;
       case RmppStart::kTooLarge: error(req, st::kNoResources, k); return;
@@ -414,7 +417,6 @@ class SaServer::CoreWorker final : public Poller {
     auto& k = counters_.by_kind[static_cast<std::size_t>(record_kind(attr))];
     const std::uint8_t meth = sa.hdr.method;
     if (snap_ == nullptr) {  // nothing published yet: the SA is not ready
-      bump(k.busy);
       error(req, wire::status::kBusy, k);
       return;
     }

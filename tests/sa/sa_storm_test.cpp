@@ -56,10 +56,28 @@ TEST(SaStorm, BurstBeyondTheQueueIsAnsweredBusy) {
   EXPECT_EQ(c.answered, 8u);
   EXPECT_EQ(c.busy, 16u);
   EXPECT_EQ(c.dropped, 0u);
+  EXPECT_EQ(c.received, c.answered + c.busy + c.duplicates + c.dropped);
   // Once drained, the same requester is served again.
   const auto r = h.ask(path_get(lids[0], lids[1], 0x2000, lids[0]));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status(), 0);
+}
+
+TEST(SaStorm, BusyUntilTheFirstSnapshot) {
+  auto b = build_snapshot(madengine::testing::fat_tree2(2, 1, 2));
+  SaHarness h(nullptr);
+  const auto lids = ca_lids(*b.snap);
+  auto r = h.ask(path_get(lids[0], lids[1], 0x900, lids[0]));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status(), wire::status::kBusy);
+  h.publish(b.snap);
+  r = h.ask(path_get(lids[0], lids[1], 0x900, lids[0]));  // the retry is a new attempt
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status(), 0);
+  const auto c = h.server().counters()[SaRecordKind::kPath];
+  EXPECT_EQ(c.busy, 1u);
+  EXPECT_EQ(c.answered, 1u);
+  EXPECT_EQ(c.received, c.answered + c.busy + c.duplicates + c.dropped);
 }
 
 TEST(SaStorm, AFloodingRequesterGetsBusyFirst) {
