@@ -34,6 +34,11 @@ const RecordLayout& layout_of(std::uint16_t attr) noexcept { return *record_layo
 
 // ---------------------------------------------------------------- services
 
+void ServiceStore::restore(std::vector<ServiceEntry> entries) {
+  entries_ = std::move(entries);
+  publish();
+}
+
 void ServiceStore::publish() {
   next_expiry_ns_ = -1;
   for (const auto& e : entries_)
@@ -107,6 +112,22 @@ wire::McMemberRecord member_record(const McGroupEntry& g, const McMember& m) noe
   r.set_join_state(m.join_state);
   r.set_proxy_join(m.proxy);
   return r;
+}
+
+std::size_t McastStore::restore(std::vector<McGroupEntry> groups) {
+  std::vector<McGroupEntry> kept;
+  std::vector<bool> mlid_used(std::size_t{kMlidLast} - kMlidFirst + 1, false);
+  for (auto& g : groups) {
+    const std::uint16_t mlid = g.params.mlid.get();
+    if (kept.size() >= groups_max_ || g.members.empty() || mlid < kMlidFirst || mlid > kMlidLast) continue;
+    if (mlid_used[mlid - kMlidFirst]) continue;
+    mlid_used[mlid - kMlidFirst] = true;
+    kept.push_back(std::move(g));
+  }
+  const std::size_t dropped = groups.size() - kept.size();
+  groups_ = std::move(kept);
+  publish();
+  return dropped;
 }
 
 void McastStore::publish() {
@@ -264,6 +285,13 @@ bool InformStore::covers(const wire::InformInfo& info, std::uint16_t trap, std::
 }
 
 void InformStore::publish() { pub_.store(subs_); }
+
+void InformStore::restore(std::vector<Subscription> subs) {
+  subs_ = std::move(subs);
+  next_enum_ = 0;
+  for (const auto& s : subs_) next_enum_ = std::max<std::uint16_t>(next_enum_, static_cast<std::uint16_t>(s.enumeration + 1));
+  publish();
+}
 
 std::uint16_t InformStore::set(const wire::InformInfo& info, const Requester& who, const MadAddr& from) {
   auto same = [&](const Subscription& s) {

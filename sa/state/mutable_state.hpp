@@ -57,6 +57,9 @@ class ServiceStore {
   Nanos next_expiry_ns() const noexcept { return next_expiry_ns_; }
   std::shared_ptr<const std::vector<ServiceEntry>> view() const noexcept { return pub_.load(); }
   std::size_t size() const noexcept { return entries_.size(); }
+  // HA (warm restart, standby takeover): replaces everything with `entries`
+  // as a journal or the master's SA gave them, and publishes.
+  void restore(std::vector<ServiceEntry> entries);
 
  private:
   void publish();
@@ -107,6 +110,10 @@ class McastStore {
                       wire::McMemberRecord& out);
   std::shared_ptr<const std::vector<McGroupEntry>> view() const noexcept { return pub_.load(); }
   std::size_t groups() const noexcept { return groups_.size(); }
+  // HA: replaces every group, keeping their MGIDs and MLIDs; groups beyond
+  // groups_max, without members, or with an MLID outside 0xc000..0xfffe or
+  // used twice are dropped. Returns how many were dropped.
+  std::size_t restore(std::vector<McGroupEntry> groups);
   // Bumped on every change (the SM's multicast provider watches it).
   std::uint64_t generation() const noexcept { return generation_.load(std::memory_order_acquire); }
 
@@ -138,6 +145,8 @@ class InformStore {
   std::uint16_t set(const wire::InformInfo& info, const Requester& who, const MadAddr& from);
   std::shared_ptr<const std::vector<Subscription>> view() const noexcept { return pub_.load(); }
   std::size_t size() const noexcept { return subs_.size(); }
+  // HA: replaces every subscription (their enumerations are kept).
+  void restore(std::vector<Subscription> subs);
   // Whether a subscription covers a generic notice.
   static bool covers(const wire::InformInfo& info, std::uint16_t trap, std::uint8_t type, std::uint32_t producer,
                      std::uint16_t issuer_lid) noexcept;
