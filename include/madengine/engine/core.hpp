@@ -171,8 +171,8 @@ class Core final : public CoreContext, public TxSink {
   std::unique_ptr<Counters> counters_;
   std::vector<LocalTransport> local_;
   std::vector<Poller*> pollers_;
-  // Life cycle (lifecycle.cpp): managers paused while a device they use is
-  // lost, listeners, and what this core last saw of each transport.
+  // Life cycle (core.cpp, "device life cycle"): managers paused while a
+  // device they use is lost, listeners, what this core last saw of each transport.
   struct ManagedTxn {
     TransactionManager* txn = nullptr;
     std::uint16_t port_num = kAnyPort;

@@ -60,8 +60,8 @@ class Engine {
   // core(core) is registered here instead of add_poller(): the core polls it,
   // pauses it while the device of `port_num` (kAnyPort: any) is lost, re-sends
   // its requests when the device is back and fails them with kDeviceLost after
-  // device_wait_ms. Listeners run on `core` and hear every port event and
-  // every such action (which TIDs, and why).
+  // device_wait_ms. Listeners run on `core` and hear port events (coalesced:
+  // the latest of each transport) and every such action (which TIDs, and why).
   void add_transaction_manager(std::uint16_t core, TransactionManager& txn, std::uint16_t port_num = kAnyPort);
   void add_lifecycle_listener(std::uint16_t core, LifecycleListener& listener);
   // The LocalPort the transport serving `port_num` last reported (refreshed
