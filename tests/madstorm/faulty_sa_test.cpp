@@ -66,9 +66,11 @@ class FaultySa final : public madengine::Transport, madengine::TxSink {
   madengine::DeviceEvent poll_events() noexcept override { return madengine::DeviceEvent::kNone; }
 
   std::size_t tx_burst(std::span<MadBuf* const> bufs) noexcept override {
+    if (refuse_tx) return 0;
     for (MadBuf* b : bufs) handle(*b);
     return bufs.size();
   }
+  bool refuse_tx = false;  // a port that takes nothing (full socket, lost device)
   std::size_t rx_burst(std::span<MadBuf*> bufs) noexcept override {
     sender_.poll(clock_.now_ns());
     std::size_t n = 0;
@@ -315,6 +317,22 @@ TEST(FaultySa, NodeRecordStormAndBadBounds) {
   bad = cfg;
   bad.rate_qps = -1;
   EXPECT_THROW(Storm(bad, sa, clock, hosts, w), std::invalid_argument);
+}
+
+TEST(FaultySa, ATransportThatRefusesEverythingEndsInTimeouts) {
+  const auto hosts = make_hosts(6);
+  madengine::ManualClock clock(1);
+  FaultySa sa(clock, hosts, false);
+  sa.refuse_tx = true;
+  Workload w(WorkloadConfig{.pattern = Pattern::kJobStart}, hosts);
+  Storm storm(base_config(), sa, clock, hosts, w);
+  storm.set_idle(idle_for(clock));
+  const StormResult r = storm.run();
+  EXPECT_EQ(r.counters.issued, 30u);
+  EXPECT_EQ(r.counters.timeouts, 30u);
+  EXPECT_TRUE(r.counts_add_up());
+  EXPECT_GT(r.counters.tx_stalls, 0u);
+  EXPECT_EQ(sa.requests, 0u);
 }
 
 }  // namespace

@@ -180,7 +180,8 @@ TEST(MadstormIbsim, ToolWritesCompleteJson) {
   EXPECT_EQ(j["config"]["hosts"], kHosts);
   const auto& c = j.at("counts");
   for (const char* k : {"issued", "answered", "busy", "timeouts", "errors", "sent", "resent", "busy_answers",
-                        "unmatched", "late", "not_sa", "records", "rmpp_transfers", "warmup_issued", "tx_stalls"})
+                        "unmatched", "late", "not_sa", "records", "rmpp_transfers", "warmup_issued", "tx_stalls", "tx_dropped",
+                        "device_lost"})
     EXPECT_TRUE(c.at(k).is_number_unsigned()) << k;
   for (std::size_t k = 0; k < kErrorKindCount; ++k)
     EXPECT_TRUE(c.at("error_kinds").contains(to_string(static_cast<ErrorKind>(k))));

@@ -56,7 +56,8 @@ nlohmann::json to_json(const RunInfo& info, const StormResult& r) {
       {"issued_by_kind", by_kind},  {"sent", c.sent},             {"resent", c.resent},
       {"busy_answers", c.busy_answers}, {"unmatched", c.unmatched}, {"late", c.late},
       {"not_sa", c.not_sa},         {"records", c.records},       {"rmpp_transfers", c.rmpp_transfers},
-      {"warmup_issued", c.warmup_issued}, {"tx_stalls", c.tx_stalls},
+      {"warmup_issued", c.warmup_issued}, {"tx_stalls", c.tx_stalls}, {"tx_dropped", c.tx_dropped},
+      {"device_lost", c.device_lost},
   };
   json lat = {{"count", r.latency.count()}, {"mean_us", r.latency.mean() / 1e3}};
   for (const auto& [name, q] : kQuantiles) lat[std::string(name) + "_us"] = us(r.latency.quantile(q));
@@ -103,6 +104,9 @@ void print_summary(std::FILE* out, const RunInfo& info, const StormResult& r) {
   if (c.unmatched + c.late + c.not_sa != 0)
     fmt::print(out, "  {:<14}{:>12}   (unmatched TID {}, late {}, not SA {})\n", "stray answers",
                c.unmatched + c.late + c.not_sa, c.unmatched, c.late, c.not_sa);
+  if (c.tx_stalls + c.tx_dropped + c.device_lost != 0)
+    fmt::print(out, "  {:<14}{:>12}   (tx stalls {}, attempts not sent {}, device lost {})\n", "transport",
+               c.tx_stalls + c.tx_dropped + c.device_lost, c.tx_stalls, c.tx_dropped, c.device_lost);
   fmt::print(out, "  {:<14}{:>12.1f} q/s over {:.3f} s\n", "throughput", r.throughput_qps(), r.elapsed_s());
   if (info.storm.rate_qps > 0)
     fmt::print(out, "  {:<14}{:>12.1f} q/s (target {:.0f}), schedule lag p99 {:.0f} us\n", "issue rate",

@@ -57,6 +57,7 @@ constexpr std::uint32_t kGenMask = 0xfff;
 constexpr std::uint64_t kTidHigh = 0x6d73746dull << 32;  // "mstm", for captures
 constexpr std::size_t kRxBurst = 32;
 constexpr std::size_t kCtlQueueMax = 256;  // RMPP ACKs waiting for the transport
+constexpr Nanos kTxStallBackoffNs = 50 * madengine::kNanosPerMicro;
 
 // IPoIB broadcast group of the default partition (RFC 4391): ff12:401b:ffff::ffff:ffff.
 wire::Gid ipoib_broadcast_mgid() noexcept {
@@ -199,6 +200,7 @@ struct Storm::Impl final : madengine::TxSink {
     State state = State::kFree;
     ListId list = ListId::kNone;
     bool measured = false;
+    bool queued = false;  // its request sits in tx_queue
   };
   struct List {
     std::uint32_t head = kNone, tail = kNone;
@@ -239,7 +241,7 @@ struct Storm::Impl final : madengine::TxSink {
     ctl_next = (ctl_next + 1) % kCtlQueueMax;
     ++ctl_count;
     b = buf;
-    tx_queue[tx_len++] = {&b, true};
+    tx_queue[tx_len++] = {&b, kNone};
     return true;
   }
 
@@ -271,9 +273,18 @@ struct Storm::Impl final : madengine::TxSink {
     Slot& s = slots[i];
     const std::uint64_t tid = kTidHigh | (std::uint64_t{s.gen} << kSlotBits) | i;
     s.req.hdr().tid = wire::be64::from(tid);
-    if (tx_len < tx_queue.size()) tx_queue[tx_len++] = {&s.req, false};
+    // One queue entry per slot at most: a re-send of a request the
+    // transport has not taken yet is the same transmission.
+    if (!s.queued) {
+      if (tx_len < tx_queue.size()) {
+        tx_queue[tx_len++] = {&s.req, i};
+        s.queued = true;
+        ++result.counters.sent;
+      } else {
+        ++result.counters.tx_dropped;  // cannot happen: the queue holds every slot plus the ACKs
+      }
+    }
     ++s.attempts;
-    ++result.counters.sent;
     s.state = State::kInFlight;
     s.due_ns = now + timeout_ns;
     append(i, ListId::kInFlight);
@@ -287,8 +298,11 @@ struct Storm::Impl final : madengine::TxSink {
       const std::size_t n = std::min(ptrs.size(), tx_len - done);
       for (std::size_t k = 0; k < n; ++k) ptrs[k] = tx_queue[done + k].buf;
       const std::size_t sent = transport.tx_burst(std::span<MadBuf* const>(ptrs.data(), n));
-      for (std::size_t k = 0; k < sent; ++k)
-        if (tx_queue[done + k].ctl) --ctl_count;
+      for (std::size_t k = 0; k < sent; ++k) {
+        const std::uint32_t slot = tx_queue[done + k].slot;
+        if (slot == kNone) --ctl_count;
+        else slots[slot].queued = false;
+      }
       done += sent;
       if (sent < n) {
         ++result.counters.tx_stalls;
@@ -312,6 +326,12 @@ struct Storm::Impl final : madengine::TxSink {
   void finish(std::uint32_t i, Outcome o, Nanos now, ErrorKind ek = ErrorKind::kMalformed) noexcept {
     Slot& s = slots[i];
     unlink(i);
+    if (s.queued) {  // never taken by the transport (it refused for the whole retry time)
+      const auto end = std::remove_if(tx_queue.begin(), tx_queue.begin() + static_cast<std::ptrdiff_t>(tx_len),
+                                      [i](const TxEntry& e) { return e.slot == i; });
+      tx_len = static_cast<std::size_t>(end - tx_queue.begin());
+      s.queued = false;
+    }
     if (s.measured) {
       StormCounters& c = result.counters;
       SeriesBucket& b = result.series[bucket_of(now)];
@@ -548,6 +568,7 @@ struct Storm::Impl final : madengine::TxSink {
     Query pending{};
     bool have_pending = false, exhausted = false;
     Nanos next_progress = start + progress_interval_ns;
+    Nanos next_events_ns = start;
     std::uint64_t last_prog_answered = 0;
     Nanos last_prog_ns = start;
 
@@ -612,7 +633,7 @@ struct Storm::Impl final : madengine::TxSink {
           break;
         }
         if (in_flight >= cfg.window_max || per_host[pending.src] >= cfg.window_per_host_max ||
-            (pending.barrier && in_flight != 0) || free_head == kNone || tx_len >= cfg.window_max)
+            (pending.barrier && in_flight != 0) || free_head == kNone)
           break;  // held back by a window: its latency keeps counting from `sched`
         const std::uint32_t i = free_head;
         Slot& s = slots[i];
@@ -668,14 +689,23 @@ struct Storm::Impl final : madengine::TxSink {
         progress(p);
       }
 
-      if (exhausted && in_flight == 0 && tx_len == 0) break;
+      // Queued RMPP ACKs of finished queries are not waited for: a transport
+      // that refuses for good must not keep the storm from ending.
+      if (exhausted && in_flight == 0) break;
 
-      if (work == 0 && idle) {
+      if (now >= next_events_ns) {
+        if (transport.poll_events() == madengine::DeviceEvent::kDeviceLost) ++result.counters.device_lost;
+        next_events_ns = now + madengine::kNanosPerMilli;
+      }
+
+      if ((work == 0 || tx_len != 0) && idle) {
         Nanos deadline = now + madengine::kNanosPerMilli;  // bound on one idle wait
         if (next_due >= 0) deadline = std::min(deadline, next_due);
         if (inflight_list.head != kNone) deadline = std::min(deadline, slots[inflight_list.head].due_ns);
         if (backoff_list.head != kNone) deadline = std::min(deadline, slots[backoff_list.head].due_ns);
-        if (tx_len != 0) deadline = now;  // the transport was full: try again soon
+        // The transport was full: back off a little so whatever drains it
+        // (ibsim on a shared core, the kernel) gets the CPU.
+        if (tx_len != 0) deadline = std::min(deadline, now + kTxStallBackoffNs);
         if (deadline > now) idle(deadline);
       }
     }
@@ -691,7 +721,7 @@ struct Storm::Impl final : madengine::TxSink {
 
   struct TxEntry {
     MadBuf* buf = nullptr;
-    bool ctl = false;  // an RMPP ACK from ctl_bufs
+    std::uint32_t slot = kNone;  // kNone: an RMPP ACK from ctl_bufs
   };
 
   StormConfig cfg;

@@ -82,7 +82,7 @@ struct StormCounters {
   std::array<std::uint64_t, kErrorKindCount> error_by{};
   std::array<std::uint64_t, kQueryKindCount> issued_by{};
   // Events, not outcomes.
-  std::uint64_t sent = 0;             // transmissions (re-sends included)
+  std::uint64_t sent = 0;             // transmissions handed to the transport queue (re-sends included)
   std::uint64_t resent = 0;           // timeout re-sends
   std::uint64_t busy_answers = 0;     // BUSY answers seen (each re-asked or final)
   std::uint64_t unmatched = 0;        // answers whose TID matches no query of ours
@@ -92,6 +92,8 @@ struct StormCounters {
   std::uint64_t rmpp_transfers = 0;   // multi-MAD answers reassembled
   std::uint64_t warmup_issued = 0;    // issued during warm-up, not counted above
   std::uint64_t tx_stalls = 0;        // tx bursts that took fewer MADs than offered
+  std::uint64_t tx_dropped = 0;       // attempts not sent: the tx queue was full (they time out or re-send)
+  std::uint64_t device_lost = 0;      // the transport reported the port or device lost
 };
 
 // One time-series bucket (bucket_ns wide, from the measurement start).
