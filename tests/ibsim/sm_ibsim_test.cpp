@@ -9,7 +9,9 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <memory>
@@ -352,6 +354,56 @@ TEST(SmIbsim, LinkDownIsRoutedAroundAndRestored) {
   ASSERT_TRUE(fabric.console("Link \"Switch1\"[3] \"Switch2\"[3]"));
   ASSERT_TRUE(rig.sm->wait_for([&](const sm::SmStatus& s) { return s.last_heavy.links == links && s.last_heavy.ok; }, 30s));
   check_fabric(fabric, "Hca2", *rig.store.current(), true);
+}
+
+// Run only as a child of RestartInANewProcessKeepsEveryLid (skipped
+// otherwise): one SM process on the fabric named by the environment, which
+// writes "port-GUID LID" for every end port once the subnet is up, and exits.
+TEST(SmIbsimChild, RunOnce) {
+  const char* out = std::getenv("MADENGINE_SM_CHILD_OUT");
+  const char* g2l = std::getenv("MADENGINE_SM_CHILD_GUID2LID");
+  if (out == nullptr || g2l == nullptr) GTEST_SKIP() << "runs only as a child of RestartInANewProcessKeepsEveryLid";
+  SmRig rig;
+  sm::SmConfig cfg;
+  cfg.guid2lid_path = g2l;
+  ASSERT_TRUE(rig.start(cfg));
+  ASSERT_TRUE(rig.sm->wait_subnet_up(60s));
+  const auto snap = rig.store.current();
+  std::FILE* f = std::fopen(out, "w");
+  ASSERT_NE(f, nullptr);
+  for (const auto e : snap->fabric.end_ports())
+    std::fprintf(f, "%llx %u\n", static_cast<unsigned long long>(snap->fabric.nodes[e.node].ports[e.port].guid),
+                 static_cast<unsigned>(snap->fabric.lid_of(e)));
+  std::fclose(f);
+}
+
+std::map<std::string, std::string> read_lids(const std::string& path) {
+  std::map<std::string, std::string> m;
+  std::ifstream in(path);
+  std::string guid, lid;
+  while (in >> guid >> lid) m[guid] = lid;
+  return m;
+}
+
+// Two SM processes one after the other on the same fabric: the second keeps
+// every LID the first assigned (guid2lid file and the LIDs the ports carry).
+TEST(SmIbsim, RestartInANewProcessKeepsEveryLid) {
+  SKIP_WITHOUT_SHIM();
+  IbsimFabric fabric(ibsim::topology_path("chain3.topo"));
+  ASSERT_TRUE(fabric.ok()) << fabric.error();
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe");
+  const std::string dir = fabric.work_dir();
+  std::map<std::string, std::string> runs[2];
+  for (int i = 0; i < 2; ++i) {
+    const std::string out = dir + "/lids" + std::to_string(i);
+    const auto r = fabric.run("MADENGINE_SM_CHILD_OUT=" + out + " MADENGINE_SM_CHILD_GUID2LID=" + dir +
+                                  "/guid2lid " + self + " --gtest_filter=SmIbsimChild.RunOnce",
+                              "H1", std::chrono::seconds(90));
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    runs[i] = read_lids(out);
+  }
+  EXPECT_EQ(runs[0].size(), 5u);
+  EXPECT_EQ(runs[0], runs[1]);
 }
 
 }  // namespace
