@@ -36,6 +36,8 @@ namespace {
 using namespace std::chrono_literals;
 using ibsim::IbsimFabric;
 
+constexpr auto kDiagTimeout = std::chrono::seconds(60);  // a bound for a hung diag, not a timing check
+
 #define SKIP_WITHOUT_SHIM()                                                        \
   do {                                                                             \
     if (!ibsim::shim_loaded()) GTEST_SKIP() << "libumad2sim.so is not preloaded"; \
@@ -113,7 +115,7 @@ std::size_t switch_distance(const fabric::Fabric& f, fabric::NodeId a, fabric::N
 void check_fabric(const IbsimFabric& fabric, const std::string& host, const sa::Snapshot& snap, bool minimal,
                   const std::string& port_arg = "") {
   // sminfo: us, MASTER (state 3).
-  const auto si = fabric.run(std::string("sminfo") + port_arg, host);
+  const auto si = fabric.run(std::string("sminfo") + port_arg, host, kDiagTimeout);
   ASSERT_EQ(si.exit_code, 0) << si.err;
   char guid_hex[32];
   std::snprintf(guid_hex, sizeof guid_hex, "0x%llx", static_cast<unsigned long long>(snap.sm.port_guid));
@@ -121,7 +123,7 @@ void check_fabric(const IbsimFabric& fabric, const std::string& host, const sa::
   EXPECT_NE(si.out.find("state 3 SMINFO_MASTER"), std::string::npos) << si.out;
 
   // ibnetdiscover sees every end port with its LID, and none without one.
-  const auto nd = fabric.run(std::string("ibnetdiscover") + port_arg, host, std::chrono::seconds(60));
+  const auto nd = fabric.run(std::string("ibnetdiscover") + port_arg, host, kDiagTimeout);
   ASSERT_EQ(nd.exit_code, 0) << nd.err;
   EXPECT_EQ(nd.out.find("lid 0 "), std::string::npos) << nd.out;
   for (const auto e : snap.fabric.end_ports())
@@ -136,7 +138,7 @@ void check_fabric(const IbsimFabric& fabric, const std::string& host, const sa::
     ASSERT_NE(lid, 0) << n.description;
     lids.push_back(lid);
     // LID-routed PortInfo reaches the port: forwarding works, and the port is ACTIVE.
-    const auto pi = fabric.run("smpquery" + port_arg + " portinfo " + std::to_string(lid) + " " + std::to_string(e.port), host);
+    const auto pi = fabric.run("smpquery" + port_arg + " portinfo " + std::to_string(lid) + " " + std::to_string(e.port), host, kDiagTimeout);
     ASSERT_EQ(pi.exit_code, 0) << n.description << ": " << pi.err;
     const auto m = parse_dotted(pi.out);
     EXPECT_EQ(m.at("LinkState"), "Active") << n.description;
@@ -146,12 +148,12 @@ void check_fabric(const IbsimFabric& fabric, const std::string& host, const sa::
     if (n.is_switch()) {
       for (std::uint8_t p = 1; p <= n.num_ports(); ++p) {
         if (!n.ports[p].linked()) continue;
-        const auto sp = fabric.run("smpquery" + port_arg + " portinfo " + std::to_string(lid) + " " + std::to_string(p), host);
+        const auto sp = fabric.run("smpquery" + port_arg + " portinfo " + std::to_string(lid) + " " + std::to_string(p), host, kDiagTimeout);
         ASSERT_EQ(sp.exit_code, 0) << sp.err;
         EXPECT_EQ(parse_dotted(sp.out).at("LinkState"), "Active") << n.description << " port " << int(p);
       }
       // ibroute equals our LFT.
-      const auto rt = fabric.run("ibroute" + port_arg + " " + std::to_string(lid), host);
+      const auto rt = fabric.run("ibroute" + port_arg + " " + std::to_string(lid), host, kDiagTimeout);
       ASSERT_EQ(rt.exit_code, 0) << rt.err;
       const fabric::Lft* lft = nullptr;
       for (const auto& l : snap.lfts)
@@ -187,7 +189,7 @@ void check_fabric(const IbsimFabric& fabric, const std::string& host, const sa::
   }
   for (const auto& [s, d] : pairs) {
     {
-      const auto tr = fabric.run("ibtracert" + port_arg + " " + std::to_string(s) + " " + std::to_string(d), host);
+      const auto tr = fabric.run("ibtracert" + port_arg + " " + std::to_string(s) + " " + std::to_string(d), host, kDiagTimeout);
       EXPECT_EQ(tr.exit_code, 0) << s << " -> " << d << ": " << tr.out << tr.err;
       std::vector<fabric::NodeId> path;
       const int hops = sm::trace_route(snap.fabric, routes, s, d, &path);
@@ -211,6 +213,7 @@ void bring_up_and_check(const std::string& topo, const char* sm_host, sm::Routin
   sm::SmConfig cfg;
   cfg.routing = algo;
   cfg.guid2lid_path = fabric.work_dir() + "/guid2lid";
+  cfg.timeout_ms = 1000;  // a loaded shared machine can delay ibsim well past 200 ms
   ASSERT_TRUE(rig.start(cfg)) << rig.transport.last_error();
   ASSERT_TRUE(rig.sm->wait_subnet_up(60s)) << rig.sm->status().last_heavy.error;
   const auto st = rig.sm->status();
