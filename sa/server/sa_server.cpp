@@ -63,6 +63,7 @@ SaRecordCounters& SaRecordCounters::operator+=(const SaRecordCounters& o) noexce
   busy += o.busy;
   dropped += o.dropped;
   duplicates += o.duplicates;
+  ignored += o.ignored;
   for (std::size_t i = 0; i < errors.size(); ++i) errors[i] += o.errors[i];
   return *this;
 }
@@ -78,7 +79,7 @@ namespace {
 // Counters of one core: one writer (the core), any reader.
 struct AtomicCounters {
   struct Kind {
-    std::atomic<std::uint64_t> received{0}, answered{0}, busy{0}, dropped{0}, duplicates{0};
+    std::atomic<std::uint64_t> received{0}, answered{0}, busy{0}, dropped{0}, duplicates{0}, ignored{0};
     std::array<std::atomic<std::uint64_t>, kErrSlots> errors{};
   };
   std::array<Kind, kSaRecordKinds> by_kind;
@@ -205,10 +206,12 @@ class SaServer::CoreWorker final : public Poller {
     std::uint32_t& share = share_[mix(requester_key(buf)) & (kShareSlots - 1)];
     if (queue_len_ == queue_.size() || share >= cfg_.requester_queued_max) {
       // Full, or this requester used its share: BUSY now so it backs off (IBA 13.4.7).
-      bump(k.busy);
       if (make_error_response(buf, wire::status::kBusy)) {
+        bump(k.busy);
         buf.as<wire::SaMad>().rmpp = {};
         if (!ctx.tx().send(buf)) bump(k.dropped);
+      } else {
+        bump(k.ignored);
       }
       return;
     }
@@ -260,6 +263,7 @@ class SaServer::CoreWorker final : public Poller {
       c.busy = s.busy.load(std::memory_order_relaxed);
       c.dropped = s.dropped.load(std::memory_order_relaxed);
       c.duplicates = s.duplicates.load(std::memory_order_relaxed);
+      c.ignored = s.ignored.load(std::memory_order_relaxed);
       for (std::size_t e = 0; e < kErrSlots; ++e) c.errors[e] = s.errors[e].load(std::memory_order_relaxed);
       out.by_kind[i] += c;
     }
@@ -319,7 +323,10 @@ class SaServer::CoreWorker final : public Poller {
   }
 
   void reply_status(MadBuf& buf, std::uint16_t status, AtomicCounters::Kind& k, TxSink& tx) noexcept {
-    if (!make_error_response(buf, status)) return;
+    if (!make_error_response(buf, status)) {
+      bump(k.ignored);
+      return;
+    }
     buf.as<wire::SaMad>().rmpp = {};
     bump(k.errors[error_slot(status)]);
     if (tx.send(buf)) bump(k.answered);
@@ -327,7 +334,10 @@ class SaServer::CoreWorker final : public Poller {
   }
 
   void error(MadBuf& req, std::uint16_t status, AtomicCounters::Kind& k) noexcept {
-    if (!make_error_response(req, status)) return;
+    if (!make_error_response(req, status)) {
+      bump(k.ignored);  // no response exists for this method (IBA 13.4.5)
+      return;
+    }
     req.as<wire::SaMad>().rmpp = {};
     finish(req, status, k, true);
   }

@@ -63,6 +63,7 @@ struct SaRecordCounters {
   std::uint64_t busy = 0;        // answered BUSY without being admitted
   std::uint64_t dropped = 0;     // admitted but never answered: must stay 0
   std::uint64_t duplicates = 0;  // retried TIDs answered from the cache or absorbed while in work
+  std::uint64_t ignored = 0;     // requests of a method without a response (Send...): nothing to answer
   std::array<std::uint64_t, kErrSlots> errors{};
   SaRecordCounters& operator+=(const SaRecordCounters& o) noexcept;
 };
