@@ -51,6 +51,10 @@ void HaAgent::apply(const Actions& a) noexcept {
 void HaAgent::send_set(std::uint64_t guid, std::uint32_t modifier, wire::SmState shown) noexcept {
   const FoundSm* p = peer(guid);
   if (p == nullptr) {
+    if (modifier == wire::sm_info_mod::kAcknowledge) {
+      pending_ack_ = guid;  // sent once the sweep has found its route
+      return;
+    }
     spdlog::warn("sm/ha: no route to SM {:#018x} for SMInfo Set {}; its next poll tells", guid, modifier);
     return;
   }
@@ -107,6 +111,11 @@ Task<SweepDecision> HaAgent::after_discovery(SmpQueue& q, const fabric::Fabric& 
     view.push_back(p.sm);
     spdlog::info("sm/ha: found SM {:#018x} LID {} priority {} state {}{}", p.sm.guid, p.at.lid, p.sm.priority,
                  wire::to_string(p.sm.state), p.sm.key_ok ? "" : " (other SM_Key: ignored)");
+  }
+  if (pending_ack_ != 0) {
+    const std::uint64_t g = pending_ack_;
+    pending_ack_ = 0;
+    send_set(g, wire::sm_info_mod::kAcknowledge, wire::SmState::kStandby);
   }
   const Actions a = sm_.sweep_done(view);
   apply(a);

@@ -99,6 +99,7 @@ class HaAgent {
   std::uint32_t act_count_ = 0;
   std::uint16_t own_lid_ = 0;
   bool sweep_requested_ = false;
+  std::uint64_t pending_ack_ = 0;  // HANDOVER came before we knew the sender's route: ACKNOWLEDGE after the sweep
   std::vector<FoundSm> peers_;
   HaCounters counters_;
   std::function<void(const Transition&)> on_transition_;

@@ -1,0 +1,133 @@
+// HA against OpenSM 3.3.23 on ibsim (label ibsim): madengine's HaAgent (in
+// the small host of tests/sm/ha_host.hpp: discovery + agent, it programs
+// nothing) and OpenSM elect, hand over and take over through real SMInfo
+// SMPs, checked with `sminfo` on each SM's port: OpenSM hands over to a
+// higher madengine; madengine hands over to a higher OpenSM; a standby
+// madengine takes over when the OpenSM master is stopped.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "engine/umad/umad_transport.hpp"
+#include "ha_host.hpp"
+#include "ibsim_harness.hpp"
+
+namespace madengine {
+namespace {
+
+using namespace std::chrono_literals;
+using ibsim::IbsimFabric;
+using sm::ha::HaConfig;
+using sm::ha::testing::HaHost;
+
+constexpr auto kDiagTimeout = std::chrono::seconds(60);  // a bound for a hung diag, not a timing check
+
+#define SKIP_WITHOUT_SHIM()                                                        \
+  do {                                                                             \
+    if (!ibsim::shim_loaded()) GTEST_SKIP() << "libumad2sim.so is not preloaded"; \
+  } while (0)
+
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return pred();
+}
+
+// `sminfo -D 0` on a host: the SMInfo of the SM attached there.
+std::string sminfo_at(const IbsimFabric& f, const char* host) {
+  const auto r = f.run("sminfo -D 0", host, kDiagTimeout);
+  return r.out + r.err;
+}
+
+struct Attached {
+  SteadyClock clock;
+  UmadTransport transport{{}, clock};
+  std::unique_ptr<HaHost> host;
+  bool start(std::uint8_t prio, HaConfig cfg) {
+    if (!transport.open(AgentSpec{.smi = true, .is_sm = true})) return false;
+    host = std::make_unique<HaHost>(transport, nullptr, prio, cfg, /*sm_key=*/1);
+    host->engine().start();
+    return true;
+  }
+  ~Attached() {
+    host.reset();
+    transport.close();
+  }
+};
+
+HaConfig fast_polls() { return HaConfig{.poll_interval_ms = 100, .poll_retries = 3, .poll_timeout_ms = 100}; }
+
+TEST(HaOpenSm, OpenSmHandsOverToHigherMadengine) {
+  SKIP_WITHOUT_SHIM();
+  IbsimFabric fabric(ibsim::topology_path("chain3.topo"));
+  ASSERT_TRUE(fabric.ok()) << fabric.error();
+  ASSERT_TRUE(fabric.start_opensm(1, "H1"));
+  ASSERT_TRUE(fabric.wait_subnet_up(60s)) << fabric.opensm_log();
+  fabric.attach_self("H2");
+  Attached me;
+  ASSERT_TRUE(me.start(10, fast_polls()));
+  ASSERT_TRUE(wait_until([&] { return me.host->state() == wire::SmState::kMaster; }, 60s)) << fabric.opensm_log();
+  // OpenSM: STANDBY; us: MASTER, as each SM's port answers.
+  EXPECT_TRUE(wait_until([&] { return sminfo_at(fabric, "H1").find("SMINFO_STANDBY") != std::string::npos; }, 30s))
+      << sminfo_at(fabric, "H1");
+  const std::string ours = sminfo_at(fabric, "H2");
+  EXPECT_NE(ours.find("SMINFO_MASTER"), std::string::npos) << ours;
+  EXPECT_NE(ours.find("priority 10"), std::string::npos) << ours;
+  // Every port still ACTIVE (OpenSM's configuration stays).
+  for (const char* path : {"0", "0,1,2,2,2"}) {
+    const auto pi = fabric.run(std::string("smpquery -D portinfo ") + path + " 1", "H1", kDiagTimeout);
+    EXPECT_NE(pi.out.find("Active"), std::string::npos) << path << ": " << pi.out << pi.err;
+  }
+  const auto log = me.host->log();
+  ASSERT_FALSE(log.empty());
+  EXPECT_EQ(log.back().to, wire::SmState::kMaster);
+}
+
+TEST(HaOpenSm, MadengineHandsOverToHigherOpenSm) {
+  SKIP_WITHOUT_SHIM();
+  IbsimFabric fabric(ibsim::topology_path("chain3.topo"));
+  ASSERT_TRUE(fabric.ok()) << fabric.error();
+  fabric.attach_self("H2");
+  Attached me;
+  ASSERT_TRUE(me.start(1, fast_polls()));
+  ASSERT_TRUE(wait_until([&] { return me.host->state() == wire::SmState::kMaster; }, 30s));
+  ASSERT_TRUE(fabric.start_opensm(10, "H1"));
+  // OpenSM finds us master and stands by; our next sweep finds a higher SM
+  // and hands over; OpenSM takes the subnet and brings it up.
+  ASSERT_TRUE(wait_until([&] { return me.host->state() == wire::SmState::kStandby; }, 60s)) << fabric.opensm_log();
+  EXPECT_TRUE(fabric.wait_subnet_up(60s)) << fabric.opensm_log();
+  EXPECT_TRUE(wait_until([&] { return sminfo_at(fabric, "H1").find("SMINFO_MASTER") != std::string::npos; }, 30s))
+      << sminfo_at(fabric, "H1");
+  EXPECT_NE(sminfo_at(fabric, "H2").find("SMINFO_STANDBY"), std::string::npos) << sminfo_at(fabric, "H2");
+}
+
+TEST(HaOpenSm, StandbyMadengineTakesOverWhenOpenSmStops) {
+  SKIP_WITHOUT_SHIM();
+  IbsimFabric fabric(ibsim::topology_path("chain3.topo"));
+  ASSERT_TRUE(fabric.ok()) << fabric.error();
+  ASSERT_TRUE(fabric.start_opensm(10, "H1"));
+  ASSERT_TRUE(fabric.wait_subnet_up(60s)) << fabric.opensm_log();
+  fabric.attach_self("H2");
+  Attached me;
+  ASSERT_TRUE(me.start(1, fast_polls()));
+  ASSERT_TRUE(wait_until([&] { return me.host->state() == wire::SmState::kStandby; }, 60s));
+  const std::string lids_before = fabric.run("ibnetdiscover", "H1", kDiagTimeout).out;
+  fabric.stop_opensm();
+  ASSERT_TRUE(wait_until([&] { return me.host->state() == wire::SmState::kMaster; }, 30s));
+  const auto log = me.host->log();
+  ASSERT_GE(log.size(), 2u);
+  EXPECT_EQ(log[log.size() - 2].to, wire::SmState::kDiscovering);
+  EXPECT_STREQ(log[log.size() - 2].reason, "master polling failed");
+  EXPECT_NE(sminfo_at(fabric, "H2").find("SMINFO_MASTER"), std::string::npos);
+  // The host programs nothing, so this shows only that the takeover itself
+  // renumbers nothing.
+  EXPECT_EQ(fabric.run("ibnetdiscover", "H2", kDiagTimeout).out.size(), lids_before.size());
+}
+
+}  // namespace
+}  // namespace madengine
