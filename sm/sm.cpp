@@ -55,6 +55,9 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
   if (cfg_.window_smps_max == 0 || cfg_.window_per_dest_max == 0)
     throw std::invalid_argument("SmConfig windows must be >= 1");
   if (cfg_.light_sweep_interval_ms < 100) throw std::invalid_argument("SmConfig.light_sweep_interval_ms must be >= 100");
+  if (cfg_.priority > wire::kSmPriorityMax) throw std::invalid_argument("SmConfig.priority must be 0..15");
+  if (cfg_.ha_poll_interval_ms == 0 || cfg_.ha_poll_retries == 0)
+    throw std::invalid_argument("SmConfig.ha_poll_interval_ms and ha_poll_retries must be >= 1");
   if (!cfg_.guid2lid_path.empty()) {
     Guid2LidError err;
     if (!load_guid2lid(cfg_.guid2lid_path, guid2lid_, err))
@@ -72,6 +75,19 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
                                       RequestOptions{.timeout_ms = cfg_.timeout_ms, .retries = cfg_.retries});
   hook_ = std::make_unique<ResponseHook>(*txn_);
   sma_ = std::make_unique<SmaHandler>(*this);
+  ha_ = std::make_unique<ha::HaAgent>(
+      *sched_, *txn_, core,
+      ha::SmIdentity{.guid = transport.local_port().port_guid, .priority = cfg_.priority, .sm_key = cfg_.sm_key},
+      transport.local_port().port_num,
+      ha::HaConfig{.poll_interval_ms = cfg_.ha_poll_interval_ms,
+                   .poll_retries = cfg_.ha_poll_retries,
+                   .poll_timeout_ms = cfg_.ha_poll_timeout_ms,
+                   .m_key = cfg_.m_key});
+  ha_->set_on_transition([this](const ha::Transition& t) {
+    // A new mastership reprograms what it needs and re-registers clients once.
+    if (t.to == wire::SmState::kMaster) role_.mastership_new = true;
+    publish_ha_status();
+  });
   engine.add_poller(cfg_.core, *txn_);
   engine.add_poller(cfg_.core, *sched_);
   engine.set_response_hook(cfg_.core, *hook_);
@@ -79,10 +95,13 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
   for (const auto klass : {wire::MgmtClass::kSubnLid, wire::MgmtClass::kSubnDirected}) {
     const auto k = static_cast<std::uint8_t>(klass);
     engine.add_handler(DispatchKey{k, wire::method::kGet, wire::smp_attr::kSmInfo}, *sma_, fixed);
+    engine.add_handler(DispatchKey{k, wire::method::kSet, wire::smp_attr::kSmInfo}, *sma_, fixed);
     engine.add_handler(DispatchKey{k, wire::method::kTrap, wire::smp_attr::kNotice}, *sma_, fixed);
   }
   if (cfg_.mcast != nullptr) cfg_.mcast->set_listener(&SubnetManager::mcast_changed, this);
-  status_.state = role_.state;
+  ha_->start();
+  status_.state = ha_->state();
+  sched_->spawn(ha_->poll_loop());
   sched_->spawn(run());
 }
 
@@ -109,6 +128,18 @@ bool SubnetManager::wait_for(const std::function<bool(const SmStatus&)>& pred, s
   return cv_.wait_for(lock, timeout, [&] { return pred(status_); });
 }
 
+void SubnetManager::publish_ha_status() {
+  const wire::SmState state = ha_->state();
+  const std::uint64_t polled = ha_->machine().polled_guid();
+  const ha::HaCounters c = ha_->counters();
+  update_status([&](SmStatus& s) {
+    s.state = state;
+    s.polled_guid = polled;
+    s.ha = c;
+    s.ha_transitions = c.transitions;
+  });
+}
+
 void SubnetManager::update_status(const std::function<void(SmStatus&)>& fn) {
   {
     std::lock_guard lock(mu_);
@@ -121,7 +152,6 @@ void SubnetManager::update_status(const std::function<void(SmStatus&)>& fn) {
 
 void SubnetManager::on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept {
   wire::MadHeader& h = buf.hdr();
-  const bool directed = h.klass() == wire::MgmtClass::kSubnDirected;
   if (h.method == wire::method::kTrap) {
     ++traps_;
     const auto notice = wire::decode_smp_notice(smp_data(buf));
@@ -129,6 +159,10 @@ void SubnetManager::on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept {
     if (trap == wire::trap::kLinkStateChange) {
       spdlog::info("sm: trap 128 (link state change) from LID {}: heavy sweep", notice->issuer_lid.get());
       heavy_requested_.store(true, std::memory_order_relaxed);
+    } else if (trap == wire::trap::kLocalChanges) {
+      // Another SM's priority or IsSM changed: a master looks again (IBA 14.4.1.1).
+      spdlog::info("sm: trap 144 (local changes) from LID {}", notice->issuer_lid.get());
+      ha_->on_trap144();
     } else {
       spdlog::info("sm: trap {} from LID {}", trap, notice ? notice->issuer_lid.get() : 0);
     }
@@ -139,24 +173,12 @@ void SubnetManager::on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept {
     update_status([n](SmStatus& s) { s.traps = n; });
     return;
   }
-  // SubnGet(SMInfo): SM_Key only to a requester that knows it (IBA 14.4.1).
-  const auto req = wire::decode<wire::SmInfo>(smp_data(buf));
-  wire::SmInfo si{};
-  si.guid = wire::be64::from(transport_.local_port().port_guid);
-  si.sm_key = wire::be64::from(req && req->sm_key.get() == cfg_.sm_key ? cfg_.sm_key : 0);
-  si.act_count = wire::be32::from(role_.act_count);
-  si.set_priority(cfg_.priority);
-  si.set_state(role_.state);
-  h.method = wire::method::kGetResp;
-  h.status = wire::be16::from(directed ? 0x8000 : 0);  // D bit on the way back
-  auto data = std::span<std::uint8_t>(buf.mad.bytes).subspan(offsetof(wire::Smp, data), wire::kSmpDataSize);
-  std::fill(data.begin(), data.end(), std::uint8_t{0});
-  wire::encode(si, data);
-  if (directed) buf.addr.lid = wire::kPermissiveLid;
-  ctx.tx().send(buf);
+  // SubnGet/SubnSet(SMInfo): the HA agent answers and acts (IBA 14.4).
+  ha_->on_sminfo(buf, ctx);
   ++sminfo_answered_;
   const std::uint64_t n = sminfo_answered_;
   update_status([n](SmStatus& s) { s.sminfo_answered = n; });
+  publish_ha_status();
 }
 
 // ---- the main loop --------------------------------------------------------------
@@ -164,11 +186,17 @@ void SubnetManager::on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept {
 Task<void> SubnetManager::run() {
   for (;;) {
     heavy_requested_.store(false, std::memory_order_relaxed);
-    co_await heavy_sweep();
+    ha_->take_sweep_request();
+    // Only DISCOVERING and MASTER sweep; STANDBY and NOTACTIVE leave the
+    // fabric to the master and wait for the agent (poll failure, HANDOVER).
+    if (sweeping()) co_await heavy_sweep();
     Nanos next_light = sched_->clock().now_ns() + Nanos{cfg_.light_sweep_interval_ms} * kNanosPerMilli;
     for (;;) {
       const Wake w = co_await sched_->sleep_for(kIdleStepNs);
       if (!w) co_return;
+      if (ha_->take_sweep_request()) break;
+      if (!sweeping()) continue;
+      if (ha_->machine().handover_pending() || ha_->machine().awaiting_handover()) continue;  // quiet until settled
       if (heavy_requested_.load(std::memory_order_relaxed)) break;
       if (current_ == nullptr) break;  // the last heavy sweep failed: try again
       if (mcast_dirty_.exchange(false, std::memory_order_relaxed)) {
@@ -324,6 +352,22 @@ Task<void> SubnetManager::heavy_sweep() {
                st.nodes, st.switches, st.cas, st.links, st.new_nodes, st.vanished_nodes, st.discovery_smps,
                d.errors, st.discovery_s);
 
+  // Election: the other SMs found through IsSM, and whether we configure.
+  const std::uint16_t own_lid = f.lid_of(fabric::EndPort{d.local_node, d.local_port});
+  const ha::SweepDecision decision = co_await ha_->after_discovery(*queue_, f, lp.port_guid, own_lid);
+  publish_ha_status();
+  if (!decision.program) {
+    spdlog::info("sm: {} with {} other SM(s): fabric left as it is", wire::to_string(ha_->state()), decision.peers);
+    update_status([](SmStatus& s) { ++s.sweeps_not_programmed; });
+    co_return;
+  }
+  if (decision.assert_all && current_ != nullptr) {
+    // Handed a subnet or joined to one: rewrite every port and table (SM LID
+    // included) rather than trust what another master left.
+    programmed_ = ProgrammedState{};
+    mft_programmed_.clear();
+  }
+
   // CPU phases are timed with the steady clock: on the sim transport the
   // engine clock is simulated time, which does not move while we compute.
   const auto w1 = std::chrono::steady_clock::now();
@@ -384,8 +428,7 @@ Task<void> SubnetManager::heavy_sweep() {
   if (t4 == t1) st.total_s += st.lids_s + st.routing_s + st.path_db_s;
   st.ok = st.bringup.errors == 0;
 
-  role_.state = wire::SmState::kMaster;
-  ++role_.act_count;
+  ha_->note_activity();
   if (st.ok) role_.mastership_new = false;
 
   snap->epoch = ++epoch_;
@@ -395,9 +438,9 @@ Task<void> SubnetManager::heavy_sweep() {
                             .lid = sm_lid_,
                             .sl = cfg_.sm_sl,
                             .priority = cfg_.priority,
-                            .state = static_cast<std::uint8_t>(role_.state),
+                            .state = static_cast<std::uint8_t>(ha_->state()),
                             .sm_key = cfg_.sm_key,
-                            .act_count = role_.act_count,
+                            .act_count = ha_->act_count(),
                             .subnet_timeout = cfg_.subnet_timeout};
   snap->subnet_prefix = lp.subnet_prefix;
   fill_tables(f, *snap);
@@ -416,7 +459,7 @@ Task<void> SubnetManager::heavy_sweep() {
                st.routing_s, st.path_db_s, st.programming_s, st.total_s);
   const std::uint64_t epoch = epoch_;
   const std::uint16_t sm_lid = sm_lid_;
-  const wire::SmState state = role_.state;
+  const wire::SmState state = ha_->state();
   update_status([&](SmStatus& s) {
     s.subnet_up = s.subnet_up || st.ok;
     s.state = state;

@@ -1,7 +1,8 @@
 // SubnetManager: the SM role as coroutine tasks on one engine core. Heavy
 // sweep (discovery), LIDs, routing, path database, bring-up, multicast
 // forwarding and publication of an SA snapshot; light sweeps and trap 128
-// drive re-sweeps; our port's SMA answers SubnGet(SMInfo).
+// drive re-sweeps; our port's SMA answers SubnGet/SubnSet(SMInfo) and the
+// HA agent (sm/ha) decides when we sweep, program, stand by or hand over.
 #pragma once
 
 #include <atomic>
@@ -21,6 +22,7 @@
 #include "madengine/wire/smp/sm_info.hpp"
 #include "sa/snapshot.hpp"
 #include "sm/bringup/bringup.hpp"
+#include "sm/ha/ha_agent.hpp"
 #include "sm/lids/guid2lid_file.hpp"
 #include "sm/mcast/mcast.hpp"
 #include "sm/routing/routing.hpp"
@@ -42,7 +44,12 @@ struct SmConfig {
   unsigned path_db_threads = 1;
   std::uint32_t light_sweep_interval_ms = 10'000;  // OpenSM's default; >= 100 in tests
   std::uint8_t priority = 0;
-  std::uint64_t sm_key = 0;
+  std::uint64_t sm_key = 0;                // OpenSM's default is 1: use the same key to co-operate with it
+  // HA (sm/ha): a STANDBY polls the master every ha_poll_interval_ms and
+  // takes over after ha_poll_retries failed polls (OpenSM: 10 s x 4).
+  std::uint32_t ha_poll_interval_ms = 10'000;
+  std::uint8_t ha_poll_retries = 4;
+  std::uint32_t ha_poll_timeout_ms = 0;    // one poll's wait; 0: the interval, at most 1 s
   std::uint64_t m_key = 0;
   std::uint16_t m_key_lease_period = 0;
   std::uint8_t m_key_protect_bits = 0;
@@ -69,11 +76,10 @@ struct SweepStats {
   std::string error;
 };
 
-// The SM's own SMInfo state (IBA 14.4.1); the election state machine will grow here.
+// What the SM remembers of its own mastership; the SMInfo state itself is
+// the HA agent's (sm/ha).
 struct SmRoleState {
-  wire::SmState state = wire::SmState::kDiscovering;
-  std::uint32_t act_count = 0;
-  bool mastership_new = true;  // no sweep has completed as master yet
+  bool mastership_new = true;  // no sweep has completed since we last became master
 };
 
 struct SmStatus {
@@ -86,6 +92,11 @@ struct SmStatus {
   std::uint64_t last_light_smps = 0;
   std::uint64_t traps = 0;
   std::uint64_t sminfo_answered = 0;
+  // HA: transitions so far, the SM being polled (0: none), and the agent's counters.
+  std::uint64_t ha_transitions = 0;
+  std::uint64_t polled_guid = 0;
+  ha::HaCounters ha;
+  std::uint64_t sweeps_not_programmed = 0;  // heavy sweeps that left the fabric alone (standby, handing over)
   SweepStats last_heavy;
 };
 
@@ -118,6 +129,10 @@ class SubnetManager {
   Task<std::uint32_t> program_mcast(const fabric::Fabric& f);
   void on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept;
   void update_status(const std::function<void(SmStatus&)>& fn);
+  void publish_ha_status();
+  bool sweeping() const noexcept {
+    return ha_->state() == wire::SmState::kMaster || ha_->state() == wire::SmState::kDiscovering;
+  }
   void fill_tables(const fabric::Fabric& f, sa::Snapshot& snap) const;
   static void mcast_changed(void* self) noexcept;
 
@@ -130,6 +145,7 @@ class SubnetManager {
   std::unique_ptr<SmpQueue> queue_;
   std::unique_ptr<ResponseHook> hook_;
   std::unique_ptr<SmaHandler> sma_;
+  std::unique_ptr<ha::HaAgent> ha_;
 
   // Owner core only.
   Guid2Lid guid2lid_;
