@@ -60,8 +60,16 @@ start_opensm() {  # $1: log name
 
 storm() {  # $1: label, then madstorm options
   label=$1; shift
-  LD_PRELOAD=$SHIM SIM_HOST=$SIM_HOST_STORM "$MADSTORM" --label "$label" --json "$OUT/$label.json" \
-    --plot "$OUT/$label.svg" --no-progress "$@" || [ $? -eq 3 ]  # 3: wrong answers, reported in the JSON
+  # Exit 2 is a set-up failure: on ibsim the shim sometimes attaches before the
+  # SM LID is visible (its sysfs is a snapshot); a new process sees it.
+  for attempt in 1 2 3; do
+    rc=0
+    LD_PRELOAD=$SHIM SIM_HOST=$SIM_HOST_STORM "$MADSTORM" --label "$label" --json "$OUT/$label.json" \
+      --plot "$OUT/$label.svg" --no-progress "$@" || rc=$?
+    [ $rc -eq 2 ] || break
+    sleep 1
+  done
+  [ $rc -eq 0 ] || [ $rc -eq 3 ]  # 3: wrong answers, reported in the JSON
 }
 
 start_opensm "$SA_A_LABEL"

@@ -83,6 +83,7 @@ nlohmann::json to_json(const RunInfo& info, const StormResult& r) {
   j["series"] = {{"bucket_ms", static_cast<double>(r.bucket_ns) / 1e6}, {"columns", {"issued", "answered", "failed"}},
                  {"buckets", series}};
   j["counts_add_up"] = r.counts_add_up();
+  j["stopped_early"] = r.stopped_early;
   return j;
 }
 
@@ -120,6 +121,8 @@ void print_summary(std::FILE* out, const RunInfo& info, const StormResult& r) {
   fmt::print(out, "  {:<14}{:>12.2f} CPU-us per query ({:.3f} s user, {:.3f} s sys)\n", "madstorm cost",
              all == 0 ? 0.0 : cpu_s * 1e6 / static_cast<double>(all), r.cpu_user_s, r.cpu_sys_s);
   if (!r.counts_add_up()) fmt::print(out, "  WARNING: issued != answered + BUSY + timeouts + errors\n");
+  if (r.stopped_early)
+    fmt::print(out, "  STOPPED EARLY: {}\n", c.device_lost != 0 ? "the port or device was lost" : "interrupted");
 }
 
 void write_svg(const std::string& path, const RunInfo& info, const StormResult& r) {

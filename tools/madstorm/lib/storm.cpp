@@ -36,6 +36,7 @@ const char* to_string(ErrorKind k) noexcept {
 }
 
 double StormResult::elapsed_s() const noexcept {
+  if (counters.issued == 0) return 0.0;
   return end_ns > first_issue_ns ? static_cast<double>(end_ns - first_issue_ns) / 1e9 : 0.0;
 }
 double StormResult::throughput_qps() const noexcept {
@@ -610,6 +611,7 @@ struct Storm::Impl final : madengine::TxSink {
       while (!exhausted) {
         if (stop_requested.load(std::memory_order_relaxed)) {
           exhausted = true;
+          result.stopped_early = true;
           break;
         }
         if (!have_pending) {
@@ -694,7 +696,12 @@ struct Storm::Impl final : madengine::TxSink {
       if (exhausted && in_flight == 0) break;
 
       if (now >= next_events_ns) {
-        if (transport.poll_events() == madengine::DeviceEvent::kDeviceLost) ++result.counters.device_lost;
+        if (transport.poll_events() == madengine::DeviceEvent::kDeviceLost) {
+          // Nothing more can be asked; what is in flight runs out its timers.
+          ++result.counters.device_lost;
+          exhausted = true;
+          result.stopped_early = true;
+        }
         next_events_ns = now + madengine::kNanosPerMilli;
       }
 

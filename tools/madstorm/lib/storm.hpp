@@ -116,6 +116,7 @@ struct StormResult {
   double cpu_user_s = 0, cpu_sys_s = 0;  // this process, during run()
   std::uint64_t hosts = 0;
   std::uint32_t window_peak = 0;
+  bool stopped_early = false;     // request_stop() or the device was lost: fewer queries than planned
   bool counts_add_up() const noexcept {
     const auto& c = counters;
     return c.issued == c.answered + c.busy + c.timeouts + c.errors;
