@@ -13,6 +13,9 @@
 #include "engine/umad/umad_transport.hpp"
 #include "ha_host.hpp"
 #include "ibsim_harness.hpp"
+#include "madengine/engine/engine.hpp"
+#include "sa/snapshot.hpp"
+#include "sm/sm.hpp"
 
 namespace madengine {
 namespace {
@@ -42,6 +45,21 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds lim
 std::string sminfo_at(const IbsimFabric& f, const char* host) {
   const auto r = f.run("sminfo -D 0", host, kDiagTimeout);
   return r.out + r.err;
+}
+
+// ibnetdiscover's output without its "generated on <date>" line: the LIDs.
+std::string topology_lids(const IbsimFabric& f, const char* host) {
+  const std::string out = f.run("ibnetdiscover", host, kDiagTimeout).out;
+  std::string kept;
+  std::size_t pos = 0;
+  while (pos < out.size()) {
+    const std::size_t nl = out.find('\n', pos);
+    const std::size_t end = nl == std::string::npos ? out.size() : nl + 1;
+    const std::string line = out.substr(pos, end - pos);
+    if (line.rfind("# Topology file:", 0) != 0) kept += line;
+    pos = end;
+  }
+  return kept;
 }
 
 struct Attached {
@@ -116,7 +134,7 @@ TEST(HaOpenSm, StandbyMadengineTakesOverWhenOpenSmStops) {
   Attached me;
   ASSERT_TRUE(me.start(1, fast_polls()));
   ASSERT_TRUE(wait_until([&] { return me.host->state() == wire::SmState::kStandby; }, 60s));
-  const std::string lids_before = fabric.run("ibnetdiscover", "H1", kDiagTimeout).out;
+  const std::string lids_before = topology_lids(fabric, "H2");
   fabric.stop_opensm();
   ASSERT_TRUE(wait_until([&] { return me.host->state() == wire::SmState::kMaster; }, 30s));
   const auto log = me.host->log();
@@ -126,7 +144,104 @@ TEST(HaOpenSm, StandbyMadengineTakesOverWhenOpenSmStops) {
   EXPECT_NE(sminfo_at(fabric, "H2").find("SMINFO_MASTER"), std::string::npos);
   // The host programs nothing, so this shows only that the takeover itself
   // renumbers nothing.
-  EXPECT_EQ(fabric.run("ibnetdiscover", "H2", kDiagTimeout).out.size(), lids_before.size());
+  EXPECT_EQ(topology_lids(fabric, "H2"), lids_before);
+}
+
+// The full SubnetManager (LIDs, routing, bring-up) with OpenSM.
+struct SmAttached {
+  SteadyClock clock;
+  UmadTransport transport{{}, clock};
+  std::unique_ptr<Engine> engine;
+  sa::SnapshotStore store;
+  std::unique_ptr<sm::SubnetManager> sm;
+  bool start(std::uint8_t prio) {
+    if (!transport.open(AgentSpec{.smi = true, .is_sm = true})) return false;
+    engine = std::make_unique<Engine>(EngineConfig{.cores = 1, .pin = false});
+    engine->add_transport(transport, 0);
+    sm::SmConfig cfg;
+    cfg.priority = prio;
+    cfg.sm_key = 1;  // OpenSM's default: SMs with other keys ignore each other
+    cfg.ha_poll_interval_ms = 100;
+    cfg.ha_poll_retries = 3;
+    cfg.light_sweep_interval_ms = 500;
+    sm = std::make_unique<sm::SubnetManager>(*engine, transport, cfg, store);
+    engine->start();
+    return true;
+  }
+  ~SmAttached() {
+    if (engine) engine->stop();
+    sm.reset();
+    engine.reset();
+    transport.close();
+  }
+};
+
+TEST(HaOpenSmSubnetManager, OpenSmHandsOverAndWeProgramTheSubnet) {
+  SKIP_WITHOUT_SHIM();
+  IbsimFabric fabric(ibsim::topology_path("chain3.topo"));
+  ASSERT_TRUE(fabric.ok()) << fabric.error();
+  ASSERT_TRUE(fabric.start_opensm(1, "H1"));
+  ASSERT_TRUE(fabric.wait_subnet_up(60s)) << fabric.opensm_log();
+  const std::string lids_before = topology_lids(fabric, "H1");
+  fabric.attach_self("H2");
+  SmAttached me;
+  ASSERT_TRUE(me.start(10));
+  ASSERT_TRUE(me.sm->wait_for([](const sm::SmStatus& s) { return s.state == wire::SmState::kMaster && s.subnet_up; }, 60s))
+      << fabric.opensm_log();
+  EXPECT_TRUE(wait_until([&] { return sminfo_at(fabric, "H1").find("SMINFO_STANDBY") != std::string::npos; }, 30s))
+      << sminfo_at(fabric, "H1");
+  // `sminfo` from H1 asks the SM its port's MasterSMLID names: us now.
+  const auto si = fabric.run("sminfo", "H1", kDiagTimeout);
+  EXPECT_NE(si.out.find("SMINFO_MASTER"), std::string::npos) << si.out << si.err;
+  EXPECT_NE(si.out.find("priority 10"), std::string::npos) << si.out;
+  for (const char* path : {"0", "0,1", "0,1,2", "0,1,2,2", "0,1,2,2,2"}) {
+    const auto pi = fabric.run(std::string("smpquery -D portinfo ") + path + " 1", "H1", kDiagTimeout);
+    EXPECT_NE(pi.out.find("Active"), std::string::npos) << path << ": " << pi.out << pi.err;
+  }
+  // OpenSM's LIDs kept: no renumbering on takeover.
+  EXPECT_EQ(me.sm->status().last_heavy.lids_new, 0u);
+  EXPECT_EQ(topology_lids(fabric, "H1"), lids_before);
+}
+
+TEST(HaOpenSmSubnetManager, HigherOpenSmJoiningGetsTheSubnetFromUs) {
+  SKIP_WITHOUT_SHIM();
+  IbsimFabric fabric(ibsim::topology_path("chain3.topo"));
+  ASSERT_TRUE(fabric.ok()) << fabric.error();
+  fabric.attach_self("H2");
+  SmAttached me;
+  ASSERT_TRUE(me.start(1));
+  ASSERT_TRUE(me.sm->wait_for([](const sm::SmStatus& s) { return s.state == wire::SmState::kMaster && s.subnet_up; }, 60s));
+  const std::string lids_before = topology_lids(fabric, "H2");
+  ASSERT_TRUE(fabric.start_opensm(10, "H1"));
+  // OpenSM finds us master and stands by (trap 144 to us); our sweep finds a
+  // higher SM: HANDOVER; once OpenSM shows MASTER we stand by.
+  ASSERT_TRUE(me.sm->wait_for([](const sm::SmStatus& s) { return s.state == wire::SmState::kStandby; }, 60s))
+      << fabric.opensm_log();
+  EXPECT_EQ(me.sm->status().ha.handovers_sent, 1u);
+  EXPECT_TRUE(wait_until([&] { return sminfo_at(fabric, "H1").find("SMINFO_MASTER") != std::string::npos; }, 30s))
+      << sminfo_at(fabric, "H1");
+  EXPECT_NE(sminfo_at(fabric, "H2").find("SMINFO_STANDBY"), std::string::npos) << sminfo_at(fabric, "H2");
+  // OpenSM keeps our LIDs.
+  EXPECT_TRUE(wait_until([&] { return topology_lids(fabric, "H2") == lids_before; }, 30s)) << topology_lids(fabric, "H2");
+}
+
+TEST(HaOpenSmSubnetManager, StandbyTakesOverFromStoppedOpenSmKeepingLids) {
+  SKIP_WITHOUT_SHIM();
+  IbsimFabric fabric(ibsim::topology_path("chain3.topo"));
+  ASSERT_TRUE(fabric.ok()) << fabric.error();
+  ASSERT_TRUE(fabric.start_opensm(10, "H1"));
+  ASSERT_TRUE(fabric.wait_subnet_up(60s)) << fabric.opensm_log();
+  fabric.attach_self("H2");
+  SmAttached me;
+  ASSERT_TRUE(me.start(1));
+  ASSERT_TRUE(me.sm->wait_for([](const sm::SmStatus& s) { return s.state == wire::SmState::kStandby; }, 60s));
+  const std::string lids_before = topology_lids(fabric, "H2");
+  fabric.stop_opensm();
+  ASSERT_TRUE(me.sm->wait_for([](const sm::SmStatus& s) { return s.state == wire::SmState::kMaster && s.subnet_up; }, 30s));
+  EXPECT_EQ(me.sm->status().last_heavy.lids_new, 0u);
+  EXPECT_EQ(topology_lids(fabric, "H2"), lids_before);
+  const auto si = fabric.run("sminfo", "H2", kDiagTimeout);
+  EXPECT_NE(si.out.find("SMINFO_MASTER"), std::string::npos) << si.out << si.err;
 }
 
 }  // namespace
