@@ -406,6 +406,39 @@ Task<void> SubnetManager::heavy_sweep() {
   st.path_db_s = std::chrono::duration<double>(w4 - w3).count();
   const Nanos t4 = clock.now_ns();
 
+  // A master that took over (or restarted) with every LID already known
+  // publishes before programming: paths and records do not depend on the
+  // writes that follow, so the SA answers now rather than after the whole
+  // fabric has been rewritten. P_Key tables and MFTs join at the next publish.
+  if (current_ == nullptr && ha_->state() == wire::SmState::kMaster && lids.assigned_new == 0 && lids.conflicts == 0 &&
+      lids.exhausted == 0) {
+    auto pre = std::make_shared<sa::Snapshot>();
+    pre->paths = snap->paths;
+    pre->epoch = ++epoch_;
+    pre->lfts = routes.lfts;
+    pre->top_lid = routes.top_lid;
+    pre->sm = sa::SmIdentity{.port_guid = lp.port_guid,
+                             .lid = sm_lid_,
+                             .sl = cfg_.sm_sl,
+                             .priority = cfg_.priority,
+                             .state = static_cast<std::uint8_t>(ha_->state()),
+                             .sm_key = cfg_.sm_key,
+                             .act_count = ha_->act_count(),
+                             .subnet_timeout = cfg_.subnet_timeout};
+    pre->subnet_prefix = lp.subnet_prefix;
+    fill_tables(f, *pre);
+    pre->fabric = f;
+    pre->index();
+    current_ = pre;
+    store_.publish(pre);
+    spdlog::info("sm: LIDs unchanged: SA answering from epoch {} while the fabric is programmed", epoch_);
+    const std::uint64_t e = epoch_;
+    update_status([e](SmStatus& s) {
+      s.epoch = e;
+      ++s.early_publications;
+    });
+  }
+
   BringupConfig bc;
   bc.port_num = lp.port_num;
   bc.sm_lid = sm_lid_;

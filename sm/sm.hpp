@@ -97,6 +97,7 @@ struct SmStatus {
   std::uint64_t polled_guid = 0;
   ha::HaCounters ha;
   std::uint64_t sweeps_not_programmed = 0;  // heavy sweeps that left the fabric alone (standby, handing over)
+  std::uint64_t early_publications = 0;     // snapshots published before programming (takeover, warm restart)
   SweepStats last_heavy;
 };
 
