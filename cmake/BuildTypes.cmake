@@ -11,3 +11,9 @@ set(CMAKE_SHARED_LINKER_FLAGS_TSAN "-fsanitize=thread")
 if(MADENGINE_FUZZ AND NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
   message(FATAL_ERROR "MADENGINE_FUZZ needs clang (libFuzzer): configure with -DCMAKE_CXX_COMPILER=clang++")
 endif()
+if(MADENGINE_FUZZ)
+  # Every library is instrumented for coverage and sanitizers, so fuzzers
+  # explore the decoders they call, not only their own file.
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()

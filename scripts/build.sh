@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds one build tree. Usage: scripts/build.sh [DIR] [BUILD_TYPE] [extra cmake args...]
 #   DIR defaults to build/, BUILD_TYPE to Release (others: Debug, RelWithDebInfo, Asan, Tsan).
+#   BUILD_TARGETS (env): build only these targets (default: all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build}
@@ -9,4 +10,5 @@ shift $(( $# > 2 ? 2 : $# ))
 cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DMADENGINE_WERROR=ON "$@" >"$dir.configure.log" 2>&1 \
   || { cat "$dir.configure.log"; exit 1; }
 grep -E "ring backend|mlx5dv" "$dir.configure.log" | sed 's/^-- /build: /'
-ninja -C "$dir" -j"$(nproc)"
+# shellcheck disable=SC2086
+ninja -C "$dir" -j"$(nproc)" ${BUILD_TARGETS:-}

@@ -20,7 +20,7 @@ step() { echo; echo "==== $* (at ${SECONDS}s) ===="; }
 if ((fast_only == 0)); then
   if command -v clang++ >/dev/null; then
     step "fuzz (clang, libFuzzer)"
-    if bash scripts/build.sh build-fuzz Debug -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMADENGINE_FUZZ=ON; then
+    if BUILD_TARGETS=fuzzers bash scripts/build.sh build-fuzz Debug -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DMADENGINE_FUZZ=ON; then
       ctest --test-dir build-fuzz -L fuzz --output-on-failure -j"$jobs" || status=1
     else status=1; fi
   else
@@ -34,7 +34,7 @@ if ((fast_only == 0)); then
   else status=1; fi
 
   step "TSan (rings, cores)"
-  if bash scripts/build.sh build-tsan Tsan; then
+  if BUILD_TARGETS=tsan_tests bash scripts/build.sh build-tsan Tsan; then
     TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan -L tsan --output-on-failure -j"$jobs" --no-tests=ignore || status=1
   else status=1; fi
 fi

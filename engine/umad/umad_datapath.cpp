@@ -134,7 +134,9 @@ std::size_t UmadTransport::tx_burst(std::span<MadBuf* const> bufs) noexcept {
     // response can be matched; retries stay 0 because the engine retries.
     const bool response = (b.mad.bytes[3] & wire::method::kResponse) != 0;
     const int timeout_ms = response ? 0 : static_cast<int>(b.resp_timeout_ms);
-    if (umad_send(fd_, agent, umad, static_cast<int>(wire::kMadSize), timeout_ms, 0) < 0) {
+    // Send the MAD's own length: ib_umad pads a short MAD itself, and clients
+    // behind ibsim's shim (saquery) count records from the length they get.
+    if (umad_send(fd_, agent, umad, static_cast<int>(b.len), timeout_ms, 0) < 0) {
       const int err = errno;
       if (err == EAGAIN || err == EWOULDBLOCK || err == ENOMEM || err == ENOSPC || err == EINTR)
         break;  // back-pressure: the caller keeps this MAD and the rest

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -17,12 +18,15 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "daemon.hpp"
 #include "engine/umad/umad_transport.hpp"
 #include "lib/hosts.hpp"
 #include "lib/report.hpp"
 #include "lib/runner.hpp"
 #include "lib/storm.hpp"
 #include "lib/workload.hpp"
+#include "sim/fabric.hpp"
+#include "sim/sim_transport.hpp"
 
 namespace {
 
@@ -77,6 +81,8 @@ struct Options {
   std::vector<std::string> compare_files;
   bool no_progress = false;
   unsigned retries = 3, busy_retries = 3;
+  std::string embedded;        // a sim fabric spec: run madengine SM+SA in this process
+  unsigned embedded_cores = 1;
   std::string discover = "auto";
 };
 
@@ -86,12 +92,13 @@ std::string with_suffix(const std::string& path, const std::string& suffix) {
   return path.substr(0, dot) + suffix + path.substr(dot);
 }
 
-// One storm through the umad port; nullopt on a set-up failure (reported).
-std::optional<nlohmann::json> run_once(const Options& o, madengine::UmadTransport& t, const madengine::Clock& clock,
-                                       std::uint16_t sa_lid, const std::string& label, const std::string& plot_path) {
+// One storm through a port; nullopt on a set-up failure (reported).
+std::optional<nlohmann::json> run_once(const Options& o, madengine::Transport& t, const madengine::Clock& clock,
+                                       const std::function<void(Nanos)>& idle, std::uint16_t sa_lid,
+                                       const std::string& label, const std::string& plot_path) {
   RunRequest req;
   req.info.label = label;
-  req.info.transport = "umad";
+  req.info.transport = std::string(t.name());
   req.info.storm = o.storm;
   req.info.storm.sa.lid = sa_lid;
   req.info.storm.sa.subnet_prefix = t.local_port().subnet_prefix;
@@ -103,10 +110,78 @@ std::optional<nlohmann::json> run_once(const Options& o, madengine::UmadTranspor
   req.plot_path = plot_path;
   req.progress = !o.no_progress && ::isatty(STDOUT_FILENO);
   std::string err;
-  auto j = run_storm(req, t, clock, UmadIdle{&t, &clock}, err,
+  auto j = run_storm(req, t, clock, idle, err,
                      [](Storm* s) { g_storm.store(s, std::memory_order_relaxed); });
   if (!j) fmt::print(stderr, "madstorm: {}\n", err);
   return j;
+}
+
+int finish(const Options& o, const nlohmann::json& out) {
+  if (!o.json_path.empty()) {
+    std::ofstream f(o.json_path);
+    f << out.dump(2) << "\n";
+    if (!f) throw std::runtime_error("cannot write " + o.json_path);
+  }
+  const auto errors = o.compare ? out["a"]["counts"]["errors"].get<std::uint64_t>() + out["b"]["counts"]["errors"].get<std::uint64_t>()
+                                : out["counts"]["errors"].get<std::uint64_t>();
+  return errors != 0 ? 3 : 0;  // wrong answers: a script must notice
+}
+
+// --embedded: madengine's daemon (SM + SA) on an in-process simulated fabric,
+// brought up, then stormed from a host port of the same fabric. Everything
+// runs on this thread: the storm's idle time drives the daemon and the
+// fabric. Latency and rate are wall time, so they include the whole
+// in-process system's work (SA, SM, simulated forwarding).
+int run_embedded(const Options& o) {
+  namespace md = madengine::daemon;
+  md::Config cfg;
+  cfg.transport.kind = md::TransportKind::kSim;
+  cfg.transport.generate = o.embedded;
+  cfg.engine.cores = o.embedded_cores;
+  cfg.engine.pin = false;
+  cfg.sm.guid2lid.clear();  // a demo fabric: nothing to keep across runs
+  cfg.log.level = "warn";
+  md::Daemon d(cfg);
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!d.wait_subnet_up(std::chrono::milliseconds(60'000))) {
+    fmt::print(stderr, "madstorm: the embedded madengine did not reach subnet up\n");
+    return 2;
+  }
+  const auto up = d.sm().status();
+  const double up_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  fmt::print(stdout,
+             "madengine (embedded, sim {}): subnet up in {:.2f} s wall: {} nodes ({} switches, {} CAs), {} links, "
+             "{} SMPs; routing {:.3f} s, path db {:.3f} s\n",
+             o.embedded, up_s, up.last_heavy.nodes, up.last_heavy.switches, up.last_heavy.cas, up.last_heavy.links,
+             up.last_heavy.smps, up.last_heavy.routing_s, up.last_heavy.path_db_s);
+  // The storm's port: the last CA of the fabric (the SM sits on the first).
+  madengine::sim::Fabric& f = *d.fabric();
+  std::uint32_t node = f.node_count();
+  while (node-- > 0 && f.is_switch(node)) {
+  }
+  madengine::sim::SimTransport t(f, node, 1, "sim");
+  if (!t.open(madengine::AgentSpec{.gsi_client = true})) {
+    fmt::print(stderr, "madstorm: cannot attach to the simulated fabric\n");
+    return 2;
+  }
+  for (int i = 0; i < 1000 && t.local_port().sm_lid == 0; ++i) {
+    d.pump();
+    t.poll_events();
+  }
+  const auto sa_lid = static_cast<std::uint16_t>(o.sa_lid != 0 ? o.sa_lid : t.local_port().sm_lid);
+  if (sa_lid == 0) {
+    fmt::print(stderr, "madstorm: the simulated port has no SM LID\n");
+    return 2;
+  }
+  madengine::SteadyClock clock;
+  auto idle = [&d](Nanos) { d.pump(); };
+  auto a = run_once(o, t, clock, idle, sa_lid, o.label.empty() ? "madengine (embedded)" : o.label, o.plot_path);
+  if (!a) return 2;
+  const auto sa = d.sa().counters().total();
+  fmt::print(stdout, "madengine SA counters: received {}  answered {}  BUSY {}  duplicates {}  dropped {}\n",
+             sa.received, sa.answered, sa.busy, sa.duplicates, sa.dropped);
+  t.close();
+  return finish(o, *a);
 }
 
 int real_main(int argc, char** argv) {
@@ -151,6 +226,11 @@ int real_main(int argc, char** argv) {
   app.add_option("--compare-files", o.compare_files, "print the ratios of two earlier --json results, run nothing")
       ->expected(2);
   app.add_flag("--no-progress", o.no_progress, "no live progress line even on a terminal");
+  app.add_option("--embedded", o.embedded,
+                 "run madengine (SM + SA) in this process on a simulated fabric and storm it: ft2:RADIX | "
+                 "ft3:RADIX[:PODS] | random:SW:DEGREE:HOSTS");
+  app.add_option("--embedded-cores", o.embedded_cores, "--embedded: madengine engine cores")->capture_default_str()
+      ->check(CLI::Range(1u, 64u));
   CLI11_PARSE(app, argc, argv);
 
   if (!o.compare_files.empty()) {
@@ -185,6 +265,8 @@ int real_main(int argc, char** argv) {
     throw std::invalid_argument("--discover wants auto, table or scan, got '" + o.discover + "'");
   o.storm.sa.sl = static_cast<std::uint8_t>(o.sl);
 
+  if (!o.embedded.empty()) return run_embedded(o);
+
   madengine::SteadyClock clock;
   madengine::UmadTransport t(madengine::UmadConfig{.ca_name = o.ca, .port_num = o.port}, clock);
   if (!t.open(madengine::AgentSpec{.gsi_client = true})) {
@@ -199,7 +281,8 @@ int real_main(int argc, char** argv) {
     return 2;
   }
   const std::string plot_a = o.compare && !o.plot_path.empty() ? with_suffix(o.plot_path, "-a") : o.plot_path;
-  auto a = run_once(o, t, clock, sa_lid, o.label, plot_a);
+  const UmadIdle idle{&t, &clock};
+  auto a = run_once(o, t, clock, idle, sa_lid, o.label, plot_a);
   if (!a) return 2;
   nlohmann::json out = *a;
   if (o.compare) {
@@ -219,20 +302,13 @@ int real_main(int argc, char** argv) {
     }
     t.poll_events();
     const auto sa_lid_b = static_cast<std::uint16_t>(o.sa_lid2 != 0 ? o.sa_lid2 : t.local_port().sm_lid);
-    auto b = run_once(o, t, clock, sa_lid_b, o.label2, o.plot_path.empty() ? "" : with_suffix(o.plot_path, "-b"));
+    auto b = run_once(o, t, clock, idle, sa_lid_b, o.label2, o.plot_path.empty() ? "" : with_suffix(o.plot_path, "-b"));
     if (!b) return 2;
     fmt::print(stdout, "side by side:\n");
     print_compare(stdout, *a, *b);
     out = nlohmann::json{{"schema", "madstorm-compare/1"}, {"a", *a}, {"b", *b}};
   }
-  if (!o.json_path.empty()) {
-    std::ofstream f(o.json_path);
-    f << out.dump(2) << "\n";
-    if (!f) throw std::runtime_error("cannot write " + o.json_path);
-  }
-  const auto errors = o.compare ? out["a"]["counts"]["errors"].get<std::uint64_t>() + out["b"]["counts"]["errors"].get<std::uint64_t>()
-                                : out["counts"]["errors"].get<std::uint64_t>();
-  return errors != 0 ? 3 : 0;  // wrong answers: a script must notice
+  return finish(o, out);
 }
 
 }  // namespace

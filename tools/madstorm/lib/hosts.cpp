@@ -2,6 +2,8 @@
 #include "lib/hosts.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -123,6 +125,7 @@ std::vector<Host> scan(madengine::Transport& transport, const madengine::Clock& 
         }
       }
       const Nanos deadline = clock.now_ns() + static_cast<Nanos>(opts.timeout_ms) * madengine::kNanosPerMilli;
+      if (getenv("DBGSCAN")) fprintf(stderr, "batch first=%u n=%u attempt=%u\n", first, n, attempt);
       auto waiting = [&] { return std::count(state.begin(), state.begin() + n, std::uint8_t{0}); };
       while (waiting() != 0 && clock.now_ns() < deadline) {
         const std::size_t got = transport.rx_burst(std::span<MadBuf*>(rxp));
@@ -135,6 +138,7 @@ std::vector<Host> scan(madengine::Transport& transport, const madengine::Clock& 
           const std::uint32_t lid = tid & 0xffffu;
           if (lid < first || lid >= first + n || state[lid - first] != 0) continue;
           if (h.status.get() != 0) {
+            if (getenv("DBGSCAN")) fprintf(stderr, "rx tid=%llx lid=%u status=%x\n", (unsigned long long)h.tid.get(), lid, h.status.get());
             if ((h.status.get() & wire::status::kBusy) != 0) continue;  // asked again next attempt
             state[lid - first] = 2;
             continue;
@@ -143,6 +147,7 @@ std::vector<Host> scan(madengine::Transport& transport, const madengine::Clock& 
               std::span<const std::uint8_t>(rx[i].mad.bytes).subspan(wire::kSaHeaderSize));
           state[lid - first] = 1;
           any_record = true;
+          if (getenv("DBGSCAN")) fprintf(stderr, "rx tid=%llx lid=%u status=%u nr.lid=%u type=%u pg=%llx lp=%u\n", (unsigned long long)h.tid.get(), lid, h.status.get(), nr? nr->lid.get():0, nr? nr->node_info.node_type:0, nr? (unsigned long long)nr->node_info.port_guid.get():0ull, nr? nr->node_info.local_port_num:0);
           if (nr && nr->lid.get() == lid && nr->node_info.node_type == static_cast<std::uint8_t>(wire::NodeType::kCa))
             hosts.push_back(Host{nr->lid.get(), nr->node_info.port_guid.get(), nr->node_info.node_guid.get()});
         }
