@@ -14,6 +14,8 @@
 #include <sstream>
 #include <string>
 
+#include <infiniband/umad.h>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -84,6 +86,7 @@ struct Options {
   std::string embedded;        // a sim fabric spec: run madengine SM+SA in this process
   unsigned embedded_cores = 1;
   std::string discover = "auto";
+  bool mads_cut_short = false;  // the umad port is ibsim's umad2sim (see DiscoverOptions)
 };
 
 std::string with_suffix(const std::string& path, const std::string& suffix) {
@@ -107,6 +110,7 @@ std::optional<nlohmann::json> run_once(const Options& o, madengine::Transport& t
   req.discover.method = o.discover == "table" ? DiscoverMethod::kTable
                         : o.discover == "scan" ? DiscoverMethod::kScan
                                                : DiscoverMethod::kAuto;
+  req.discover.mads_cut_short = o.mads_cut_short;
   req.plot_path = plot_path;
   req.progress = !o.no_progress && ::isatty(STDOUT_FILENO);
   std::string err;
@@ -114,6 +118,18 @@ std::optional<nlohmann::json> run_once(const Options& o, madengine::Transport& t
                      [](Storm* s) { g_storm.store(s, std::memory_order_relaxed); });
   if (!j) fmt::print(stderr, "madstorm: {}\n", err);
   return j;
+}
+
+// ibsim's umad2sim names its CA type "simulator" in the sysfs it fakes; it
+// hands every received MAD over cut to 224 bytes (its buffer holds the umad
+// header and 224 MAD bytes), so RMPP segments lose their last 32 bytes.
+bool is_umad2sim(std::string_view ca_name) {
+  umad_ca_t ca{};
+  const std::string name(ca_name);
+  if (umad_get_ca(name.c_str(), &ca) < 0) return false;
+  const bool sim = std::string_view(ca.ca_type).starts_with("simulator");
+  umad_release_ca(&ca);
+  return sim;
 }
 
 int finish(const Options& o, const nlohmann::json& out) {
@@ -275,6 +291,7 @@ int real_main(int argc, char** argv) {
   }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
+  o.mads_cut_short = is_umad2sim(t.ca_name());
   auto sa_lid = static_cast<std::uint16_t>(o.sa_lid != 0 ? o.sa_lid : t.local_port().sm_lid);
   if (sa_lid == 0) {
     fmt::print(stderr, "madstorm: the port has no SM LID (no SM yet?): give --sa-lid\n");

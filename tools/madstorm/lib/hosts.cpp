@@ -2,8 +2,6 @@
 #include "lib/hosts.hpp"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -63,11 +61,38 @@ void on_done(void* user, const madengine::RmppRecvDone& d) noexcept {
         c.error = "NodeRecord table has a bad attribute offset " + std::to_string(aoff);
         return;
       }
-      if (nr->node_info.node_type != static_cast<std::uint8_t>(wire::NodeType::kCa)) continue;
-      c.hosts.push_back(Host{nr->lid.get(), nr->node_info.port_guid.get(), nr->node_info.node_guid.get()});
+      // A record no SA can send means the transfer was damaged on the way
+      // (umad2sim cuts every segment short): trust none of it.
+      const std::uint8_t type = nr->node_info.node_type;
+      if (type < static_cast<std::uint8_t>(wire::NodeType::kCa) || type > 3) {
+        c.error = "NodeRecord table is corrupt: record " + std::to_string(i) + " has node type " + std::to_string(type);
+        c.hosts.clear();
+        return;
+      }
+      if (type != static_cast<std::uint8_t>(wire::NodeType::kCa)) continue;
+      const Host h{nr->lid.get(), nr->node_info.port_guid.get(), nr->node_info.node_guid.get()};
+      if (h.lid == 0 || h.lid >= 0xc000 || h.port_guid == 0 || h.node_guid == 0) {
+        c.error = "NodeRecord table is corrupt: CA record " + std::to_string(i) + " has LID " +
+                  std::to_string(h.lid) + ", a zero GUID or a multicast LID";
+        c.hosts.clear();
+        return;
+      }
+      c.hosts.push_back(h);
+    }
+    // Each CA port has one base LID and one GUID (IBA 15.2.5.2: one NodeRecord per port).
+    std::vector<Host> s = c.hosts;
+    std::sort(s.begin(), s.end(), [](const Host& a, const Host& b) { return a.lid < b.lid; });
+    bool dup = std::adjacent_find(s.begin(), s.end(), [](const Host& a, const Host& b) { return a.lid == b.lid; }) != s.end();
+    std::sort(s.begin(), s.end(), [](const Host& a, const Host& b) { return a.port_guid < b.port_guid; });
+    dup = dup || std::adjacent_find(s.begin(), s.end(),
+                                    [](const Host& a, const Host& b) { return a.port_guid == b.port_guid; }) != s.end();
+    if (dup) {
+      c.error = "NodeRecord table is corrupt: a CA LID or port GUID appears twice";
+      c.hosts.clear();
     }
   } catch (const std::bad_alloc&) {
     c.error = "out of memory";
+    c.hosts.clear();
   }
 }
 
@@ -125,7 +150,6 @@ std::vector<Host> scan(madengine::Transport& transport, const madengine::Clock& 
         }
       }
       const Nanos deadline = clock.now_ns() + static_cast<Nanos>(opts.timeout_ms) * madengine::kNanosPerMilli;
-      if (getenv("DBGSCAN")) fprintf(stderr, "batch first=%u n=%u attempt=%u\n", first, n, attempt);
       auto waiting = [&] { return std::count(state.begin(), state.begin() + n, std::uint8_t{0}); };
       while (waiting() != 0 && clock.now_ns() < deadline) {
         const std::size_t got = transport.rx_burst(std::span<MadBuf*>(rxp));
@@ -138,7 +162,6 @@ std::vector<Host> scan(madengine::Transport& transport, const madengine::Clock& 
           const std::uint32_t lid = tid & 0xffffu;
           if (lid < first || lid >= first + n || state[lid - first] != 0) continue;
           if (h.status.get() != 0) {
-            if (getenv("DBGSCAN")) fprintf(stderr, "rx tid=%llx lid=%u status=%x\n", (unsigned long long)h.tid.get(), lid, h.status.get());
             if ((h.status.get() & wire::status::kBusy) != 0) continue;  // asked again next attempt
             state[lid - first] = 2;
             continue;
@@ -147,7 +170,6 @@ std::vector<Host> scan(madengine::Transport& transport, const madengine::Clock& 
               std::span<const std::uint8_t>(rx[i].mad.bytes).subspan(wire::kSaHeaderSize));
           state[lid - first] = 1;
           any_record = true;
-          if (getenv("DBGSCAN")) fprintf(stderr, "rx tid=%llx lid=%u status=%u nr.lid=%u type=%u pg=%llx lp=%u\n", (unsigned long long)h.tid.get(), lid, h.status.get(), nr? nr->lid.get():0, nr? nr->node_info.node_type:0, nr? (unsigned long long)nr->node_info.port_guid.get():0ull, nr? nr->node_info.local_port_num:0);
           if (nr && nr->lid.get() == lid && nr->node_info.node_type == static_cast<std::uint8_t>(wire::NodeType::kCa))
             hosts.push_back(Host{nr->lid.get(), nr->node_info.port_guid.get(), nr->node_info.node_guid.get()});
         }
@@ -229,7 +251,16 @@ std::vector<Host> discover_hosts(madengine::Transport& transport, const madengin
                                  const std::function<void(Nanos)>& idle, const DiscoverOptions& opts,
                                  std::string& error) {
   std::vector<Host> hosts;
-  if (opts.method != DiscoverMethod::kScan) hosts = get_table(transport, clock, sa, idle, opts, error);
+  // kScan scans; kAuto tries the table first unless the port cuts MADs short.
+  const bool table = opts.method == DiscoverMethod::kTable ||
+                     (opts.method == DiscoverMethod::kAuto && !opts.mads_cut_short);
+  if (table) {
+    hosts = get_table(transport, clock, sa, idle, opts, error);
+  } else if (opts.method == DiscoverMethod::kScan) {
+    hosts = scan(transport, clock, sa, idle, opts, error);
+  } else {
+    error = "not asked: this port cuts received MADs short, so RMPP tables come back corrupt";
+  }
   if (hosts.empty() && opts.method == DiscoverMethod::kAuto) {
     const std::string table_error = error;
     error.clear();
