@@ -184,18 +184,34 @@ void SubnetManager::on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept {
 // ---- the main loop --------------------------------------------------------------
 
 Task<void> SubnetManager::run() {
+  // A standby re-reads the fabric now and then (discovery only, nothing is
+  // written) to keep its prepared snapshot current: every second while it
+  // has none (the master may not have numbered the fabric yet), else every
+  // 6 light sweep intervals.
+  const Nanos light_ns = Nanos{cfg_.light_sweep_interval_ms} * kNanosPerMilli;
+  Nanos next_warm = 0;
+  bool refresh_warm = false;
   for (;;) {
     heavy_requested_.store(false, std::memory_order_relaxed);
     ha_->take_sweep_request();
-    // Only DISCOVERING and MASTER sweep; STANDBY and NOTACTIVE leave the
+    // Only DISCOVERING and MASTER configure; STANDBY and NOTACTIVE leave the
     // fabric to the master and wait for the agent (poll failure, HANDOVER).
-    if (sweeping()) co_await heavy_sweep();
-    Nanos next_light = sched_->clock().now_ns() + Nanos{cfg_.light_sweep_interval_ms} * kNanosPerMilli;
+    if (sweeping() || refresh_warm) co_await heavy_sweep();
+    if (sweeping() || refresh_warm)
+      next_warm = sched_->clock().now_ns() + (warm_ != nullptr ? 6 * light_ns : std::min<Nanos>(light_ns, kNanosPerSecond));
+    refresh_warm = false;
+    Nanos next_light = sched_->clock().now_ns() + light_ns;
     for (;;) {
       const Wake w = co_await sched_->sleep_for(kIdleStepNs);
       if (!w) co_return;
       if (ha_->take_sweep_request()) break;
-      if (!sweeping()) continue;
+      if (!sweeping()) {
+        if (ha_->state() == wire::SmState::kStandby && sched_->clock().now_ns() >= next_warm) {
+          refresh_warm = true;
+          break;
+        }
+        continue;
+      }
       if (ha_->machine().handover_pending() || ha_->machine().awaiting_handover()) continue;  // quiet until settled
       if (heavy_requested_.load(std::memory_order_relaxed)) break;
       if (current_ == nullptr) break;  // the last heavy sweep failed: try again
@@ -205,7 +221,7 @@ Task<void> SubnetManager::run() {
       }
       if (sched_->clock().now_ns() < next_light) continue;
       const bool changed = co_await light_sweep();
-      next_light = sched_->clock().now_ns() + Nanos{cfg_.light_sweep_interval_ms} * kNanosPerMilli;
+      next_light = sched_->clock().now_ns() + light_ns;
       if (changed) break;
     }
   }
@@ -289,6 +305,65 @@ Task<std::uint32_t> SubnetManager::program_mcast(const fabric::Fabric& f) {
   co_return *written;
 }
 
+// ---- a standby's prepared snapshot ----------------------------------------------
+
+void SubnetManager::prepare_warm(fabric::Fabric f, const std::vector<std::uint16_t>& current_lids, const LocalPort& lp) {
+  warm_.reset();
+  Guid2Lid map = guid2lid_;  // the master's LIDs as the ports report them; our map is not touched
+  const LidAssignReport lids = assign_lids(f, map, cfg_.lmc, current_lids);
+  if (lids.assigned_new != 0 || lids.conflicts != 0) return;  // the master has not numbered everything yet
+  RoutingOptions ropts;
+  ropts.algo = cfg_.routing;
+  ropts.root_guids = cfg_.root_guids;
+  ropts.threads = std::max(1u, cfg_.routing_threads);
+  RoutingResult routes = compute_routes(f, ropts);
+  if (!routes.ok()) return;
+  auto snap = std::make_shared<sa::Snapshot>();
+  snap->paths = sa::PathDb::build(f, routes.lfts, routes.top_lid, engine_.cores(), std::max(1u, cfg_.path_db_threads));
+  snap->lfts = std::move(routes.lfts);
+  snap->top_lid = routes.top_lid;
+  snap->subnet_prefix = lp.subnet_prefix;
+  snap->sm = sa::SmIdentity{.port_guid = lp.port_guid,
+                            .lid = lp.lid,
+                            .sl = cfg_.sm_sl,
+                            .priority = cfg_.priority,
+                            .state = static_cast<std::uint8_t>(wire::SmState::kMaster),
+                            .sm_key = cfg_.sm_key,
+                            .act_count = 0,
+                            .subnet_timeout = cfg_.subnet_timeout};
+  fill_tables(f, *snap);
+  snap->fabric = std::move(f);
+  snap->index();
+  warm_ = std::move(snap);
+  update_status([](SmStatus& s) { ++s.prepared_snapshots; });
+  spdlog::info("sm: standby prepared a snapshot of the master's fabric ({} nodes, top LID {})",
+               warm_->fabric.nodes.size(), warm_->top_lid);
+}
+
+// The takeover sweep found every port it reached at the LID the prepared
+// snapshot has: publish that now (the dead master's port stays in it until
+// the final publication of this sweep).
+bool SubnetManager::publish_warm(const fabric::Fabric& f, const std::vector<std::uint16_t>& current_lids) {
+  std::unordered_map<std::uint64_t, std::uint16_t> warm_lids;
+  for (const fabric::EndPort e : warm_->fabric.end_ports()) {
+    const fabric::Node& n = warm_->fabric.nodes[e.node];
+    warm_lids.emplace(n.ports[e.port].guid, warm_->fabric.lid_of(e));
+  }
+  const auto ends = f.end_ports();
+  if (ends.size() != current_lids.size()) return false;
+  for (std::size_t i = 0; i < ends.size(); ++i) {
+    const auto it = warm_lids.find(f.nodes[ends[i].node].ports[ends[i].port].guid);
+    if (it == warm_lids.end() || current_lids[i] == 0 || it->second != current_lids[i]) return false;
+  }
+  warm_->epoch = ++epoch_;
+  warm_->sm.act_count = ha_->act_count();
+  current_ = warm_;
+  store_.publish(std::shared_ptr<const sa::Snapshot>(warm_));
+  spdlog::info("sm: takeover: LIDs as prepared, SA answering from epoch {} while routing and programming run", epoch_);
+  warm_.reset();
+  return true;
+}
+
 // P_Key tables and MFTs as programmed, for the SA's records and checks.
 void SubnetManager::fill_tables(const fabric::Fabric& f, sa::Snapshot& snap) const {
   snap.port_tables.resize(f.nodes.size());
@@ -359,8 +434,21 @@ Task<void> SubnetManager::heavy_sweep() {
   if (!decision.program) {
     spdlog::info("sm: {} with {} other SM(s): fabric left as it is", wire::to_string(ha_->state()), decision.peers);
     update_status([](SmStatus& s) { ++s.sweeps_not_programmed; });
+    if (ha_->state() == wire::SmState::kStandby) {
+      const std::vector<std::uint16_t> reported = d.current_lids();  // before the fabric is moved out
+      prepare_warm(std::move(d.fabric), reported, lp);
+    }
     co_return;
   }
+  if (current_ == nullptr && warm_ != nullptr && publish_warm(f, d.current_lids())) {
+    const std::uint64_t e = epoch_;
+    update_status([e](SmStatus& s) {
+      s.epoch = e;
+      ++s.early_publications;
+      ++s.prepared_publications;
+    });
+  }
+  warm_.reset();
   if (decision.assert_all && current_ != nullptr) {
     // Handed a subnet or joined to one: rewrite every port and table (SM LID
     // included) rather than trust what another master left.

@@ -98,6 +98,8 @@ struct SmStatus {
   ha::HaCounters ha;
   std::uint64_t sweeps_not_programmed = 0;  // heavy sweeps that left the fabric alone (standby, handing over)
   std::uint64_t early_publications = 0;     // snapshots published before programming (takeover, warm restart)
+  std::uint64_t prepared_publications = 0;  // of those, a standby's prepared snapshot published at takeover
+  std::uint64_t prepared_snapshots = 0;     // snapshots a standby prepared from its own sweeps
   SweepStats last_heavy;
 };
 
@@ -126,6 +128,8 @@ class SubnetManager {
   class SmaHandler;
   Task<void> run();
   Task<void> heavy_sweep();
+  void prepare_warm(fabric::Fabric f, const std::vector<std::uint16_t>& current_lids, const LocalPort& lp);
+  bool publish_warm(const fabric::Fabric& f, const std::vector<std::uint16_t>& current_lids);
   Task<bool> light_sweep();
   Task<std::uint32_t> program_mcast(const fabric::Fabric& f);
   void on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept;
@@ -153,6 +157,10 @@ class SubnetManager {
   ProgrammedState programmed_;
   std::map<std::pair<std::uint64_t, MftKey>, wire::MftBlock> mft_programmed_;
   std::shared_ptr<const sa::Snapshot> current_;
+  // STANDBY: a snapshot computed from our own sweep of the master's fabric
+  // (its LIDs, our routes), published the moment a takeover sweep finds the
+  // same LIDs, so the SA answers before routing is recomputed.
+  std::shared_ptr<sa::Snapshot> warm_;
   SmRoleState role_;
   std::uint16_t sm_lid_ = 0;
   std::uint8_t local_port_ = 1;  // as NodeInfo.LocalPortNum reported it (0 on a switch)

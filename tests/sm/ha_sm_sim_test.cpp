@@ -130,6 +130,9 @@ TEST(HaSmSim, MasterAndStandbyThenTakeoverKeepsLids) {
     EXPECT_EQ(after.at(guid), lid) << std::hex << guid;
   }
   EXPECT_EQ(lo.status().last_heavy.lids_new, 0u);
+  // The SA answered from the standby's prepared snapshot before routing ran.
+  EXPECT_EQ(lo.status().prepared_publications, 1u);
+  EXPECT_GE(lo.status().epoch, 2u);  // then the programmed one
 }
 
 TEST(HaSmSim, HigherSmStartedLaterGetsTheSubnetByHandover) {
