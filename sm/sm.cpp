@@ -196,9 +196,10 @@ Task<void> SubnetManager::run() {
     ha_->take_sweep_request();
     // Only DISCOVERING and MASTER configure; STANDBY and NOTACTIVE leave the
     // fabric to the master and wait for the agent (poll failure, HANDOVER).
-    if (sweeping() || refresh_warm) co_await heavy_sweep();
-    if (sweeping() || refresh_warm)
+    if (sweeping() || refresh_warm) {
+      co_await heavy_sweep();
       next_warm = sched_->clock().now_ns() + (warm_ != nullptr ? 6 * light_ns : std::min<Nanos>(light_ns, kNanosPerSecond));
+    }
     refresh_warm = false;
     Nanos next_light = sched_->clock().now_ns() + light_ns;
     for (;;) {
