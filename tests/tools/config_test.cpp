@@ -96,6 +96,8 @@ TEST(Config, ShippedExampleEqualsTheDefaults) {
   EXPECT_EQ(file.sm.guid2lid, defaults.sm.guid2lid);
   EXPECT_EQ(file.sm.smps_in_flight_max, defaults.sm.smps_in_flight_max);
   EXPECT_EQ(file.sm.subnet_timeout, defaults.sm.subnet_timeout);
+  EXPECT_EQ(file.sm.ha_poll_interval_ms, defaults.sm.ha_poll_interval_ms);
+  EXPECT_EQ(file.sm.ha_poll_retries, defaults.sm.ha_poll_retries);
   EXPECT_EQ(file.sa.queue_depth, defaults.sa.queue_depth);
   EXPECT_EQ(file.log.level, defaults.log.level);
 }

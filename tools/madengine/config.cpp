@@ -139,6 +139,8 @@ Config parse_config(const std::string& text, const std::string& name) {
     s.get("transaction_retries", c.sm.transaction_retries, 0, 100);
     s.get("subnet_timeout", c.sm.subnet_timeout, 0, 31);
     s.get("routing_threads", c.sm.routing_threads, 0, 256);
+    s.get("ha_poll_interval_ms", c.sm.ha_poll_interval_ms, 100, 3'600'000);
+    s.get("ha_poll_retries", c.sm.ha_poll_retries, 1, 100);
     s.reject_unknown();
   }
   {

@@ -45,6 +45,10 @@ struct SmSection {
   unsigned transaction_retries = 3;
   unsigned subnet_timeout = 18;  // 4.096 us * 2^18 ~ 1 s (OpenSM's default)
   unsigned routing_threads = 0;  // 0 = engine cores
+  // Standby: how often the master is polled and how many failed polls mean
+  // it is gone (OpenSM's defaults: 10 s x 4; down to 100 ms x 3).
+  unsigned ha_poll_interval_ms = 10000;
+  unsigned ha_poll_retries = 4;
 };
 
 struct SaSection {

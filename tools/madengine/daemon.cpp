@@ -48,6 +48,8 @@ sm::SmConfig sm_config(const Config& c) {
   s.priority = static_cast<std::uint8_t>(c.sm.priority);
   s.sm_key = c.sm.sm_key;
   s.subnet_timeout = static_cast<std::uint8_t>(c.sm.subnet_timeout);
+  s.ha_poll_interval_ms = c.sm.ha_poll_interval_ms;
+  s.ha_poll_retries = static_cast<std::uint8_t>(c.sm.ha_poll_retries);
   return s;
 }
 
