@@ -15,7 +15,7 @@ MadBuf make_dr_request(std::uint8_t method, std::uint16_t attr_id, std::uint32_t
                        std::uint64_t m_key) noexcept {
   MadBuf b{};
   wire::DrSmp smp = wire::make_dr_smp(method, attr_id, attr_mod, 0, path, m_key);
-  std::memcpy(smp.data.data(), data.data(), std::min(data.size(), smp.data.size()));
+  if (!data.empty()) std::memcpy(smp.data.data(), data.data(), std::min(data.size(), smp.data.size()));
   b.as<wire::DrSmp>() = smp;
   b.len = wire::kMadSize;
   b.addr.lid = wire::kPermissiveLid;

@@ -110,10 +110,12 @@ struct Rig {
 
   ManualClock clock;
   ScriptedTransport p1{1}, p2{2};
-  Engine engine;
-  TransactionManager txn;
+  // Declared before the engine and the manager: the manager's destructor
+  // completes what is outstanding (kCancelled) into `results`.
   Heard heard;
   Results results;
+  Engine engine;
+  TransactionManager txn;
 };
 
 TEST(Lifecycle, FlappingDeviceIsOneOutage) {
