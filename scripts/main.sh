@@ -21,7 +21,9 @@ while (($#)); do
   esac
 done
 bash scripts/deps.sh
-bash scripts/build.sh build-release Release
+# Only the tools the job runs, without -Werror: a newer or older compiler's
+# new warning must not stop an operator's first run (CI builds with -Werror).
+BUILD_TARGETS="madstorm madengine madwire" bash scripts/build.sh build-release Release -DMADENGINE_WERROR=OFF
 bin=build-release/tools
 echo
 echo "==== madengine on an embedded simulated fabric ($fabric), then a madstorm job-start storm ===="
