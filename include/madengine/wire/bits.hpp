@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 
 namespace madengine::wire {
 
@@ -36,4 +37,52 @@ struct BitField {
   }
 };
 
+namespace bits_detail {
+
+// The bytes of an alignment-1 wire struct. BitField offsets in attribute and
+// record headers are byte offsets from the start of the struct, exactly as
+// the spec's tables give them, so accessors address the whole struct.
+template <typename T>
+inline const std::uint8_t* raw(const T* p) noexcept {
+  return reinterpret_cast<const std::uint8_t*>(p);
+}
+template <typename T>
+inline std::uint8_t* raw(T* p) noexcept {
+  return reinterpret_cast<std::uint8_t*>(p);
+}
+
+// The narrowest unsigned type that holds a field of `Width` bits, so a 4-bit
+// accessor returns std::uint8_t and a 24-bit one std::uint32_t.
+template <unsigned Width>
+using UintFor = std::conditional_t<(Width <= 8), std::uint8_t,
+                                   std::conditional_t<(Width <= 16), std::uint16_t, std::uint32_t>>;
+
+}  // namespace bits_detail
 }  // namespace madengine::wire
+
+// Declares the accessor pair name()/set_name(v) of a sub-byte field at
+// (byte, bit, width) in IBA terms (bit 0 = most significant bit of the byte),
+// relative to the start of the enclosing struct. set_ keeps only the low
+// `width` bits of v; neighbouring fields are never touched.
+#define MADENGINE_WIRE_BITS(name, byte, bit, width)                                                    \
+  ::madengine::wire::bits_detail::UintFor<width> name() const noexcept {                               \
+    return static_cast<::madengine::wire::bits_detail::UintFor<width>>(                                 \
+        ::madengine::wire::BitField<byte, bit, width>::get(::madengine::wire::bits_detail::raw(this))); \
+  }                                                                                                    \
+  void set_##name(::madengine::wire::bits_detail::UintFor<width> v) noexcept {                         \
+    ::madengine::wire::BitField<byte, bit, width>::set(::madengine::wire::bits_detail::raw(this), v);   \
+  }                                                                                                    \
+  static_assert(true, "")
+
+// The same, also naming the field's BitField type `Type` (for static_asserts
+// that it stays inside its member).
+#define MADENGINE_WIRE_NAMED_BITS(Type, name, byte, bit, width) \
+  using Type = ::madengine::wire::BitField<byte, bit, width>;   \
+  MADENGINE_WIRE_BITS(name, byte, bit, width)
+
+// A one-bit flag read and written as bool.
+#define MADENGINE_WIRE_FLAG(Type, name, byte, bit)                                                          \
+  using Type = ::madengine::wire::BitField<byte, bit, 1>;                                                   \
+  bool name() const noexcept { return Type::get(::madengine::wire::bits_detail::raw(this)) != 0; }         \
+  void set_##name(bool v) noexcept { Type::set(::madengine::wire::bits_detail::raw(this), v ? 1u : 0u); } \
+  static_assert(true, "")

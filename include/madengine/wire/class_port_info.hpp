@@ -60,45 +60,18 @@ struct ClassPortInfo {
   be32 trap_hl_qp;                         // HopLimit 8, QP 24
   be32 trap_qkey;
 
-  using CapMask2 = BitField<4, 0, 27>;
-  using RespTimeValue = BitField<7, 3, 5>;
-  using RedirectTc = BitField<24, 0, 8>;
-  using RedirectSl = BitField<25, 0, 4>;
-  using RedirectFlowLabel = BitField<25, 4, 20>;
-  using RedirectQp = BitField<33, 0, 24>;
-  using TrapTc = BitField<56, 0, 8>;
-  using TrapSl = BitField<57, 0, 4>;
-  using TrapFlowLabel = BitField<57, 4, 20>;
-  using TrapHopLimit = BitField<64, 0, 8>;
-  using TrapQp = BitField<65, 0, 24>;
-
-  std::uint32_t cap_mask2() const noexcept { return CapMask2::get(detail::bytes_of(*this)); }
-  void set_cap_mask2(std::uint32_t v) noexcept { CapMask2::set(detail::bytes_of(*this), v); }
+  MADENGINE_WIRE_NAMED_BITS(CapMask2, cap_mask2, 4, 0, 27);
   // Response time is 4.096 us * 2^RespTimeValue (IBA 13.4.6.2).
-  std::uint8_t resp_time_value() const noexcept {
-    return static_cast<std::uint8_t>(RespTimeValue::get(detail::bytes_of(*this)));
-  }
-  void set_resp_time_value(std::uint8_t v) noexcept { RespTimeValue::set(detail::bytes_of(*this), v); }
-
-  std::uint8_t redirect_tc() const noexcept { return static_cast<std::uint8_t>(RedirectTc::get(detail::bytes_of(*this))); }
-  void set_redirect_tc(std::uint8_t v) noexcept { RedirectTc::set(detail::bytes_of(*this), v); }
-  std::uint8_t redirect_sl() const noexcept { return static_cast<std::uint8_t>(RedirectSl::get(detail::bytes_of(*this))); }
-  void set_redirect_sl(std::uint8_t v) noexcept { RedirectSl::set(detail::bytes_of(*this), v); }
-  std::uint32_t redirect_flow_label() const noexcept { return RedirectFlowLabel::get(detail::bytes_of(*this)); }
-  void set_redirect_flow_label(std::uint32_t v) noexcept { RedirectFlowLabel::set(detail::bytes_of(*this), v); }
-  std::uint32_t redirect_qpn() const noexcept { return RedirectQp::get(detail::bytes_of(*this)); }
-  void set_redirect_qpn(std::uint32_t v) noexcept { RedirectQp::set(detail::bytes_of(*this), v); }
-
-  std::uint8_t trap_tc() const noexcept { return static_cast<std::uint8_t>(TrapTc::get(detail::bytes_of(*this))); }
-  void set_trap_tc(std::uint8_t v) noexcept { TrapTc::set(detail::bytes_of(*this), v); }
-  std::uint8_t trap_sl() const noexcept { return static_cast<std::uint8_t>(TrapSl::get(detail::bytes_of(*this))); }
-  void set_trap_sl(std::uint8_t v) noexcept { TrapSl::set(detail::bytes_of(*this), v); }
-  std::uint32_t trap_flow_label() const noexcept { return TrapFlowLabel::get(detail::bytes_of(*this)); }
-  void set_trap_flow_label(std::uint32_t v) noexcept { TrapFlowLabel::set(detail::bytes_of(*this), v); }
-  std::uint8_t trap_hop_limit() const noexcept { return static_cast<std::uint8_t>(TrapHopLimit::get(detail::bytes_of(*this))); }
-  void set_trap_hop_limit(std::uint8_t v) noexcept { TrapHopLimit::set(detail::bytes_of(*this), v); }
-  std::uint32_t trap_qpn() const noexcept { return TrapQp::get(detail::bytes_of(*this)); }
-  void set_trap_qpn(std::uint32_t v) noexcept { TrapQp::set(detail::bytes_of(*this), v); }
+  MADENGINE_WIRE_NAMED_BITS(RespTimeValue, resp_time_value, 7, 3, 5);
+  MADENGINE_WIRE_NAMED_BITS(RedirectTc, redirect_tc, 24, 0, 8);
+  MADENGINE_WIRE_NAMED_BITS(RedirectSl, redirect_sl, 25, 0, 4);
+  MADENGINE_WIRE_NAMED_BITS(RedirectFlowLabel, redirect_flow_label, 25, 4, 20);
+  MADENGINE_WIRE_NAMED_BITS(RedirectQp, redirect_qpn, 33, 0, 24);
+  MADENGINE_WIRE_NAMED_BITS(TrapTc, trap_tc, 56, 0, 8);
+  MADENGINE_WIRE_NAMED_BITS(TrapSl, trap_sl, 57, 0, 4);
+  MADENGINE_WIRE_NAMED_BITS(TrapFlowLabel, trap_flow_label, 57, 4, 20);
+  MADENGINE_WIRE_NAMED_BITS(TrapHopLimit, trap_hop_limit, 64, 0, 8);
+  MADENGINE_WIRE_NAMED_BITS(TrapQp, trap_qpn, 65, 0, 24);
 };
 static_assert(sizeof(ClassPortInfo) == 72 && alignof(ClassPortInfo) == 1);
 static_assert(offsetof(ClassPortInfo, cap_mask2_resp_time) == 4);

@@ -41,27 +41,19 @@ struct InformInfo {
   std::array<std::uint8_t, 4> qpn_resp_time;        // QPN 24, reserved 3, RespTimeValue 5
   std::array<std::uint8_t, 4> producer_or_vendor;   // reserved 8, ProducerType or VendorID 24
 
-  using Qpn = BitField<28, 0, 24>;
-  using RespTimeValue = BitField<31, 3, 5>;
-  using ProducerOrVendor = BitField<33, 0, 24>;
+  MADENGINE_WIRE_NAMED_BITS(Qpn, qpn, 28, 0, 24);
+  MADENGINE_WIRE_NAMED_BITS(RespTimeValue, resp_time_value, 31, 3, 5);
+  MADENGINE_WIRE_NAMED_BITS(ProducerOrVendor, producer_type, 33, 0, 24);
 
   // The generic view.
   std::uint16_t trap_number() const noexcept { return trap_number_or_device_id.get(); }
   void set_trap_number(std::uint16_t v) noexcept { trap_number_or_device_id.set(v); }
-  std::uint32_t producer_type() const noexcept { return ProducerOrVendor::get(detail::bytes_of(*this)); }
-  void set_producer_type(std::uint32_t v) noexcept { ProducerOrVendor::set(detail::bytes_of(*this), v); }
   // The vendor view.
   std::uint16_t device_id() const noexcept { return trap_number_or_device_id.get(); }
   void set_device_id(std::uint16_t v) noexcept { trap_number_or_device_id.set(v); }
   std::uint32_t vendor_id() const noexcept { return ProducerOrVendor::get(detail::bytes_of(*this)); }
   void set_vendor_id(std::uint32_t v) noexcept { ProducerOrVendor::set(detail::bytes_of(*this), v); }
 
-  std::uint32_t qpn() const noexcept { return Qpn::get(detail::bytes_of(*this)); }
-  void set_qpn(std::uint32_t v) noexcept { Qpn::set(detail::bytes_of(*this), v); }
-  std::uint8_t resp_time_value() const noexcept {
-    return static_cast<std::uint8_t>(RespTimeValue::get(detail::bytes_of(*this)));
-  }
-  void set_resp_time_value(std::uint8_t v) noexcept { RespTimeValue::set(detail::bytes_of(*this), v); }
 };
 static_assert(sizeof(InformInfo) == 36 && alignof(InformInfo) == 1);
 static_assert(offsetof(InformInfo, lid_range_begin) == 16);

@@ -48,48 +48,20 @@ struct McMemberRecord {
   std::uint8_t scope_join_state;            // Scope 4, JoinState 4
   std::array<std::uint8_t, 3> proxy_join_bits;  // ProxyJoin 1, reserved 23
 
-  using MtuSelector = BitField<38, 0, 2>;
-  using Mtu = BitField<38, 2, 6>;
-  using RateSelector = BitField<42, 0, 2>;
-  using Rate = BitField<42, 2, 6>;
-  using PacketLifeTimeSelector = BitField<43, 0, 2>;
-  using PacketLifeTime = BitField<43, 2, 6>;
-  using Sl = BitField<44, 0, 4>;
-  using FlowLabel = BitField<44, 4, 20>;
-  using HopLimit = BitField<47, 0, 8>;
-  using Scope = BitField<48, 0, 4>;
-  using JoinState = BitField<48, 4, 4>;
-  using ProxyJoin = BitField<49, 0, 1>;
+  MADENGINE_WIRE_NAMED_BITS(MtuSelector, mtu_selector, 38, 0, 2);
+  MADENGINE_WIRE_NAMED_BITS(Mtu, mtu, 38, 2, 6);
+  MADENGINE_WIRE_NAMED_BITS(RateSelector, rate_selector, 42, 0, 2);
+  MADENGINE_WIRE_NAMED_BITS(Rate, rate, 42, 2, 6);
+  MADENGINE_WIRE_NAMED_BITS(PacketLifeTimeSelector, packet_life_time_selector, 43, 0, 2);
+  MADENGINE_WIRE_NAMED_BITS(PacketLifeTime, packet_life_time, 43, 2, 6);
+  MADENGINE_WIRE_NAMED_BITS(Sl, sl, 44, 0, 4);
+  MADENGINE_WIRE_NAMED_BITS(FlowLabel, flow_label, 44, 4, 20);
+  MADENGINE_WIRE_NAMED_BITS(HopLimit, hop_limit, 47, 0, 8);
+  MADENGINE_WIRE_NAMED_BITS(Scope, scope, 48, 0, 4);
+  MADENGINE_WIRE_NAMED_BITS(JoinState, join_state, 48, 4, 4);
+  MADENGINE_WIRE_FLAG(ProxyJoin, proxy_join, 49, 0);
 
-  std::uint8_t mtu_selector() const noexcept { return static_cast<std::uint8_t>(MtuSelector::get(detail::bytes_of(*this))); }
-  void set_mtu_selector(std::uint8_t v) noexcept { MtuSelector::set(detail::bytes_of(*this), v); }
-  std::uint8_t mtu() const noexcept { return static_cast<std::uint8_t>(Mtu::get(detail::bytes_of(*this))); }
-  void set_mtu(std::uint8_t v) noexcept { Mtu::set(detail::bytes_of(*this), v); }
-  std::uint8_t rate_selector() const noexcept { return static_cast<std::uint8_t>(RateSelector::get(detail::bytes_of(*this))); }
-  void set_rate_selector(std::uint8_t v) noexcept { RateSelector::set(detail::bytes_of(*this), v); }
-  std::uint8_t rate() const noexcept { return static_cast<std::uint8_t>(Rate::get(detail::bytes_of(*this))); }
-  void set_rate(std::uint8_t v) noexcept { Rate::set(detail::bytes_of(*this), v); }
-  std::uint8_t packet_life_time_selector() const noexcept {
-    return static_cast<std::uint8_t>(PacketLifeTimeSelector::get(detail::bytes_of(*this)));
-  }
-  void set_packet_life_time_selector(std::uint8_t v) noexcept { PacketLifeTimeSelector::set(detail::bytes_of(*this), v); }
-  std::uint8_t packet_life_time() const noexcept {
-    return static_cast<std::uint8_t>(PacketLifeTime::get(detail::bytes_of(*this)));
-  }
-  void set_packet_life_time(std::uint8_t v) noexcept { PacketLifeTime::set(detail::bytes_of(*this), v); }
-  std::uint8_t sl() const noexcept { return static_cast<std::uint8_t>(Sl::get(detail::bytes_of(*this))); }
-  void set_sl(std::uint8_t v) noexcept { Sl::set(detail::bytes_of(*this), v); }
-  std::uint32_t flow_label() const noexcept { return FlowLabel::get(detail::bytes_of(*this)); }
-  void set_flow_label(std::uint32_t v) noexcept { FlowLabel::set(detail::bytes_of(*this), v); }
-  std::uint8_t hop_limit() const noexcept { return static_cast<std::uint8_t>(HopLimit::get(detail::bytes_of(*this))); }
-  void set_hop_limit(std::uint8_t v) noexcept { HopLimit::set(detail::bytes_of(*this), v); }
-  std::uint8_t scope() const noexcept { return static_cast<std::uint8_t>(Scope::get(detail::bytes_of(*this))); }
-  void set_scope(std::uint8_t v) noexcept { Scope::set(detail::bytes_of(*this), v); }
   // join_state:: bits; a Delete clears only the bits it names (IBA 15.2.5.17.2).
-  std::uint8_t join_state() const noexcept { return static_cast<std::uint8_t>(JoinState::get(detail::bytes_of(*this))); }
-  void set_join_state(std::uint8_t v) noexcept { JoinState::set(detail::bytes_of(*this), v); }
-  bool proxy_join() const noexcept { return ProxyJoin::get(detail::bytes_of(*this)) != 0; }
-  void set_proxy_join(bool v) noexcept { ProxyJoin::set(detail::bytes_of(*this), v ? 1 : 0); }
 };
 static_assert(sizeof(McMemberRecord) == 52 && alignof(McMemberRecord) == 1);
 static_assert(offsetof(McMemberRecord, port_gid) == 16);

@@ -26,13 +26,8 @@ struct MftRecord {
   be32 reserved;
   MftBlock mft;
 
-  using Position = BitField<2, 0, 4>;
-  using BlockNum = BitField<2, 7, 9>;
-
-  std::uint8_t position() const noexcept { return static_cast<std::uint8_t>(Position::get(detail::bytes_of(*this))); }
-  void set_position(std::uint8_t v) noexcept { Position::set(detail::bytes_of(*this), v); }
-  std::uint16_t block_num() const noexcept { return static_cast<std::uint16_t>(BlockNum::get(detail::bytes_of(*this))); }
-  void set_block_num(std::uint16_t v) noexcept { BlockNum::set(detail::bytes_of(*this), v); }
+  MADENGINE_WIRE_NAMED_BITS(Position, position, 2, 0, 4);
+  MADENGINE_WIRE_NAMED_BITS(BlockNum, block_num, 2, 7, 9);
 };
 static_assert(sizeof(MftRecord) == 72 && alignof(MftRecord) == 1);
 static_assert(offsetof(MftRecord, position_block) == 2);

@@ -61,55 +61,20 @@ struct MultiPathRecord {
   std::uint8_t dgid_count;
   std::array<std::uint8_t, 7> service_id_lsb;  // ServiceID bits 55-0
 
-  using RawTraffic = BitField<0, 0, 1>;
-  using FlowLabel = BitField<0, 4, 20>;
-  using HopLimit = BitField<3, 0, 8>;
-  using Reversible = BitField<5, 0, 1>;
-  using NumbPath = BitField<5, 1, 7>;
-  using QosClass = BitField<8, 0, 12>;
-  using Sl = BitField<9, 4, 4>;
-  using MtuSelector = BitField<10, 0, 2>;
-  using Mtu = BitField<10, 2, 6>;
-  using RateSelector = BitField<11, 0, 2>;
-  using Rate = BitField<11, 2, 6>;
-  using PacketLifeTimeSelector = BitField<12, 0, 2>;
-  using PacketLifeTime = BitField<12, 2, 6>;
-  using IndependenceSelector = BitField<14, 0, 2>;
-
-  bool raw_traffic() const noexcept { return RawTraffic::get(detail::bytes_of(*this)) != 0; }
-  void set_raw_traffic(bool v) noexcept { RawTraffic::set(detail::bytes_of(*this), v ? 1 : 0); }
-  std::uint32_t flow_label() const noexcept { return FlowLabel::get(detail::bytes_of(*this)); }
-  void set_flow_label(std::uint32_t v) noexcept { FlowLabel::set(detail::bytes_of(*this), v); }
-  std::uint8_t hop_limit() const noexcept { return static_cast<std::uint8_t>(HopLimit::get(detail::bytes_of(*this))); }
-  void set_hop_limit(std::uint8_t v) noexcept { HopLimit::set(detail::bytes_of(*this), v); }
-  bool reversible() const noexcept { return Reversible::get(detail::bytes_of(*this)) != 0; }
-  void set_reversible(bool v) noexcept { Reversible::set(detail::bytes_of(*this), v ? 1 : 0); }
-  std::uint8_t numb_path() const noexcept { return static_cast<std::uint8_t>(NumbPath::get(detail::bytes_of(*this))); }
-  void set_numb_path(std::uint8_t v) noexcept { NumbPath::set(detail::bytes_of(*this), v); }
-  std::uint16_t qos_class() const noexcept { return static_cast<std::uint16_t>(QosClass::get(detail::bytes_of(*this))); }
-  void set_qos_class(std::uint16_t v) noexcept { QosClass::set(detail::bytes_of(*this), v); }
-  std::uint8_t sl() const noexcept { return static_cast<std::uint8_t>(Sl::get(detail::bytes_of(*this))); }
-  void set_sl(std::uint8_t v) noexcept { Sl::set(detail::bytes_of(*this), v); }
-  std::uint8_t mtu_selector() const noexcept { return static_cast<std::uint8_t>(MtuSelector::get(detail::bytes_of(*this))); }
-  void set_mtu_selector(std::uint8_t v) noexcept { MtuSelector::set(detail::bytes_of(*this), v); }
-  std::uint8_t mtu() const noexcept { return static_cast<std::uint8_t>(Mtu::get(detail::bytes_of(*this))); }
-  void set_mtu(std::uint8_t v) noexcept { Mtu::set(detail::bytes_of(*this), v); }
-  std::uint8_t rate_selector() const noexcept { return static_cast<std::uint8_t>(RateSelector::get(detail::bytes_of(*this))); }
-  void set_rate_selector(std::uint8_t v) noexcept { RateSelector::set(detail::bytes_of(*this), v); }
-  std::uint8_t rate() const noexcept { return static_cast<std::uint8_t>(Rate::get(detail::bytes_of(*this))); }
-  void set_rate(std::uint8_t v) noexcept { Rate::set(detail::bytes_of(*this), v); }
-  std::uint8_t packet_life_time_selector() const noexcept {
-    return static_cast<std::uint8_t>(PacketLifeTimeSelector::get(detail::bytes_of(*this)));
-  }
-  void set_packet_life_time_selector(std::uint8_t v) noexcept { PacketLifeTimeSelector::set(detail::bytes_of(*this), v); }
-  std::uint8_t packet_life_time() const noexcept {
-    return static_cast<std::uint8_t>(PacketLifeTime::get(detail::bytes_of(*this)));
-  }
-  void set_packet_life_time(std::uint8_t v) noexcept { PacketLifeTime::set(detail::bytes_of(*this), v); }
-  std::uint8_t independence_selector() const noexcept {
-    return static_cast<std::uint8_t>(IndependenceSelector::get(detail::bytes_of(*this)));
-  }
-  void set_independence_selector(std::uint8_t v) noexcept { IndependenceSelector::set(detail::bytes_of(*this), v); }
+  MADENGINE_WIRE_FLAG(RawTraffic, raw_traffic, 0, 0);
+  MADENGINE_WIRE_NAMED_BITS(FlowLabel, flow_label, 0, 4, 20);
+  MADENGINE_WIRE_NAMED_BITS(HopLimit, hop_limit, 3, 0, 8);
+  MADENGINE_WIRE_FLAG(Reversible, reversible, 5, 0);
+  MADENGINE_WIRE_NAMED_BITS(NumbPath, numb_path, 5, 1, 7);
+  MADENGINE_WIRE_NAMED_BITS(QosClass, qos_class, 8, 0, 12);
+  MADENGINE_WIRE_NAMED_BITS(Sl, sl, 9, 4, 4);
+  MADENGINE_WIRE_NAMED_BITS(MtuSelector, mtu_selector, 10, 0, 2);
+  MADENGINE_WIRE_NAMED_BITS(Mtu, mtu, 10, 2, 6);
+  MADENGINE_WIRE_NAMED_BITS(RateSelector, rate_selector, 11, 0, 2);
+  MADENGINE_WIRE_NAMED_BITS(Rate, rate, 11, 2, 6);
+  MADENGINE_WIRE_NAMED_BITS(PacketLifeTimeSelector, packet_life_time_selector, 12, 0, 2);
+  MADENGINE_WIRE_NAMED_BITS(PacketLifeTime, packet_life_time, 12, 2, 6);
+  MADENGINE_WIRE_NAMED_BITS(IndependenceSelector, independence_selector, 14, 0, 2);
 
   // ServiceID is split around the counts (IBA 1.2.1): 8 bits at byte 13, 56 at bytes 17-23.
   std::uint64_t service_id() const noexcept {

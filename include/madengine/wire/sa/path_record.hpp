@@ -57,50 +57,19 @@ struct PathRecord {
   std::uint8_t preference;
   std::array<std::uint8_t, 6> reserved1;
 
-  using RawTraffic = BitField<44, 0, 1>;
-  using FlowLabel = BitField<44, 4, 20>;
-  using HopLimit = BitField<47, 0, 8>;
-  using Reversible = BitField<49, 0, 1>;
-  using NumbPath = BitField<49, 1, 7>;
-  using QosClass = BitField<52, 0, 12>;
-  using Sl = BitField<53, 4, 4>;
-  using MtuSelector = BitField<54, 0, 2>;
-  using Mtu = BitField<54, 2, 6>;
-  using RateSelector = BitField<55, 0, 2>;
-  using Rate = BitField<55, 2, 6>;
-  using PacketLifeTimeSelector = BitField<56, 0, 2>;
-  using PacketLifeTime = BitField<56, 2, 6>;
-
-  bool raw_traffic() const noexcept { return RawTraffic::get(detail::bytes_of(*this)) != 0; }
-  void set_raw_traffic(bool v) noexcept { RawTraffic::set(detail::bytes_of(*this), v ? 1 : 0); }
-  std::uint32_t flow_label() const noexcept { return FlowLabel::get(detail::bytes_of(*this)); }
-  void set_flow_label(std::uint32_t v) noexcept { FlowLabel::set(detail::bytes_of(*this), v); }
-  std::uint8_t hop_limit() const noexcept { return static_cast<std::uint8_t>(HopLimit::get(detail::bytes_of(*this))); }
-  void set_hop_limit(std::uint8_t v) noexcept { HopLimit::set(detail::bytes_of(*this), v); }
-  bool reversible() const noexcept { return Reversible::get(detail::bytes_of(*this)) != 0; }
-  void set_reversible(bool v) noexcept { Reversible::set(detail::bytes_of(*this), v ? 1 : 0); }
-  std::uint8_t numb_path() const noexcept { return static_cast<std::uint8_t>(NumbPath::get(detail::bytes_of(*this))); }
-  void set_numb_path(std::uint8_t v) noexcept { NumbPath::set(detail::bytes_of(*this), v); }
-  std::uint16_t qos_class() const noexcept { return static_cast<std::uint16_t>(QosClass::get(detail::bytes_of(*this))); }
-  void set_qos_class(std::uint16_t v) noexcept { QosClass::set(detail::bytes_of(*this), v); }
-  std::uint8_t sl() const noexcept { return static_cast<std::uint8_t>(Sl::get(detail::bytes_of(*this))); }
-  void set_sl(std::uint8_t v) noexcept { Sl::set(detail::bytes_of(*this), v); }
-  std::uint8_t mtu_selector() const noexcept { return static_cast<std::uint8_t>(MtuSelector::get(detail::bytes_of(*this))); }
-  void set_mtu_selector(std::uint8_t v) noexcept { MtuSelector::set(detail::bytes_of(*this), v); }
-  std::uint8_t mtu() const noexcept { return static_cast<std::uint8_t>(Mtu::get(detail::bytes_of(*this))); }
-  void set_mtu(std::uint8_t v) noexcept { Mtu::set(detail::bytes_of(*this), v); }
-  std::uint8_t rate_selector() const noexcept { return static_cast<std::uint8_t>(RateSelector::get(detail::bytes_of(*this))); }
-  void set_rate_selector(std::uint8_t v) noexcept { RateSelector::set(detail::bytes_of(*this), v); }
-  std::uint8_t rate() const noexcept { return static_cast<std::uint8_t>(Rate::get(detail::bytes_of(*this))); }
-  void set_rate(std::uint8_t v) noexcept { Rate::set(detail::bytes_of(*this), v); }
-  std::uint8_t packet_life_time_selector() const noexcept {
-    return static_cast<std::uint8_t>(PacketLifeTimeSelector::get(detail::bytes_of(*this)));
-  }
-  void set_packet_life_time_selector(std::uint8_t v) noexcept { PacketLifeTimeSelector::set(detail::bytes_of(*this), v); }
-  std::uint8_t packet_life_time() const noexcept {
-    return static_cast<std::uint8_t>(PacketLifeTime::get(detail::bytes_of(*this)));
-  }
-  void set_packet_life_time(std::uint8_t v) noexcept { PacketLifeTime::set(detail::bytes_of(*this), v); }
+  MADENGINE_WIRE_FLAG(RawTraffic, raw_traffic, 44, 0);
+  MADENGINE_WIRE_NAMED_BITS(FlowLabel, flow_label, 44, 4, 20);
+  MADENGINE_WIRE_NAMED_BITS(HopLimit, hop_limit, 47, 0, 8);
+  MADENGINE_WIRE_FLAG(Reversible, reversible, 49, 0);
+  MADENGINE_WIRE_NAMED_BITS(NumbPath, numb_path, 49, 1, 7);
+  MADENGINE_WIRE_NAMED_BITS(QosClass, qos_class, 52, 0, 12);
+  MADENGINE_WIRE_NAMED_BITS(Sl, sl, 53, 4, 4);
+  MADENGINE_WIRE_NAMED_BITS(MtuSelector, mtu_selector, 54, 0, 2);
+  MADENGINE_WIRE_NAMED_BITS(Mtu, mtu, 54, 2, 6);
+  MADENGINE_WIRE_NAMED_BITS(RateSelector, rate_selector, 55, 0, 2);
+  MADENGINE_WIRE_NAMED_BITS(Rate, rate, 55, 2, 6);
+  MADENGINE_WIRE_NAMED_BITS(PacketLifeTimeSelector, packet_life_time_selector, 56, 0, 2);
+  MADENGINE_WIRE_NAMED_BITS(PacketLifeTime, packet_life_time, 56, 2, 6);
 };
 static_assert(sizeof(PathRecord) == 64 && alignof(PathRecord) == 1);
 static_assert(offsetof(PathRecord, dgid) == 8);

@@ -1,5 +1,5 @@
-// Shared plumbing for the SMP attribute codecs in this folder: byte access to
-// a wire struct for its BitField accessors, and the common attribute-modifier
+// Shared pieces of the SMP attribute codecs in this folder: the accessor
+// plumbing (from wire/bits.hpp), and the common attribute-modifier
 // shapes (IBA 14.2.5) that several attributes reuse.
 #pragma once
 
@@ -12,41 +12,13 @@
 
 namespace madengine::wire::smp_detail {
 
-// The bytes of an alignment-1 wire struct. BitField offsets in the attribute
-// headers are byte offsets from the start of the attribute, exactly as the
-// spec's tables give them, so accessors address the whole struct.
-template <typename T>
-inline const std::uint8_t* raw(const T* p) noexcept {
-  return reinterpret_cast<const std::uint8_t*>(p);
-}
-template <typename T>
-inline std::uint8_t* raw(T* p) noexcept {
-  return reinterpret_cast<std::uint8_t*>(p);
-}
-
-// The narrowest unsigned type that holds a field of `Width` bits, so a 4-bit
-// accessor returns std::uint8_t and a 24-bit one std::uint32_t.
+// The SMP headers' names for the shared accessor plumbing (wire/bits.hpp,
+// which also defines MADENGINE_WIRE_BITS).
+using bits_detail::raw;
 template <unsigned Width>
-using UintFor = std::conditional_t<
-    (Width <= 8), std::uint8_t,
-    std::conditional_t<(Width <= 16), std::uint16_t, std::uint32_t>>;
+using UintFor = bits_detail::UintFor<Width>;
 
 }  // namespace madengine::wire::smp_detail
-
-// Declares the accessor pair name()/set_name(v) of a sub-byte field at
-// (byte, bit, width) in IBA terms (bit 0 = most significant bit of the byte),
-// relative to the start of the enclosing attribute. set_ keeps only the low
-// `width` bits of v; neighbouring fields are never touched.
-#define MADENGINE_WIRE_BITS(name, byte, bit, width)                                        \
-  ::madengine::wire::smp_detail::UintFor<width> name() const noexcept {                   \
-    return static_cast<::madengine::wire::smp_detail::UintFor<width>>(                     \
-        ::madengine::wire::BitField<byte, bit, width>::get(                                \
-            ::madengine::wire::smp_detail::raw(this)));                                    \
-  }                                                                                        \
-  void set_##name(::madengine::wire::smp_detail::UintFor<width> v) noexcept {             \
-    ::madengine::wire::BitField<byte, bit, width>::set(::madengine::wire::smp_detail::raw(this), v); \
-  }                                                                                        \
-  static_assert(true, "")
 
 namespace madengine::wire {
 
