@@ -70,6 +70,30 @@ EngineConfig bench_config(std::uint16_t cores) {
   return c;
 }
 
+// `cores` cores, each owning one loopback port that replays PathRecord Gets
+// (sharded by DLID) into a null or echoing handler.
+struct Bench {
+  Engine engine;
+  std::vector<std::unique_ptr<LoopbackTransport>> ports;
+  std::vector<std::vector<MadBuf>> sets;
+  NullHandler null_handler;
+  EchoHandler echo_handler;
+
+  Bench(std::uint16_t cores, bool echo) : engine(bench_config(cores)) {
+    for (std::uint16_t c = 0; c < cores; ++c) {
+      const auto port = static_cast<std::uint8_t>(c + 1);
+      ports.push_back(std::make_unique<LoopbackTransport>("lo", port, 64));
+      sets.push_back(replay_set(port));
+      ports.back()->set_replay(sets.back());
+      ports.back()->set_record_tx(false);
+      engine.add_transport(*ports.back(), c);
+    }
+    engine.add_handler({0x03, wire::method::kGet, wire::sa_attr::kPathRecord},
+                       echo ? static_cast<MadHandler&>(echo_handler) : null_handler,
+                       OwnerSelector::by_be16_at(kPathRecordDlidOffset));
+  }
+};
+
 // Cores driven in turn from the benchmark thread: no threads, no scheduler,
 // no idle loops. With 2 cores each owns one loopback port and PathRecords are
 // sharded by DLID, so half the MADs take the hand-off ring (and, with echo,
@@ -78,22 +102,8 @@ EngineConfig bench_config(std::uint16_t cores) {
 void BM_DispatchInline(benchmark::State& state) {
   const auto cores = static_cast<std::uint16_t>(state.range(0));
   const bool echo = state.range(1) != 0;
-  Engine engine(bench_config(cores));
-  std::vector<std::unique_ptr<LoopbackTransport>> ports;
-  std::vector<std::vector<MadBuf>> sets;
-  for (std::uint16_t c = 0; c < cores; ++c) {
-    const auto port = static_cast<std::uint8_t>(c + 1);
-    ports.push_back(std::make_unique<LoopbackTransport>("lo", port, 64));
-    sets.push_back(replay_set(port));
-    ports.back()->set_replay(sets.back());
-    ports.back()->set_record_tx(false);
-    engine.add_transport(*ports.back(), c);
-  }
-  NullHandler null_handler;
-  EchoHandler echo_handler;
-  engine.add_handler({0x03, wire::method::kGet, wire::sa_attr::kPathRecord},
-                     echo ? static_cast<MadHandler&>(echo_handler) : null_handler,
-                     OwnerSelector::by_be16_at(kPathRecordDlidOffset));
+  Bench bench(cores, echo);
+  Engine& engine = bench.engine;
   for (auto _ : state) engine.poll_all_once();
   const EngineStats s = engine.stats();
   const std::uint64_t handled = s.total().handled;
@@ -117,22 +127,8 @@ BENCHMARK(BM_DispatchInline)
 void BM_DispatchThreads(benchmark::State& state) {
   const auto cores = static_cast<std::uint16_t>(state.range(0));
   const bool echo = state.range(1) != 0;
-  Engine engine(bench_config(cores));
-  std::vector<std::unique_ptr<LoopbackTransport>> ports;
-  std::vector<std::vector<MadBuf>> sets;
-  for (std::uint16_t c = 0; c < cores; ++c) {
-    const auto port = static_cast<std::uint8_t>(c + 1);
-    ports.push_back(std::make_unique<LoopbackTransport>("lo", port, 64));
-    sets.push_back(replay_set(port));
-    ports.back()->set_replay(sets.back());
-    ports.back()->set_record_tx(false);
-    engine.add_transport(*ports.back(), c);
-  }
-  NullHandler null_handler;
-  EchoHandler echo_handler;
-  engine.add_handler({0x03, wire::method::kGet, wire::sa_attr::kPathRecord},
-                     echo ? static_cast<MadHandler&>(echo_handler) : null_handler,
-                     OwnerSelector::by_be16_at(kPathRecordDlidOffset));
+  Bench bench(cores, echo);
+  Engine& engine = bench.engine;
   engine.start();
   std::uint64_t first = 0, last = 0;
   double cpu_first = 0;
