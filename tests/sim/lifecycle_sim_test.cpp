@@ -118,6 +118,22 @@ class LifecycleSim : public ::testing::TestWithParam<std::uint16_t> {
     }
   }
 
+  // After the device is back: new requests are answered, every buffer but
+  // the `baseline` returns to the pool, and all of them after quiesce.
+  void expect_engine_works_and_releases_all(std::size_t baseline) {
+    std::vector<Request> after;
+    submit(after, 2);
+    drive(10 * kNanosPerMilli);
+    for (const Request& r : after) {
+      ASSERT_EQ(r.results.size(), 1u);
+      EXPECT_EQ(r.results[0].status, TxnStatus::kOk);
+      EXPECT_EQ(answered_guid(r.results[0]), r.expect_guid);
+    }
+    EXPECT_EQ(engine_->pool().in_use(), baseline);
+    engine_->quiesce();
+    EXPECT_EQ(engine_->pool().in_use(), 0u);
+  }
+
   // NodeInfo requests to the local port, leaf-0 and each of leaf-0's
   // neighbours, `per_dest` to each; all submitted now, sent on the next poll.
   void submit(std::vector<Request>& reqs, int per_dest) {
@@ -206,17 +222,7 @@ TEST_P(LifecycleSim, DeviceReturnsInFlightRequestsAreResentOnce) {
                           [](const PortEvent& e) { return e.event == DeviceEvent::kDeviceBack; }));
 
   // The engine works afterwards.
-  std::vector<Request> after;
-  submit(after, 2);
-  drive(10 * kNanosPerMilli);
-  for (const Request& r : after) {
-    ASSERT_EQ(r.results.size(), 1u);
-    EXPECT_EQ(r.results[0].status, TxnStatus::kOk);
-    EXPECT_EQ(answered_guid(r.results[0]), r.expect_guid);
-  }
-  EXPECT_EQ(engine_->pool().in_use(), baseline);
-  engine_->quiesce();
-  EXPECT_EQ(engine_->pool().in_use(), 0u);
+  expect_engine_works_and_releases_all(baseline);
 }
 
 TEST_P(LifecycleSim, DeviceAwayLongerThanWaitFailsEveryRequest) {
@@ -259,17 +265,7 @@ TEST_P(LifecycleSim, DeviceAwayLongerThanWaitFailsEveryRequest) {
   drive(5 * kNanosPerMilli);
   EXPECT_EQ(counters().device_back, 1u);
   EXPECT_EQ(counters().txn_resent, 0u);
-  std::vector<Request> after;
-  submit(after, 2);
-  drive(10 * kNanosPerMilli);
-  for (const Request& r : after) {
-    ASSERT_EQ(r.results.size(), 1u);
-    EXPECT_EQ(r.results[0].status, TxnStatus::kOk);
-    EXPECT_EQ(answered_guid(r.results[0]), r.expect_guid);
-  }
-  EXPECT_EQ(engine_->pool().in_use(), baseline);
-  engine_->quiesce();
-  EXPECT_EQ(engine_->pool().in_use(), 0u);
+  expect_engine_works_and_releases_all(baseline);
 }
 
 TEST_P(LifecycleSim, LidChangeReachesListenerAndLocalPort) {
