@@ -233,24 +233,34 @@ Task<bool> SubnetManager::light_sweep() {
   const std::uint8_t port_num = transport_.local_port().port_num;
   auto changed = std::make_shared<bool>(false);
   const auto snap = current_;
+  std::uint64_t lid_routed = 0;
   for (const fabric::Node& n : snap->fabric.nodes) {
     if (!n.is_switch()) continue;
     const wire::DrPath path = n.dr_path;
-    queue_->submit(make_dr_request(wire::method::kGet, wire::smp_attr::kSwitchInfo, 0, path, port_num, {}, cfg_.m_key),
-                   [this, changed, path, port_num](const TxnResult& r) {
-                     const auto si = smp_response_ok(r) ? wire::decode<wire::SwitchInfo>(smp_data(r.response)) : std::nullopt;
-                     if (!si) {
-                       *changed = true;  // a switch stopped answering
-                       return;
-                     }
-                     if (si->port_state_change() == 0) return;
-                     *changed = true;
-                     wire::SwitchInfo clear = *si;
-                     clear.prepare_for_set(true);  // write 1 to clear (IBA 14.2.5.4)
-                     queue_->submit(make_dr_request(wire::method::kSet, wire::smp_attr::kSwitchInfo, 0, path, port_num,
-                                                    bytes_of(clear), cfg_.m_key),
-                                    nullptr);
-                   });
+    // The fabric is programmed: ask each switch by its LID, through the
+    // LFTs we wrote, so the switches on the way do no SMA work. A switch
+    // that does not answer (dead, or a route broken) escalates to a heavy
+    // sweep, which is directed-route.
+    const bool by_lid = cfg_.lid_routed_light_sweep && n.base_lid != 0 && path.hops != 0;
+    lid_routed += by_lid ? 1 : 0;
+    const MadBuf get = by_lid ? make_lid_request(wire::method::kGet, wire::smp_attr::kSwitchInfo, 0, n.base_lid, port_num,
+                                                 {}, cfg_.m_key)
+                              : make_dr_request(wire::method::kGet, wire::smp_attr::kSwitchInfo, 0, path, port_num, {},
+                                                cfg_.m_key);
+    queue_->submit(get, [this, changed, path, port_num](const TxnResult& r) {
+      const auto si = smp_response_ok(r) ? wire::decode<wire::SwitchInfo>(smp_data(r.response)) : std::nullopt;
+      if (!si) {
+        *changed = true;  // a switch stopped answering
+        return;
+      }
+      if (si->port_state_change() == 0) return;
+      *changed = true;
+      wire::SwitchInfo clear = *si;
+      clear.prepare_for_set(true);  // write 1 to clear (IBA 14.2.5.4)
+      queue_->submit(make_dr_request(wire::method::kSet, wire::smp_attr::kSwitchInfo, 0, path, port_num,
+                                     bytes_of(clear), cfg_.m_key),
+                     nullptr);
+    });
   }
   const std::uint16_t want_lid = sm_lid_;
   queue_->submit(make_dr_request(wire::method::kGet, wire::smp_attr::kPortInfo, local_port_, wire::DrPath{}, port_num, {},
@@ -263,9 +273,10 @@ Task<bool> SubnetManager::light_sweep() {
   const std::uint64_t smps = queue_->submitted() - smps0;
   const bool ch = *changed;
   if (ch) spdlog::info("sm: light sweep ({} SMPs) saw a change: heavy sweep", smps);
-  update_status([smps](SmStatus& s) {
+  update_status([smps, lid_routed](SmStatus& s) {
     ++s.light_sweeps;
     s.last_light_smps = smps;
+    s.last_light_lid_routed = lid_routed;
   });
   co_return ch;
 }

@@ -43,6 +43,7 @@ struct SmConfig {
   unsigned routing_threads = 1;
   unsigned path_db_threads = 1;
   std::uint32_t light_sweep_interval_ms = 10'000;  // OpenSM's default; >= 100 in tests
+  bool lid_routed_light_sweep = true;              // light sweeps ask switches by LID (false: directed route, as OpenSM)
   std::uint8_t priority = 0;
   std::uint64_t sm_key = 0;                // OpenSM's default is 1: use the same key to co-operate with it
   // HA (sm/ha): a STANDBY polls the master every ha_poll_interval_ms and
@@ -90,6 +91,7 @@ struct SmStatus {
   std::uint64_t heavy_sweeps = 0;
   std::uint64_t light_sweeps = 0;
   std::uint64_t last_light_smps = 0;
+  std::uint64_t last_light_lid_routed = 0;  // of those, SwitchInfo Gets sent LID-routed
   std::uint64_t traps = 0;
   std::uint64_t sminfo_answered = 0;
   // HA: transitions so far, the SM being polled (0: none), and the agent's counters.

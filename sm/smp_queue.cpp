@@ -23,6 +23,20 @@ MadBuf make_dr_request(std::uint8_t method, std::uint16_t attr_id, std::uint32_t
   return b;
 }
 
+MadBuf make_lid_request(std::uint8_t method, std::uint16_t attr_id, std::uint32_t attr_mod, std::uint16_t dlid,
+                        std::uint8_t port_num, std::span<const std::uint8_t> data, std::uint64_t m_key) noexcept {
+  MadBuf b{};
+  wire::Smp smp{};
+  smp.hdr = wire::make_smp_header(wire::MgmtClass::kSubnLid, method, attr_id, attr_mod, 0);
+  smp.m_key = wire::be64::from(m_key);
+  if (!data.empty()) std::memcpy(smp.data.data(), data.data(), std::min(data.size(), smp.data.size()));
+  b.as<wire::Smp>() = smp;
+  b.len = wire::kMadSize;
+  b.addr.lid = dlid;
+  b.addr.port_num = port_num;
+  return b;
+}
+
 bool smp_response_ok(const TxnResult& r) noexcept {
   if (!r) return false;
   const auto& h = r.response.hdr();

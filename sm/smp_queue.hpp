@@ -24,6 +24,12 @@ MadBuf make_dr_request(std::uint8_t method, std::uint16_t attr_id, std::uint32_t
                        const wire::DrPath& path, std::uint8_t port_num,
                        std::span<const std::uint8_t> data = {}, std::uint64_t m_key = 0) noexcept;
 
+// Builds a LID-routed SMP to `dlid` (IBA 14.2.1.1): forwarded by the
+// switches' LFTs, so only the destination's SMA handles it, where a DR SMP
+// is handled by the SMA of every switch on its path.
+MadBuf make_lid_request(std::uint8_t method, std::uint16_t attr_id, std::uint32_t attr_mod, std::uint16_t dlid,
+                        std::uint8_t port_num, std::span<const std::uint8_t> data = {}, std::uint64_t m_key = 0) noexcept;
+
 // The data field of an SMP response (LID-routed or directed) and its status
 // without the D bit; nullopt-like false when the MAD is not a good response.
 bool smp_response_ok(const TxnResult& r) noexcept;

@@ -294,6 +294,9 @@ TEST(SmIbsim, ResweepOfAnUnchangedFabricChangesNothing) {
   ASSERT_TRUE(rig.sm->wait_for([](const sm::SmStatus& s) { return s.light_sweeps >= 2; }, 30s));
   EXPECT_EQ(rig.sm->status().heavy_sweeps, 1u);
   EXPECT_EQ(rig.sm->status().last_light_smps, 3u + 1u);
+  // ibsim forwards LID-routed SMPs through the LFTs we wrote: every switch
+  // answered by LID, or the light sweep would have escalated.
+  EXPECT_EQ(rig.sm->status().last_light_lid_routed, 3u);
   rig.sm->request_heavy_sweep();
   ASSERT_TRUE(rig.sm->wait_for([](const sm::SmStatus& s) { return s.heavy_sweeps >= 2; }, 30s));
   const auto st = rig.sm->status().last_heavy;

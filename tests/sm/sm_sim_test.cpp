@@ -98,6 +98,8 @@ TEST(SmSim, FatTree2K16BringUpAndRepeatSweeps) {
   ASSERT_TRUE(rig.run_until([](const sm::SmStatus& s) { return s.light_sweeps >= 3; }, 10'000));
   EXPECT_EQ(rig.sm->status().heavy_sweeps, 1u);
   EXPECT_EQ(rig.sm->status().last_light_smps, 24u + 1u);
+  // Every switch is asked by LID, through the LFTs the SM wrote.
+  EXPECT_EQ(rig.sm->status().last_light_lid_routed, 24u);
   // A forced heavy sweep of the unchanged fabric reads but writes nothing.
   rig.sm->request_heavy_sweep();
   ASSERT_TRUE(rig.run_until([](const sm::SmStatus& s) { return s.heavy_sweeps >= 2; }, 10'000));
