@@ -59,6 +59,21 @@ struct LidEntry {
 };
 static_assert(sizeof(LidEntry) == 16);
 
+// The MFTs change with multicast joins and leaves, not with routing, so they
+// are published on their own: the SM replaces the view after writing MFT
+// blocks without building a new epoch (node ids are the epoch's).
+class MftTables {
+ public:
+  MftTables() : v_(std::make_shared<const std::vector<SwitchMft>>()) {}
+  std::shared_ptr<const std::vector<SwitchMft>> load() const noexcept { return v_.load(std::memory_order_acquire); }
+  void store(std::vector<SwitchMft> v) {
+    v_.store(std::make_shared<const std::vector<SwitchMft>>(std::move(v)), std::memory_order_release);
+  }
+
+ private:
+  std::atomic<std::shared_ptr<const std::vector<SwitchMft>>> v_;
+};
+
 struct Snapshot {
   std::uint64_t epoch = 0;
   fabric::Fabric fabric;
@@ -69,7 +84,7 @@ struct Snapshot {
   std::uint64_t subnet_prefix = 0xfe80000000000000ull;
   // Optional per-port tables, [node][port]; may be empty or shorter than the fabric.
   std::vector<std::vector<PortTables>> port_tables;
-  std::vector<SwitchMft> mfts;
+  std::shared_ptr<MftTables> mfts = std::make_shared<MftTables>();  // never null
   const PortTables* tables(fabric::NodeId n, std::uint8_t port) const noexcept {
     return n < port_tables.size() && port < port_tables[n].size() ? &port_tables[n][port] : nullptr;
   }

@@ -218,7 +218,11 @@ Task<void> SubnetManager::run() {
       if (current_ == nullptr) break;  // the last heavy sweep failed: try again
       if (mcast_dirty_.exchange(false, std::memory_order_relaxed)) {
         const std::uint32_t n = co_await program_mcast(current_->fabric);
-        if (n != 0) spdlog::info("sm: multicast groups changed: {} MFT blocks written", n);
+        if (n != 0) {
+          // The SA's MFTRecords follow at once; the epoch stays (nothing unicast changed).
+          current_->mfts->store(mft_view(current_->fabric));
+          spdlog::info("sm: multicast groups changed: {} MFT blocks written", n);
+        }
       }
       if (sched_->clock().now_ns() < next_light) continue;
       const bool changed = co_await light_sweep();
@@ -379,10 +383,8 @@ bool SubnetManager::publish_warm(const fabric::Fabric& f, const std::vector<std:
 // P_Key tables and MFTs as programmed, for the SA's records and checks.
 void SubnetManager::fill_tables(const fabric::Fabric& f, sa::Snapshot& snap) const {
   snap.port_tables.resize(f.nodes.size());
-  std::unordered_map<std::uint64_t, fabric::NodeId> by_guid;
   for (fabric::NodeId i = 0; i < f.nodes.size(); ++i) {
     const fabric::Node& n = f.nodes[i];
-    by_guid.emplace(n.node_guid, i);
     snap.port_tables[i].resize(n.ports.size());
     if (n.is_switch()) continue;
     for (std::uint8_t p = 1; p < n.ports.size(); ++p) {
@@ -390,13 +392,20 @@ void SubnetManager::fill_tables(const fabric::Fabric& f, sa::Snapshot& snap) con
       if (n.ports[p].guid != 0 && it != programmed_.pkeys.end()) snap.port_tables[i][p].pkeys = it->second;
     }
   }
+  snap.mfts->store(mft_view(f));
+}
+
+std::vector<sa::SwitchMft> SubnetManager::mft_view(const fabric::Fabric& f) const {
+  std::unordered_map<std::uint64_t, fabric::NodeId> by_guid;
+  for (fabric::NodeId i = 0; i < f.nodes.size(); ++i) by_guid.emplace(f.nodes[i].node_guid, i);
+  std::vector<sa::SwitchMft> mfts;
   std::map<fabric::NodeId, std::size_t> mft_of;
   for (const auto& [key, blk] : mft_programmed_) {
     const auto it = by_guid.find(key.first);
     if (it == by_guid.end()) continue;
-    auto [slot, fresh] = mft_of.emplace(it->second, snap.mfts.size());
-    if (fresh) snap.mfts.push_back(sa::SwitchMft{.node = it->second, .masks = {}});
-    sa::SwitchMft& m = snap.mfts[slot->second];
+    auto [slot, fresh] = mft_of.emplace(it->second, mfts.size());
+    if (fresh) mfts.push_back(sa::SwitchMft{.node = it->second, .masks = {}});
+    sa::SwitchMft& m = mfts[slot->second];
     for (std::size_t i = 0; i < wire::kMftBlockSize; ++i) {
       const std::size_t mlid_index = std::size_t{key.second.block} * wire::kMftBlockSize + i;
       if (m.masks.size() <= mlid_index) m.masks.resize(mlid_index + 1);
@@ -405,6 +414,7 @@ void SubnetManager::fill_tables(const fabric::Fabric& f, sa::Snapshot& snap) con
       positions[key.second.position] = blk.mask(i);
     }
   }
+  return mfts;
 }
 
 Task<void> SubnetManager::heavy_sweep() {

@@ -141,6 +141,7 @@ class SubnetManager {
     return ha_->state() == wire::SmState::kMaster || ha_->state() == wire::SmState::kDiscovering;
   }
   void fill_tables(const fabric::Fabric& f, sa::Snapshot& snap) const;
+  std::vector<sa::SwitchMft> mft_view(const fabric::Fabric& f) const;  // what mft_programmed_ holds, by node
   static void mcast_changed(void* self) noexcept;
 
   Engine& engine_;

@@ -233,7 +233,8 @@ void lft_records(const Snapshot& s, std::uint16_t lid, RecordSink& sink) {
 void mft_records(const Snapshot& s, std::uint16_t lid, RecordSink& sink) {
   const EndPort* pinned = lid != 0 ? s.end_port_by_lid(lid) : nullptr;
   if (lid != 0 && pinned == nullptr) return;
-  for (const SwitchMft& m : s.mfts) {
+  const auto mfts = s.mfts->load();
+  for (const SwitchMft& m : *mfts) {
     if (m.node >= s.fabric.nodes.size() || (pinned != nullptr && pinned->node != m.node)) continue;
     const Node& node = s.fabric.nodes[m.node];
     const std::uint8_t positions = static_cast<std::uint8_t>(node.num_ports() / wire::kMftPortsPerPosition + 1);

@@ -256,7 +256,7 @@ TEST_F(SaRecords, TablesFromSnapshotTables) {
   mft.node = 0;
   mft.masks.assign(2, std::vector<std::uint16_t>(1, 0));
   mft.masks[1][0] = 0x0006;
-  s->mfts = {mft};
+  s->mfts->store({mft});
   s->epoch = 3;
   h_.publish(s);
   r = ask(m::kGetTable, a::kMulticastFwdTableRecord, 0, wire::MftRecord{});

@@ -3,6 +3,7 @@
 // ibsim, and exact SMP counts for heavy and light sweeps.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -221,7 +222,7 @@ TEST(SmSim, MulticastTreeReachesMembersAndFollowsChanges) {
   ASSERT_TRUE(rig.run_until([](const sm::SmStatus& s) { return s.subnet_up; }, 60'000));
   EXPECT_GT(rig.sm->status().last_heavy.mft_blocks_written, 0u);
   const auto snap = rig.store.current();
-  EXPECT_FALSE(snap->mfts.empty());
+  EXPECT_FALSE(snap->mfts->load()->empty());
 
   const sim::EndpointId ep = rig.fabric.attach(rig.fabric.find_node("host-7-0"), 1, AgentSpec{.smi = true});
   sim::SmpClient client(rig.fabric, ep);
@@ -244,6 +245,24 @@ TEST(SmSim, MulticastTreeReachesMembersAndFollowsChanges) {
   const auto got = flood(rig.fabric, client, *snap, members[0], mlid);
   ASSERT_TRUE(got.has_value());
   EXPECT_EQ(*got, (std::set<std::uint32_t>{members[1], members[2]}));
+  // The SA's MFT view (MFTRecords) followed without a new epoch: the leaf of
+  // the member that left no longer forwards the group to its port.
+  const auto& f = snap->fabric;
+  const std::uint64_t left_guid = guids(4)[3];
+  const auto left = std::find_if(f.nodes.begin(), f.nodes.end(), [&](const fabric::Node& n) {
+    return !n.is_switch() && n.ports.size() > 1 && n.ports[1].guid == left_guid;
+  });
+  ASSERT_NE(left, f.nodes.end());
+  const fabric::NodeId leaf = left->ports[1].peer;
+  const std::uint8_t leaf_port = left->ports[1].peer_port;
+  const auto view = snap->mfts->load();
+  const auto leaf_mft = std::find_if(view->begin(), view->end(), [&](const sa::SwitchMft& m) { return m.node == leaf; });
+  ASSERT_NE(leaf_mft, view->end());
+  const auto& positions = leaf_mft->masks.at(mlid - wire::kMulticastLidBase);
+  const std::size_t pos = leaf_port / 16;
+  const std::uint16_t mask = pos < positions.size() ? positions[pos] : 0;
+  EXPECT_EQ(mask & (1u << (leaf_port % 16)), 0u);
+  EXPECT_NE(mask, 0u);  // still forwarded up towards the other members
   rig.fabric.detach(ep);
 }
 
