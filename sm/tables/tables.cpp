@@ -162,7 +162,7 @@ Task<TablesReport> read_port_tables(SmpQueue& q, const DiscoveryResult& d, const
     for (std::uint8_t out = 0; out < n.ports.size(); ++out) {
       if (out != 0 && (!opts.switch_ports || !n.ports[out].linked())) continue;
       PortShape shape = shape_of(f, n, out);
-      if (opts.switch_ports) shape.linked_ports = inputs_hash;
+      if (opts.switch_ports) shape.inputs_hash = inputs_hash;
       Entry* e = entry_to_read({n.node_guid, out}, shape);
       if (e == nullptr) continue;
       const wire::PortInfo& pi = n.ports[out].info;
@@ -171,8 +171,8 @@ Task<TablesReport> read_port_tables(SmpQueue& q, const DiscoveryResult& d, const
       rd.vl_arb(pi, n.dr_path, out, *e);
       if (!sl_map) continue;
       e->tables.sl2vl.assign(n.ports.size(), wire::Sl2VlTable{});
-      for (const std::uint8_t in : inputs)
-        if (in != 0 || enhanced0) rd.sl2vl(n.dr_path, in, out, *e);
+      // Input port 0 too (the switch's own packets), as OpenSM programs it.
+      for (const std::uint8_t in : inputs) rd.sl2vl(n.dr_path, in, out, *e);
     }
   }
   co_await q.drained();

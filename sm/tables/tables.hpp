@@ -36,7 +36,7 @@ struct PortShape {
   std::uint8_t vl_arb_high_cap = 0;
   std::uint8_t vl_arb_low_cap = 0;
   std::uint8_t guid_cap = 0;
-  std::uint32_t linked_ports = 0;  // switches with switch_ports: the input ports read (count)
+  std::uint32_t inputs_hash = 0;  // switches with switch_ports: which input ports are linked
   bool operator==(const PortShape&) const noexcept = default;
 };
 

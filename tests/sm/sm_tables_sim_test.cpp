@@ -171,8 +171,9 @@ TEST(SmTablesSim, SwitchPortTablesOnRequest) {
   ASSERT_TRUE(rig.run_until_status([](const sm::SmStatus& s) { return s.subnet_up; }, 60'000));
   const auto st = rig.sm->status().last_heavy;
   // Per switch: GUIDInfo of port 0, and per linked port (all 8) VLArb blocks
-  // 1 and 3 plus SL2VL from each linked input port (port 0 is a base port).
-  EXPECT_EQ(st.tables_smps, 32u * (rig.ca_guid_blocks() + 3u) + 12u * (1u + 8u * 2u + 8u * 8u));
+  // 1 and 3 plus SL2VL from each linked input port and port 0 (a base port
+  // 0 has no tables of its own as an output port).
+  EXPECT_EQ(st.tables_smps, 32u * (rig.ca_guid_blocks() + 3u) + 12u * (1u + 8u * 2u + 8u * 9u));
   const std::uint32_t leaf = rig.fabric.find_node("leaf-1");
   const sa::PortTables& t = rig.tables_of(rig.fabric.node_guid(leaf), 2);
   ASSERT_EQ(t.sl2vl.size(), 9u);
