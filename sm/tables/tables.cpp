@@ -5,7 +5,9 @@
 #include "sm/tables/tables.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <set>
+#include <vector>
 
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/smp/guid_info.hpp"
@@ -111,7 +113,7 @@ PortShape shape_of(const fabric::Fabric& f, const fabric::Node& n, std::uint8_t 
 
 }  // namespace
 
-Task<TablesReport> read_port_tables(SmpQueue& q, const DiscoveryResult& d, const TablesOptions& opts,
+Task<TablesReport> read_port_tables(SmpQueue& q, const DiscoveryResult& d, TablesOptions opts,
                                     TablesCache& cache) {
   TablesReport report;
   Reader rd(q, opts, report);

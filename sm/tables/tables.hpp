@@ -58,7 +58,7 @@ struct TablesReport {
 
 // Reads the tables of changed ports of d.fabric into `cache` (which also
 // forgets ports no longer in the fabric). `q` must be idle.
-Task<TablesReport> read_port_tables(SmpQueue& q, const DiscoveryResult& d, const TablesOptions& opts,
+Task<TablesReport> read_port_tables(SmpQueue& q, const DiscoveryResult& d, TablesOptions opts,
                                     TablesCache& cache);
 
 // Copies the cached tables into snap.port_tables ([node][port], sized to the fabric).
