@@ -88,7 +88,8 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
     if (t.to == wire::SmState::kMaster) role_.mastership_new = true;
     publish_ha_status();
   });
-  engine.add_poller(cfg_.core, *txn_);
+  // The device life cycle pauses, re-sends or fails the SM's SMPs when its port's device goes and returns.
+  engine.add_transaction_manager(cfg_.core, *txn_, transport.local_port().port_num);
   engine.add_poller(cfg_.core, *sched_);
   engine.set_response_hook(cfg_.core, *hook_);
   const auto fixed = OwnerSelector::fixed(cfg_.core);
@@ -169,6 +170,19 @@ void SubnetManager::on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept {
     // Repress the trap so the SMA stops repeating it (IBA 14.2.5.1).
     h.method = wire::method::kTrapRepress;
     ctx.tx().send(buf);
+    if (notice) {
+      // Subscribers get it as a Report (IBA 13.4.8.3); an SMP Trap has no
+      // room for IssuerGID, so it is filled from the issuer's LID.
+      wire::Notice n = *notice;
+      if (current_ != nullptr) {
+        if (const fabric::EndPort* e = current_->end_port_by_lid(n.issuer_lid.get())) {
+          const fabric::Node& node = current_->fabric.nodes[e->node];
+          const std::uint64_t guid = node.ports[e->port].guid != 0 ? node.ports[e->port].guid : node.node_guid;
+          n.issuer_gid = {wire::be64::from(current_->subnet_prefix), wire::be64::from(guid)};
+        }
+      }
+      notify(n);
+    }
     const std::uint64_t n = traps_;
     update_status([n](SmStatus& s) { s.traps = n; });
     return;
@@ -380,8 +394,48 @@ bool SubnetManager::publish_warm(const fabric::Fabric& f, const std::vector<std:
   return true;
 }
 
+void SubnetManager::notify(const wire::Notice& n) noexcept {
+  if (!cfg_.on_notice) return;
+  try {
+    cfg_.on_notice(n);
+  } catch (...) {
+    spdlog::warn("sm: notice for trap {} not passed on (out of memory)", n.trap_number.get());
+  }
+}
+
+// Traps 64/65 (IBA 13.4.8.2, as OpenSM's port and drop managers send them):
+// end ports in this publication and not the last one, and the reverse. The
+// first publication of this SM reports nothing: it knows of no change.
+std::uint32_t SubnetManager::report_gid_changes(const sa::Snapshot& snap) {
+  std::unordered_set<std::uint64_t> now;
+  now.reserve(snap.by_port_guid.size());
+  for (const auto& [guid, e] : snap.by_port_guid) now.insert(guid);
+  std::uint32_t n = 0;
+  auto trap = [&](std::uint16_t number, std::uint64_t guid) {
+    wire::Notice notice = wire::make_generic_notice(wire::notice_type::kSubnetManagement,
+                                                    wire::notice_producer::kClassManager, number, snap.sm.lid);
+    wire::NoticeDetailsGid d{};
+    d.gid = {wire::be64::from(snap.subnet_prefix), wire::be64::from(guid)};
+    notice.set_details(d);
+    notice.issuer_gid = {wire::be64::from(snap.subnet_prefix), wire::be64::from(snap.sm.port_guid)};
+    notify(notice);
+    ++n;
+  };
+  if (in_service_known_) {
+    for (const std::uint64_t g : now)
+      if (!in_service_.contains(g)) trap(wire::trap::kGidInService, g);
+    for (const std::uint64_t g : in_service_)
+      if (!now.contains(g)) trap(wire::trap::kGidOutOfService, g);
+  }
+  in_service_.swap(now);
+  in_service_known_ = true;
+  if (n != 0) spdlog::info("sm: {} GID in/out of service traps for subscribers", n);
+  return n;
+}
+
 // P_Key tables and MFTs as programmed, for the SA's records and checks.
 void SubnetManager::fill_tables(const fabric::Fabric& f, sa::Snapshot& snap) const {
+  fill_port_tables(f, tables_, snap);  // SL2VL, VLArb, GUIDInfo as read (sm/tables)
   snap.port_tables.resize(f.nodes.size());
   for (fabric::NodeId i = 0; i < f.nodes.size(); ++i) {
     const fabric::Node& n = f.nodes[i];
@@ -563,7 +617,15 @@ Task<void> SubnetManager::heavy_sweep() {
   st.bringup = co_await bring_up(*queue_, d, routes, bc, programmed_);
   st.mft_blocks_written = co_await program_mcast(f);
   mcast_dirty_.store(false, std::memory_order_relaxed);
+  // After bring-up: OperationalVLs are final, and only changed ports are read.
+  const Nanos t_tables = clock.now_ns();
+  const TablesReport tables = co_await read_port_tables(
+      *queue_, d, TablesOptions{.port_num = lp.port_num, .m_key = cfg_.m_key, .switch_ports = cfg_.read_switch_port_tables},
+      tables_);
+  st.tables_smps = tables.smps;
+  st.tables_ports_read = tables.ports_read;
   const Nanos t5 = clock.now_ns();
+  st.tables_s = seconds(t_tables, t5);
   st.programming_s = seconds(t4, t5);
   st.smps = queue_->submitted() - smps0;
   st.total_s = seconds(t0, t5);
@@ -591,11 +653,14 @@ Task<void> SubnetManager::heavy_sweep() {
   snap->index();
   current_ = snap;
   store_.publish(snap);
+  st.gid_traps = report_gid_changes(*snap);
 
   const BringupReport& b = st.bringup;
   spdlog::info("sm: programmed: {} SwitchInfo, {} LFT blocks, {} PortInfo, {} armed, {} activated, {} P_Key, {} MFT blocks, {} errors",
                b.switch_info_sets, b.lft_blocks_written, b.port_info_sets, b.ports_armed, b.ports_activated, b.pkey_sets,
                st.mft_blocks_written, b.errors);
+  spdlog::info("sm: tables: {} ports read, {} kept, {} SMPs, {} errors, {:.6f} s; {} GID traps", tables.ports_read,
+               tables.ports_kept, tables.smps, tables.errors, st.tables_s, st.gid_traps);
   spdlog::info("sm: subnet up (epoch {}): {} nodes, {} switches, {} CAs, {} links, top LID {}, SM LID {}, {} SMPs; "
                "discovery {:.6f} s, LIDs {:.6f} s, routing {:.6f} s, path db {:.6f} s, programming {:.6f} s, total {:.6f} s",
                epoch_, st.nodes, st.switches, st.cas, st.links, st.top_lid, sm_lid_, st.smps, st.discovery_s, st.lids_s,

@@ -13,12 +13,14 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "madengine/engine/engine.hpp"
 #include "madengine/engine/scheduler.hpp"
 #include "madengine/engine/transaction.hpp"
 #include "madengine/engine/transport.hpp"
+#include "madengine/wire/smp/notice.hpp"
 #include "madengine/wire/smp/sm_info.hpp"
 #include "sa/snapshot.hpp"
 #include "sm/bringup/bringup.hpp"
@@ -27,6 +29,7 @@
 #include "sm/mcast/mcast.hpp"
 #include "sm/routing/routing.hpp"
 #include "sm/smp_queue.hpp"
+#include "sm/tables/tables.hpp"
 
 namespace madengine::sm {
 
@@ -59,12 +62,23 @@ struct SmConfig {
   std::uint8_t life_time_value = 18;
   std::uint8_t operational_vls = 4;  // VL0-7 code, capped per port by VLCap
   McGroupProvider* mcast = nullptr;  // optional; must outlive the SM
+  // Also read SL2VL/VLArb of switch external ports (ports^2 SMPs a switch;
+  // see sm/tables). End ports' tables and GUIDInfo are always read.
+  bool read_switch_port_tables = false;
+  // Notices for the SA's InformInfo subscribers (IBA 13.4.8, 14.2.5.1): every
+  // trap an SMA sends us (after we repress it) and traps 64/65 for end ports
+  // that a sweep finds in or out of service. Called on the SM's core; the
+  // daemon sets it to SaServer::forward_notice (the SM does not link the SA).
+  std::function<void(const wire::Notice&)> on_notice;
 };
 
 // Counts and timings of one heavy sweep.
 struct SweepStats {
   std::uint64_t smps = 0;  // SMPs submitted by the whole sweep (retries not counted)
   std::uint64_t discovery_smps = 0;
+  std::uint64_t tables_smps = 0;       // SL2VL, VLArb, GUIDInfo reads (sm/tables)
+  std::uint32_t tables_ports_read = 0; // ports whose tables were (re-)read
+  std::uint32_t gid_traps = 0;         // traps 64/65 passed to on_notice by this sweep
   std::uint32_t nodes = 0, switches = 0, cas = 0, links = 0;
   std::uint32_t new_nodes = 0, vanished_nodes = 0;
   std::uint32_t lids_new = 0;
@@ -72,6 +86,7 @@ struct SweepStats {
   BringupReport bringup;
   std::uint32_t mft_blocks_written = 0;
   std::uint16_t top_lid = 0;
+  double tables_s = 0;  // included in programming_s
   double discovery_s = 0, lids_s = 0, routing_s = 0, path_db_s = 0, programming_s = 0, total_s = 0;
   bool ok = false;
   std::string error;
@@ -142,6 +157,8 @@ class SubnetManager {
   }
   void fill_tables(const fabric::Fabric& f, sa::Snapshot& snap) const;
   std::vector<sa::SwitchMft> mft_view(const fabric::Fabric& f) const;  // what mft_programmed_ holds, by node
+  std::uint32_t report_gid_changes(const sa::Snapshot& snap);
+  void notify(const wire::Notice& n) noexcept;
   static void mcast_changed(void* self) noexcept;
 
   Engine& engine_;
@@ -159,6 +176,10 @@ class SubnetManager {
   Guid2Lid guid2lid_;
   ProgrammedState programmed_;
   std::map<std::pair<std::uint64_t, MftKey>, wire::MftBlock> mft_programmed_;
+  TablesCache tables_;
+  // End-port GUIDs of the last heavy sweep's publication (traps 64/65).
+  std::unordered_set<std::uint64_t> in_service_;
+  bool in_service_known_ = false;
   std::shared_ptr<const sa::Snapshot> current_;
   // STANDBY: a snapshot computed from our own sweep of the master's fabric
   // (its LIDs, our routes), published the moment a takeover sweep finds the

@@ -182,8 +182,11 @@ void sl2vl_records(const Snapshot& s, std::uint16_t lid, RecordSink& sink) {
       for (std::size_t in = 0; in < t->sl2vl.size() && !sink.full(); ++in) {
         wire::Sl2VlTableRecord r{};
         r.lid = wire::be16::from(port_lid(s, n, out));
-        r.input_port_num = static_cast<std::uint8_t>(in);
-        r.output_port_num = out;
+        // The port numbers are a switch's (IBA 15.2.5.4); a CA's record leaves them 0, as OpenSM does.
+        if (node.is_switch()) {
+          r.input_port_num = static_cast<std::uint8_t>(in);
+          r.output_port_num = out;
+        }
         r.table = t->sl2vl[in];
         sink.offer(&r);
       }

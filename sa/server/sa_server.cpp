@@ -636,7 +636,7 @@ class SaServer::CoreWorker final : public Poller {
         bump(counters_.lease_expired, n);
         ++work;
       }
-      if (server_.store_.epoch() != trap_epoch_) work += epoch_traps();
+      if (server_.cfg_.gid_traps_from_epochs && server_.store_.epoch() != trap_epoch_) work += epoch_traps();
       if (server_.notices_pending_.load(std::memory_order_acquire)) {  // pairs with the release in forward_notice
         std::vector<wire::Notice> pending;
         {

@@ -38,6 +38,10 @@ struct SaServerConfig {
   RequestOptions report{.timeout_ms = 200, .retries = 3};
   std::uint32_t mc_groups_max = 16384;
   bool install_response_hooks = true;
+  // Traps 64/65 from the difference between published epochs. An owner whose
+  // SM sends them through forward_notice (SmConfig::on_notice) turns this off
+  // so subscribers get each once.
+  bool gid_traps_from_epochs = true;
   // One-segment GetTable answers carry an RMPP DATA header (First|Last), as
   // OpenSM's do; false sends them as plain MADs (RMPP inactive).
   bool rmpp_one_segment = true;       // false: the owner calls on_response() from its own hook

@@ -319,7 +319,7 @@ bool IbsimFabric::wait_ibsim_output(std::string_view needle,
   return false;
 }
 
-bool IbsimFabric::start_opensm(int priority, std::string_view sim_host) {
+bool IbsimFabric::start_opensm(int priority, std::string_view sim_host, const std::vector<std::string>& extra_args) {
   stop_opensm();
   const std::string dir = work_dir_ + "/opensm";
   std::error_code ec;
@@ -336,6 +336,7 @@ bool IbsimFabric::start_opensm(int priority, std::string_view sim_host) {
           dir + "/opensm.out",
           "",
           -1};
+  s.argv.insert(s.argv.end(), extra_args.begin(), extra_args.end());
   opensm_pid_ = spawn(s);
   return opensm_pid_ > 0;
 }

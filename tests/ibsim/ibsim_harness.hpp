@@ -72,8 +72,9 @@ class IbsimFabric {
   // Waits until ibsim's output contains `needle`.
   bool wait_ibsim_output(std::string_view needle, std::chrono::milliseconds timeout) const;
 
-  // OpenSM on this fabric, log and cache in work_dir()/opensm.
-  bool start_opensm(int priority = 0, std::string_view sim_host = {});
+  // OpenSM on this fabric, log and cache in work_dir()/opensm; `extra_args`
+  // are appended to its command line (e.g. {"-Q"} for QoS).
+  bool start_opensm(int priority = 0, std::string_view sim_host = {}, const std::vector<std::string>& extra_args = {});
   bool wait_subnet_up(std::chrono::milliseconds timeout = std::chrono::seconds(30)) const;
   void stop_opensm();
   std::string opensm_log() const;

@@ -1,5 +1,6 @@
 // SA conformance on ibsim: the same saquery commands (CPI, NR, PIR, SWIR,
-// LR, GIR, PKTR, SL2VL, VLAR, LFTR, SMIR, PR by LIDs and GIDs) run against
+// LR, GIR, PKTR, LFTR, SMIR, PR by LIDs and GIDs; SL2VL and VLAR are in
+// sa_tables_conformance_test.cpp, against OpenSM -Q) run against
 // OpenSM 3.3.23 and then against madengine's SA (our SubnetManager on the
 // same fabric publishing the snapshot) give the same records, field by
 // field, after the normalisations listed in kNormalised with their reasons.

@@ -114,10 +114,13 @@ Daemon::Daemon(const Config& cfg) : p_(std::make_unique<Parts>()) {
   sac.queue_max = cfg.sa.queue_depth;
   sac.requester_queued_max = cfg.sa.requester_share_max;
   sac.install_response_hooks = false;
+  sac.gid_traps_from_epochs = false;  // the SM sends traps 64/65 (on_notice below)
   p_->sa = std::make_unique<sa::SaServer>(*p_->engine, p_->store, sac);
 
   sm::SmConfig smc = sm_config(cfg);
   smc.mcast = &p_->sa->mcast_provider();
+  // Traps the SM receives or raises reach InformInfo subscribers as Reports.
+  smc.on_notice = [sa = p_->sa.get()](const wire::Notice& n) { sa->forward_notice(n); };
   p_->sm = std::make_unique<sm::SubnetManager>(*p_->engine, *p_->transport, smc, p_->store);
   MadHandler* sm_hook = p_->engine->dispatcher().response_hook(smc.core);
   for (std::uint16_t c = 0; c < p_->engine->cores(); ++c) {

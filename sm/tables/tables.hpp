@@ -1,0 +1,67 @@
+// Per-port tables the SA answers SL2VL, VLArb and GUIDInfo records from
+// (IBA 14.2.5.5, 14.2.5.8, 14.2.5.9): read after bring-up, in one SMP window,
+// only for ports whose shape changed since they were last read.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <utility>
+
+#include "madengine/engine/task.hpp"
+#include "sa/snapshot.hpp"
+#include "sm/discovery/discovery.hpp"
+#include "sm/smp_queue.hpp"
+
+namespace madengine::sm {
+
+struct TablesOptions {
+  std::uint8_t port_num = 1;  // local port SMPs leave from
+  std::uint64_t m_key = 0;
+  // Switch external ports too: VLArb per linked port and SL2VL per (input,
+  // output) pair of linked ports, about ports^2 SMPs a switch (2.2 M at
+  // 11,664 hosts). Off by default: OpenSM 3.3.23 reads none of them either
+  // (with QoS off it neither reads nor programs SL2VL/VLArb anywhere).
+  bool switch_ports = false;
+};
+
+// What a port looked like when its tables were read; a port is re-read when
+// this differs (a link went down and up, VLs or capabilities changed).
+struct PortShape {
+  std::uint64_t port_guid = 0;
+  std::uint64_t peer_guid = 0;
+  std::uint8_t peer_port = 0;
+  std::uint8_t state = 0;
+  std::uint8_t operational_vls = 0;
+  std::uint8_t vl_cap = 0;
+  std::uint8_t vl_arb_high_cap = 0;
+  std::uint8_t vl_arb_low_cap = 0;
+  std::uint8_t guid_cap = 0;
+  std::uint32_t inputs_hash = 0;  // switches with switch_ports: which input ports are linked
+  bool operator==(const PortShape&) const noexcept = default;
+};
+
+// Kept by the SM across sweeps, by (node GUID, port number).
+struct TablesCache {
+  struct Entry {
+    PortShape shape;
+    sa::PortTables tables;  // pkeys unused here (bring-up owns P_Keys)
+  };
+  std::map<std::pair<std::uint64_t, std::uint8_t>, Entry> ports;
+};
+
+struct TablesReport {
+  std::uint64_t smps = 0;
+  std::uint32_t ports_read = 0;   // ports whose tables were (re-)read this sweep
+  std::uint32_t ports_kept = 0;   // unchanged ports answered from the cache
+  std::uint32_t errors = 0;       // SMPs that failed; the port is re-read next sweep
+};
+
+// Reads the tables of changed ports of d.fabric into `cache` (which also
+// forgets ports no longer in the fabric). `q` must be idle.
+Task<TablesReport> read_port_tables(SmpQueue& q, const DiscoveryResult& d, TablesOptions opts,
+                                    TablesCache& cache);
+
+// Copies the cached tables into snap.port_tables ([node][port], sized to the fabric).
+void fill_port_tables(const fabric::Fabric& f, const TablesCache& cache, sa::Snapshot& snap);
+
+}  // namespace madengine::sm
