@@ -52,6 +52,15 @@ std::uint32_t key_of(PathAttrs a) noexcept {
   return std::uint32_t{a.hops} | std::uint32_t{a.mtu} << 8 | std::uint32_t{a.rate} << 16 | std::uint32_t{a.reserved} << 24;
 }
 
+// One switch port as the walk needs it, precomputed once per build so a step
+// reads 8 bytes instead of the Node and Port it comes from.
+struct Hop {
+  enum Kind : std::uint8_t { kDead, kSwitch, kExit, kSelf };
+  std::uint32_t next = 0;  // kSwitch: the peer's switch index
+  std::uint8_t mtu = 0, rate = 0;
+  Kind kind = kDead;
+};
+
 // Walks the LFTs towards one LID from every switch. `exact` gets the full
 // path value (the destination's last link included, what a per-LID table
 // holds); `part` the switch-to-switch part when the walk ends at `home` (the
@@ -59,10 +68,31 @@ std::uint32_t key_of(PathAttrs a) noexcept {
 class LidWalker {
  public:
   LidWalker(const fabric::Fabric& f, const std::vector<fabric::Lft>& lfts, const std::vector<std::uint32_t>& index)
-      : f_(f), lfts_(lfts), index_(index), state_(lfts.size()) {}
+      : state_(lfts.size()) {
+    for (const fabric::Lft& l : lfts) {
+      width_ = std::max<std::size_t>(width_, f.nodes[l.node].ports.size());
+      lft_.push_back(l.ports.data());
+      lft_size_.push_back(l.ports.size());
+    }
+    hops_.resize(lfts.size() * width_);
+    for (std::size_t s = 0; s < lfts.size(); ++s) {
+      const fabric::Node& node = f.nodes[lfts[s].node];
+      Hop* row = hops_.data() + s * width_;
+      row[0].kind = Hop::kSelf;
+      for (std::size_t p = 1; p <= node.num_ports() && p != fabric::kLftNoRoute; ++p) {
+        const fabric::Port& out = node.ports[p];
+        if (!out.linked()) continue;
+        Hop& h = row[p];
+        h.mtu = out.mtu;
+        h.rate = link_rate(out);
+        if (!f.nodes[out.peer].is_switch()) h.kind = Hop::kExit;
+        else if (out.peer < index.size() && index[out.peer] != ~0u) h.kind = Hop::kSwitch, h.next = index[out.peer];
+      }
+    }
+  }
 
   void walk(std::uint16_t dlid, std::uint32_t home, PathAttrs* exact, PathAttrs* part) {
-    const std::uint32_t switches = static_cast<std::uint32_t>(lfts_.size());
+    const std::uint32_t switches = static_cast<std::uint32_t>(lft_.size());
     std::fill(state_.begin(), state_.end(), 0);
     for (std::uint32_t start = 0; start < switches; ++start) {
       if (state_[start] == 2) continue;
@@ -80,40 +110,30 @@ class LidWalker {
           tail = tail_part = PathAttrs{};
           break;
         }
-        state_[s] = 1;
-        stack_.push_back(s);
-        const fabric::Lft& lft = lfts_[s];
-        const std::uint8_t port = dlid < lft.ports.size() ? lft.ports[dlid] : fabric::kLftNoRoute;
-        const fabric::Node& node = f_.nodes[lft.node];
-        bool end = true;
-        if (port == fabric::kLftNoRoute || (port != 0 && (port > node.num_ports() || !node.ports[port].linked()))) {
+        const Hop& h = hop(s, dlid);
+        if (h.kind == Hop::kSwitch) {
+          state_[s] = 1;
+          stack_.push_back(s);
+          s = h.next;
+          continue;
+        }
+        if (h.kind == Hop::kDead) {
           tail = tail_part = PathAttrs{};
-        } else if (port == 0) {  // the destination is this switch's own port 0
-          tail = kAtSwitch;
+        } else {  // the destination is this switch's port 0, or the CA behind h
+          tail = h.kind == Hop::kSelf ? kAtSwitch : PathAttrs{0, h.mtu, h.rate, 0};
           tail_part = s == home ? kAtSwitch : kForeign;
-        } else if (const fabric::Port& out = node.ports[port]; !f_.nodes[out.peer].is_switch()) {
-          tail = {0, out.mtu, link_rate(out), 0};  // the exit link to the destination CA
-          tail_part = s == home ? kAtSwitch : kForeign;
-        } else {
-          end = false;
-          s = index_[out.peer];
         }
-        if (end) {
-          stack_.pop_back();
-          exact[s] = tail;
-          part[s] = tail_part;
-          state_[s] = 2;
-          break;
-        }
+        exact[s] = tail;
+        part[s] = tail_part;
+        state_[s] = 2;
+        break;
       }
       while (!stack_.empty()) {
         const std::uint32_t at = stack_.back();
         stack_.pop_back();
-        const fabric::Lft& lft = lfts_[at];
-        const fabric::Port& out = f_.nodes[lft.node].ports[lft.ports[dlid]];
-        const std::uint8_t rate = link_rate(out);
-        tail = join(tail, out.mtu, rate, true);
-        tail_part = join(tail_part, out.mtu, rate, true);
+        const Hop& h = hop(at, dlid);
+        tail = join(tail, h.mtu, h.rate, true);
+        tail_part = join(tail_part, h.mtu, h.rate, true);
         exact[at] = tail;
         part[at] = tail_part;
         state_[at] = 2;
@@ -122,10 +142,17 @@ class LidWalker {
   }
 
  private:
-  const fabric::Fabric& f_;
-  const std::vector<fabric::Lft>& lfts_;
-  const std::vector<std::uint32_t>& index_;
-  std::vector<std::uint8_t> state_;  // 0 new, 1 on the stack, 2 done
+  const Hop& hop(std::uint32_t s, std::uint16_t dlid) const noexcept {
+    static const Hop kNoHop{};
+    const std::uint8_t port = dlid < lft_size_[s] ? lft_[s][dlid] : fabric::kLftNoRoute;
+    return port < width_ ? hops_[s * width_ + port] : kNoHop;
+  }
+
+  std::size_t width_ = 1;                 // ports per switch row, port 0 included
+  std::vector<Hop> hops_;                 // [switch * width_ + port]
+  std::vector<const std::uint8_t*> lft_;  // each switch's LFT
+  std::vector<std::size_t> lft_size_;
+  std::vector<std::uint8_t> state_;       // 0 new, 1 on the stack, 2 done
   std::vector<std::uint32_t> stack_;
 };
 

@@ -161,7 +161,8 @@ class SaServer::CoreWorker final : public Poller {
         sender_(core.clock(), core, cfg_.rmpp),
         queue_(cfg_.queue_max),
         share_(kShareSlots, 0),
-        dedup_(cfg_.dedup_slots) {
+        dedup_(cfg_.dedup_slots),
+        dedup_answer_(cfg_.dedup_slots) {
     if (id_ == cfg_.state_core) {
       TransactionConfig tc;
       tc.core_id = static_cast<std::uint8_t>(core_id);
@@ -199,7 +200,7 @@ class SaServer::CoreWorker final : public Poller {
       }
       if (d.has_answer) {  // answered: send the same answer again
         bump(k.duplicates);
-        if (!ctx.tx().send(d.answer)) bump(k.dropped);
+        if (!ctx.tx().send(dedup_answer_[dedup_index(buf)])) bump(k.dropped);
         return;
       }
     }
@@ -231,6 +232,7 @@ class SaServer::CoreWorker final : public Poller {
     std::size_t work = 0;
     if (queue_len_ != 0) {
       refresh_snapshot();
+      prefetch_paths();
       for (std::uint32_t i = 0; i < cfg_.burst_max && queue_len_ != 0; ++i, ++work) {
         MadBuf& req = queue_[queue_head_];
         queue_head_ = (queue_head_ + 1) % static_cast<std::uint32_t>(queue_.size());
@@ -276,6 +278,9 @@ class SaServer::CoreWorker final : public Poller {
 
  private:
   static constexpr std::size_t kShareSlots = 1024;
+  // The retry cache's keys, 32 bytes a slot, apart from the cached answers
+  // (dedup_answer_, same index): every admission reads a key, only retries
+  // read an answer, so the keys stay in cache.
   struct Dedup {
     enum State : std::uint8_t { kEmpty, kInWork, kAnswered };
     State state = kEmpty;
@@ -284,12 +289,36 @@ class SaServer::CoreWorker final : public Poller {
     std::uint64_t key_req = 0;
     std::uint64_t tid = 0;
     Nanos at_ns = 0;
-    MadBuf answer;
   };
+  static_assert(sizeof(Dedup) == 32);
 
-  Dedup& dedup_slot(const MadBuf& b) noexcept {
+  std::size_t dedup_index(const MadBuf& b) const noexcept {
     const std::uint64_t h = mix(requester_key(b) ^ mix(b.hdr().tid.get()));
-    return dedup_[h & (dedup_.size() - 1)];
+    return h & (dedup_.size() - 1);
+  }
+  Dedup& dedup_slot(const MadBuf& b) noexcept { return dedup_[dedup_index(b)]; }
+
+  // Path Gets by SLID and DLID: start the path database reads of the whole
+  // burst before answering any of it, so their cache misses overlap.
+  void prefetch_paths() const noexcept {
+    if (snap_ == nullptr) return;  // nothing published yet: every query is answered BUSY
+    const std::uint32_t n = std::min(cfg_.burst_max, queue_len_);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      const MadBuf& req = queue_[(queue_head_ + i) % queue_.size()];
+      const auto& sa = req.as<wire::SaMad>();
+      constexpr std::uint64_t kByLids = wire::path_record_cm::kSLid | wire::path_record_cm::kDLid;
+      if (sa.hdr.attr_id.get() != a::kPathRecord || (sa.comp_mask.get() & kByLids) != kByLids) continue;
+      const auto* pr = reinterpret_cast<const wire::PathRecord*>(sa.data.data());
+      const std::uint16_t slid = pr->slid.get(), dlid = pr->dlid.get();
+      snap_->paths.prefetch(slid, dlid);
+      if (slid < snap_->lid_info.size() && dlid < snap_->lid_info.size()) {
+        __builtin_prefetch(&snap_->by_lid[slid]);
+        __builtin_prefetch(&snap_->by_lid[dlid]);
+        __builtin_prefetch(&snap_->lid_info[slid]);
+        __builtin_prefetch(&snap_->lid_info[dlid]);
+      }
+      __builtin_prefetch(&dedup_[dedup_index(req)], 1);  // the retry cache's key, rewritten on answering
+    }
   }
 
   void refresh_snapshot() noexcept {
@@ -314,11 +343,12 @@ class SaServer::CoreWorker final : public Poller {
     }
     bump(busy ? k.busy : k.answered);
     if (busy) cache = false;  // a retry after BUSY is a new attempt
-    Dedup& d = dedup_slot(resp);
+    const std::size_t slot = dedup_index(resp);
+    Dedup& d = dedup_[slot];
     if (d.key_req == requester_key(resp) && d.tid == resp.hdr().tid.get()) {
       d.state = busy ? Dedup::kEmpty : Dedup::kAnswered;
       d.has_answer = cache;
-      if (cache) d.answer = resp;
+      if (cache) dedup_answer_[slot] = resp;
     }
   }
 
@@ -730,6 +760,7 @@ class SaServer::CoreWorker final : public Poller {
   std::uint32_t queue_head_ = 0, queue_len_ = 0;
   std::vector<std::uint32_t> share_;
   std::vector<Dedup> dedup_;
+  std::vector<MadBuf> dedup_answer_;
   std::vector<std::uint8_t> scratch_;
   std::shared_ptr<const Snapshot> snap_;
   std::uint64_t snap_epoch_ = 0;
