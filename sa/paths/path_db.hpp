@@ -48,7 +48,14 @@ class PathDb {
   // A whole end-to-end path from an end port's LID to another's, including
   // the source's own link to its switch.
   PathAttrs path(std::uint16_t slid, std::uint16_t dlid) const noexcept;
-  // Pulls the cache lines path(slid, dlid) reads (for a burst of queries).
+  // Pull the cache lines path(slid, dlid) reads, for a burst of queries in
+  // two passes: first every query's per-LID entries, then (once those have
+  // arrived) every query's (source switch, destination switch) byte.
+  void prefetch_ends(std::uint16_t slid, std::uint16_t dlid) const noexcept {
+    if (slid > top_lid_ || dlid > top_lid_) return;
+    __builtin_prefetch(&attach_[slid]);
+    __builtin_prefetch(&attach_[dlid]);
+  }
   void prefetch(std::uint16_t slid, std::uint16_t dlid) const noexcept;
 
   std::size_t bytes() const noexcept;

@@ -299,26 +299,34 @@ class SaServer::CoreWorker final : public Poller {
   Dedup& dedup_slot(const MadBuf& b) noexcept { return dedup_[dedup_index(b)]; }
 
   // Path Gets by SLID and DLID: start the path database reads of the whole
-  // burst before answering any of it, so their cache misses overlap.
+  // burst before answering any of it, so their cache misses overlap. Two
+  // passes: the second's addresses come from the lines the first pulled in.
   void prefetch_paths() const noexcept {
     if (snap_ == nullptr) return;  // nothing published yet: every query is answered BUSY
     const std::uint32_t n = std::min(cfg_.burst_max, queue_len_);
-    for (std::uint32_t i = 0; i < n; ++i) {
-      const MadBuf& req = queue_[(queue_head_ + i) % queue_.size()];
-      const auto& sa = req.as<wire::SaMad>();
-      constexpr std::uint64_t kByLids = wire::path_record_cm::kSLid | wire::path_record_cm::kDLid;
-      if (sa.hdr.attr_id.get() != a::kPathRecord || (sa.comp_mask.get() & kByLids) != kByLids) continue;
+    constexpr std::uint64_t kByLids = wire::path_record_cm::kSLid | wire::path_record_cm::kDLid;
+    const auto lids_of = [&](std::uint32_t i, std::uint16_t& slid, std::uint16_t& dlid) {
+      const auto& sa = queue_[(queue_head_ + i) % queue_.size()].as<wire::SaMad>();
+      if (sa.hdr.attr_id.get() != a::kPathRecord || (sa.comp_mask.get() & kByLids) != kByLids) return false;
       const auto* pr = reinterpret_cast<const wire::PathRecord*>(sa.data.data());
-      const std::uint16_t slid = pr->slid.get(), dlid = pr->dlid.get();
-      snap_->paths.prefetch(slid, dlid);
+      slid = pr->slid.get();
+      dlid = pr->dlid.get();
+      return true;
+    };
+    std::uint16_t slid = 0, dlid = 0;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (!lids_of(i, slid, dlid)) continue;
+      snap_->paths.prefetch_ends(slid, dlid);
       if (slid < snap_->lid_info.size() && dlid < snap_->lid_info.size()) {
         __builtin_prefetch(&snap_->by_lid[slid]);
         __builtin_prefetch(&snap_->by_lid[dlid]);
         __builtin_prefetch(&snap_->lid_info[slid]);
         __builtin_prefetch(&snap_->lid_info[dlid]);
       }
-      __builtin_prefetch(&dedup_[dedup_index(req)], 1);  // the retry cache's key, rewritten on answering
+      __builtin_prefetch(&dedup_[dedup_index(queue_[(queue_head_ + i) % queue_.size()])], 1);  // rewritten on answering
     }
+    for (std::uint32_t i = 0; i < n; ++i)
+      if (lids_of(i, slid, dlid)) snap_->paths.prefetch(slid, dlid);
   }
 
   void refresh_snapshot() noexcept {
