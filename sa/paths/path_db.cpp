@@ -334,7 +334,7 @@ PathAttrs PathDb::path(std::uint16_t slid, std::uint16_t dlid) const noexcept {
 }
 
 void PathDb::prefetch(std::uint16_t slid, std::uint16_t dlid) const noexcept {
-  if (slid > top_lid_ || dlid > top_lid_) return;
+  if (slid >= attach_.size() || dlid >= attach_.size()) return;  // also an empty (never built) database
   const Attach& src = attach_[slid];
   const Attach& dst = attach_[dlid];
   if (src.switch_index < switches_ && dst.switch_index < switches_)

@@ -52,7 +52,7 @@ class PathDb {
   // two passes: first every query's per-LID entries, then (once those have
   // arrived) every query's (source switch, destination switch) byte.
   void prefetch_ends(std::uint16_t slid, std::uint16_t dlid) const noexcept {
-    if (slid > top_lid_ || dlid > top_lid_) return;
+    if (slid >= attach_.size() || dlid >= attach_.size()) return;
     __builtin_prefetch(&attach_[slid]);
     __builtin_prefetch(&attach_[dlid]);
   }

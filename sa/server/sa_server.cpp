@@ -330,7 +330,8 @@ class SaServer::CoreWorker final : public Poller {
     for (std::uint32_t i = 0; i < n; ++i) {
       if (!lids_of(i, slid, dlid)) continue;
       snap_->paths.prefetch_ends(slid, dlid);
-      if (slid < snap_->lid_info.size() && dlid < snap_->lid_info.size()) {
+      const std::size_t lids = std::min(snap_->lid_info.size(), snap_->by_lid.size());
+      if (slid < lids && dlid < lids) {
         __builtin_prefetch(&snap_->by_lid[slid]);
         __builtin_prefetch(&snap_->by_lid[dlid]);
         __builtin_prefetch(&snap_->lid_info[slid]);

@@ -260,5 +260,16 @@ TEST(PathDbExact, ThreadCountDoesNotChangeTheLayout) {
   EXPECT_EQ(one.palette_size(), three.palette_size());
 }
 
+TEST(PathDbExact, AnEmptyDatabaseAnswersUnrouted) {
+  const PathDb db;  // a snapshot published before any routing pass
+  for (const std::uint16_t lid : {0, 1, 0xbfff}) {
+    EXPECT_FALSE(db.path(lid, 1).routed());
+    EXPECT_FALSE(db.lookup(0, lid).routed());
+    db.prefetch_ends(lid, lid);
+    db.prefetch(lid, lid);
+  }
+  EXPECT_EQ(db.exceptions(), 0u);
+}
+
 }  // namespace
 }  // namespace madengine::sa
