@@ -1,4 +1,4 @@
-// Path benchmark: route a fat tree, build the sharded path-record database,
+// Path benchmark: route a fat tree, build the compact path-record database,
 // then produce every end-to-end PathRecord (N x N end ports) encoded into an
 // SA response MAD, as the SA does per query minus request decoding.
 //   path_bench [pods] [threads]      (pods 4: 1,296 hosts; 36: 11,664 hosts)
@@ -81,8 +81,8 @@ int main(int argc, char** argv) {
   const double n = static_cast<double>(ports.size()) * static_cast<double>(ports.size());
   fmt::print("hosts {}  switches {}  threads {}\n", ports.size(), f.switch_count(), threads);
   fmt::print("routing (minhop)           {:>10.1f} ms\n", route_ms);
-  fmt::print("path database build        {:>10.1f} ms  ({} entries, {:.1f} MB)\n", db_ms, db.entries(),
-             static_cast<double>(db.bytes()) / 1e6);
+  fmt::print("path database build        {:>10.1f} ms  ({} entries, {} exceptions, {} palette values, {:.2f} MB)\n",
+             db_ms, db.entries(), db.exceptions(), db.palette_size(), static_cast<double>(db.bytes()) / 1e6);
   fmt::print("all {:.0f} PathRecords      {:>10.1f} ms  ({:.1f} ns a path, {:.1f} M paths/s)\n", n, all_ms,
              all_ms * 1e6 / n, n / all_ms / 1e3);
   fmt::print("db build + all paths       {:>10.1f} ms\n", db_ms + all_ms);
