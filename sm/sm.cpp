@@ -326,6 +326,14 @@ Task<std::uint32_t> SubnetManager::program_mcast(const fabric::Fabric& f) {
 
 // ---- SA state handed on (issue 8) -------------------------------------------------
 
+std::uint64_t replica_max_age_ms(const SmConfig& c) noexcept {
+  if (c.ha_replica_max_age_ms != 0) return c.ha_replica_max_age_ms;
+  const std::uint64_t poll_timeout_ms =
+      c.ha_poll_timeout_ms != 0 ? c.ha_poll_timeout_ms : std::min<std::uint32_t>(c.ha_poll_interval_ms, 1000);
+  return 3 * std::uint64_t{c.ha_replica_interval_ms} +
+         std::uint64_t{c.ha_poll_retries} * (c.ha_poll_interval_ms + poll_timeout_ms);
+}
+
 // A STANDBY copies the master's SA state: right after it became STANDBY, then
 // every ha_replica_interval_ms. The master's SA is at the SM LID our port
 // reports (the master programmed it), else at the LID the sweep found.
@@ -369,9 +377,7 @@ Task<void> SubnetManager::replica_loop() {
 bool SubnetManager::settle_sa_state() {
   role_.sa_state_decided = true;
   const Nanos now = sched_->clock().now_ns();
-  const Nanos bound_ns =
-      Nanos{cfg_.ha_replica_max_age_ms != 0 ? cfg_.ha_replica_max_age_ms : 3 * cfg_.ha_replica_interval_ms} *
-      kNanosPerMilli;
+  const auto bound_ns = static_cast<Nanos>(replica_max_age_ms(cfg_)) * kNanosPerMilli;
   bool ask = true;
   const char* why = "no replica or journal of the SA state";
   if (replica_ != nullptr && replica_->image().has_value()) {

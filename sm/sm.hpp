@@ -64,15 +64,20 @@ struct SmConfig {
   // STANDBY copies the master's SA state (ServiceRecord, MCMemberRecord and
   // InformInfoRecord GetTables with the SM_Key) right after it becomes
   // STANDBY and then every ha_replica_interval_ms; on takeover the last
-  // image, if not older than ha_replica_max_age_ms (0: 3 intervals), goes to
+  // image, if not older than ha_replica_max_age_ms, goes to
   // restore_sa_state before the first publication, and clients are not asked
-  // to reregister. sa_state_restored: the owner restored fresh state before
+  // to reregister. The age is taken at takeover, after the polling budget
+  // was spent: 0 means 3 replica intervals plus that budget (an image at
+  // most 3 intervals older than the master's last sign of life). sa_state_restored: the owner restored fresh state before
   // start (warm restart journal), so our first mastership does not ask either.
   std::function<void(sa::SaStateImage)> restore_sa_state;
   std::uint32_t ha_replica_interval_ms = 1000;
   std::uint32_t ha_replica_max_age_ms = 0;
   bool sa_state_restored = false;
 };
+
+// The replica age a takeover still vouches for (ha_replica_max_age_ms, or its default).
+std::uint64_t replica_max_age_ms(const SmConfig& c) noexcept;
 
 // Counts and timings of one heavy sweep.
 struct SweepStats {
