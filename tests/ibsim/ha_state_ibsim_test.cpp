@@ -175,13 +175,16 @@ TEST(HaStateIbsim, StandbyTakesOverWithTheMastersServiceRecord) {
   const auto reg = fabric.run("MADENGINE_HA_STATE_CHILD=1 '" + self + "' --gtest_filter=HaStateIbsimChild.RegisterService",
                               "H3", 60s);
   ASSERT_EQ(reg.exit_code, 0) << reg.out << reg.err;
+  // The LIDs before the kill, read before the last replica rounds so the
+  // kill follows a fresh round.
+  const std::string lids_before = topology_lids(fabric, "H3");
+  ASSERT_FALSE(lids_before.empty()) << "ibnetdiscover gave nothing";
   // A round that started after the registration has completed (the one in
   // flight at that moment may not have it).
   const std::uint64_t complete = sm.status().replica.complete;
   ASSERT_TRUE(sm.wait_for([&](const sm::SmStatus& s) { return s.replica.complete >= complete + 2; }, 30s))
       << "rounds " << sm.status().replica.rounds << " failed " << sm.status().replica.failed << " timed out "
       << sm.status().replica.timed_out;
-  const std::string lids_before = topology_lids(fabric, "H3");
 
   ::kill(master, SIGKILL);
   const auto killed = std::chrono::steady_clock::now();
@@ -195,7 +198,8 @@ TEST(HaStateIbsim, StandbyTakesOverWithTheMastersServiceRecord) {
               static_cast<long long>(
                   std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - killed).count()));
   const sm::SmStatus st = sm.status();
-  EXPECT_EQ(st.sa_state_handed_on, 1u);
+  EXPECT_EQ(st.sa_state_handed_on, 1u) << "replica rounds " << st.replica.rounds << " complete " << st.replica.complete
+                                       << " failed " << st.replica.failed << " timed out " << st.replica.timed_out;
   EXPECT_EQ(st.vouched_masterships, 1u);
   EXPECT_EQ(st.reregister_masterships, 0u);
   EXPECT_EQ(st.last_heavy.bringup.client_reregisters, 0u);
