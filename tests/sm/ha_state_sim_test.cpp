@@ -236,7 +236,8 @@ TEST(HaStateSim, TakeoverKeepsServicesAndGroupsWithoutReregistration) {
   EXPECT_EQ(got_mc[0].port_gid, port_gid(rig.fabric, host_node));
   EXPECT_EQ(got_mc[0].join_state(), 1);
   // The new master programmed the group's multicast tree from the restored group.
-  EXPECT_GT(lo.sa->groups().groups(), 0u);
+  EXPECT_EQ(lo.sa->groups().groups(), 1u);
+  EXPECT_GT(lo.sm->status().last_heavy.mft_blocks_written, 0u);
 }
 
 TEST(HaStateSim, StandbyWithoutReplicaAsksClientsToReregister) {
