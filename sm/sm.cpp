@@ -97,7 +97,7 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
                    .m_key = cfg_.m_key});
   ha_->set_on_transition([this](const ha::Transition& t) {
     // A new mastership reprograms what it needs and re-registers clients once.
-    if (t.to == wire::SmState::kMaster && t.from != wire::SmState::kMaster) {
+    if (t.to == wire::SmState::kMaster) {
       role_.mastership_new = true;
       role_.sa_state_decided = false;
     }
