@@ -31,13 +31,20 @@ std::span<const std::uint8_t> bytes_of(const T& v) noexcept {
 
 }  // namespace
 
+// Responses on the SM's core: a standby's replication answers (SA GetTable
+// responses, RMPP segments included) go to the replica client, the rest to
+// the transaction manager.
 class SubnetManager::ResponseHook final : public MadHandler {
  public:
-  explicit ResponseHook(TransactionManager& t) : txn_(t) {}
-  void on_mad(MadBuf& buf, CoreContext&) noexcept override { txn_.on_response(buf); }
+  ResponseHook(TransactionManager& t, ha::ReplicaClient* r) : txn_(t), replica_(r) {}
+  void on_mad(MadBuf& buf, CoreContext&) noexcept override {
+    if (replica_ != nullptr && replica_->on_response(buf)) return;
+    txn_.on_response(buf);
+  }
 
  private:
   TransactionManager& txn_;
+  ha::ReplicaClient* replica_;
 };
 
 class SubnetManager::SmaHandler final : public MadHandler {
@@ -73,7 +80,12 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
                         .queue_max = cfg_.window_smps_max});
   queue_ = std::make_unique<SmpQueue>(*txn_, cfg_.window_smps_max,
                                       RequestOptions{.timeout_ms = cfg_.timeout_ms, .retries = cfg_.retries});
-  hook_ = std::make_unique<ResponseHook>(*txn_);
+  if (cfg_.restore_sa_state) {
+    if (cfg_.ha_replica_interval_ms == 0) throw std::invalid_argument("SmConfig.ha_replica_interval_ms must be >= 1");
+    replica_ = std::make_unique<ha::ReplicaClient>(core.clock(), core, cfg_.core);
+  }
+  sa_state_restored_ = cfg_.sa_state_restored;
+  hook_ = std::make_unique<ResponseHook>(*txn_, replica_.get());
   sma_ = std::make_unique<SmaHandler>(*this);
   ha_ = std::make_unique<ha::HaAgent>(
       *sched_, *txn_, core,
@@ -85,12 +97,17 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
                    .m_key = cfg_.m_key});
   ha_->set_on_transition([this](const ha::Transition& t) {
     // A new mastership reprograms what it needs and re-registers clients once.
-    if (t.to == wire::SmState::kMaster) role_.mastership_new = true;
+    if (t.to == wire::SmState::kMaster) {
+      role_.mastership_new = true;
+      role_.sa_state_decided = false;
+    }
+    if (t.to == wire::SmState::kStandby) replica_now_ = true;
     publish_ha_status();
   });
   // The device life cycle pauses, re-sends or fails the SM's SMPs when its port's device goes and returns.
   engine.add_transaction_manager(cfg_.core, *txn_, transport.local_port().port_num);
   engine.add_poller(cfg_.core, *sched_);
+  if (replica_) engine.add_poller(cfg_.core, *replica_);
   engine.set_response_hook(cfg_.core, *hook_);
   const auto fixed = OwnerSelector::fixed(cfg_.core);
   for (const auto klass : {wire::MgmtClass::kSubnLid, wire::MgmtClass::kSubnDirected}) {
@@ -104,6 +121,7 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
   status_.state = ha_->state();
   sched_->spawn(ha_->poll_loop());
   sched_->spawn(run());
+  if (replica_) sched_->spawn(replica_loop());
 }
 
 SubnetManager::~SubnetManager() {
@@ -335,6 +353,84 @@ Task<std::uint32_t> SubnetManager::program_mcast(const fabric::Fabric& f) {
   co_return *written;
 }
 
+// ---- SA state handed on (issue 8) -------------------------------------------------
+
+std::uint64_t replica_max_age_ms(const SmConfig& c) noexcept {
+  if (c.ha_replica_max_age_ms != 0) return c.ha_replica_max_age_ms;
+  const std::uint64_t poll_timeout_ms =
+      c.ha_poll_timeout_ms != 0 ? c.ha_poll_timeout_ms : std::min<std::uint32_t>(c.ha_poll_interval_ms, 1000);
+  return 3 * std::uint64_t{c.ha_replica_interval_ms} +
+         std::uint64_t{c.ha_poll_retries} * (c.ha_poll_interval_ms + poll_timeout_ms);
+}
+
+// A STANDBY copies the master's SA state: right after it became STANDBY, then
+// every ha_replica_interval_ms. The master's SA is at the SM LID our port
+// reports (the master programmed it), else at the LID the sweep found.
+Task<void> SubnetManager::replica_loop() {
+  const Nanos interval = Nanos{cfg_.ha_replica_interval_ms} * kNanosPerMilli;
+  Nanos next = 0;
+  for (;;) {
+    const Wake w = co_await sched_->sleep_for(std::min(interval, kIdleStepNs));
+    if (!w) co_return;
+    const Nanos now = sched_->clock().now_ns();
+    if (ha_->state() != wire::SmState::kStandby || (now < next && !replica_now_)) continue;
+    replica_now_ = false;
+    next = now + interval;
+    const LocalPort lp = transport_.local_port();
+    std::uint16_t master_lid = lp.sm_lid != lp.lid ? lp.sm_lid : 0;
+    if (master_lid == 0) {
+      for (const ha::FoundSm& p : ha_->peers())
+        if (p.at.port_guid == ha_->machine().polled_guid()) master_lid = p.at.lid;
+    }
+    if (master_lid == 0) continue;
+    // Subscribers' LIDs from our own view of the fabric (the SA re-resolves
+    // them from each snapshot it serves).
+    std::shared_ptr<const sa::Snapshot> view = warm_ != nullptr ? warm_ : current_;
+    ha::LidOfGid lid_of = [view](const wire::Gid& g) -> std::uint16_t {
+      if (view == nullptr) return 0;
+      const auto it = view->by_port_guid.find(g.guid.get());
+      return it == view->by_port_guid.end() ? 0 : view->fabric.lid_of(it->second);
+    };
+    replica_->start(ha::SaTarget{.lid = master_lid, .sl = lp.sm_sl, .pkey_index = 0, .port_num = lp.port_num},
+                    cfg_.sm_key, interval, std::move(lid_of));
+    const ha::ReplicaCounters c = replica_->counters();
+    update_status([c](SmStatus& s) { s.replica = c; });
+  }
+}
+
+// Once per mastership, before its first publication: hand the SA the state
+// we can vouch for (the previous master's, replicated while we were STANDBY;
+// or what our owner restored from a fresh journal before start) and ask
+// clients to reregister (PortInfo.ClientReregister, IBA 14.4.11) only
+// without it. Returns whether to ask.
+bool SubnetManager::settle_sa_state() {
+  role_.sa_state_decided = true;
+  const Nanos now = sched_->clock().now_ns();
+  const auto bound_ns = static_cast<Nanos>(replica_max_age_ms(cfg_)) * kNanosPerMilli;
+  bool ask = true;
+  const char* why = "no replica or journal of the SA state";
+  if (replica_ != nullptr && replica_->image().has_value()) {
+    const Nanos age = now - replica_->image_at_ns();
+    ask = ha::must_ask_clients_to_reregister(true, age, bound_ns);
+    if (!ask) {
+      std::optional<sa::SaStateImage> img = replica_->take_image();
+      spdlog::info("sm: takeover: SA state from the last replica ({} ms old): {} services, {} groups, {} subscriptions",
+                   age / kNanosPerMilli, img->services.size(), img->groups.size(), img->subscriptions.size());
+      cfg_.restore_sa_state(std::move(*img));
+      update_status([](SmStatus& s) { ++s.sa_state_handed_on; });
+    } else {
+      why = "the last replica is too old";
+    }
+  } else if (sa_state_restored_) {
+    ask = false;  // the owner vouched (fresh journal) before start
+    spdlog::info("sm: SA state restored before start: clients are not asked to reregister");
+  }
+  sa_state_restored_ = false;
+  if (ask) spdlog::info("sm: new mastership: {}: clients are asked to reregister", why);
+  update_status([ask](SmStatus& s) { ++(ask ? s.reregister_masterships : s.vouched_masterships); });
+  return ask;
+}
+
 // ---- a standby's prepared snapshot ----------------------------------------------
 
 void SubnetManager::prepare_warm(fabric::Fabric f, const std::vector<std::uint16_t>& current_lids, const LocalPort& lp) {
@@ -516,6 +612,7 @@ Task<void> SubnetManager::heavy_sweep() {
     }
     co_return;
   }
+  if (role_.mastership_new && !role_.sa_state_decided) role_.reregister = settle_sa_state();
   if (current_ == nullptr && warm_ != nullptr && publish_warm(f, d.current_lids())) {
     const std::uint64_t e = epoch_;
     update_status([e](SmStatus& s) {
@@ -613,7 +710,7 @@ Task<void> SubnetManager::heavy_sweep() {
   bc.m_key = cfg_.m_key;
   bc.m_key_lease_period = cfg_.m_key_lease_period;
   bc.m_key_protect_bits = cfg_.m_key_protect_bits;
-  bc.client_reregister = role_.mastership_new;
+  bc.client_reregister = role_.mastership_new && role_.reregister;
   st.bringup = co_await bring_up(*queue_, d, routes, bc, programmed_);
   st.mft_blocks_written = co_await program_mcast(f);
   mcast_dirty_.store(false, std::memory_order_relaxed);

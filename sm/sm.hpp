@@ -25,6 +25,7 @@
 #include "sa/snapshot.hpp"
 #include "sm/bringup/bringup.hpp"
 #include "sm/ha/ha_agent.hpp"
+#include "sm/ha/replica_client.hpp"
 #include "sm/lids/guid2lid_file.hpp"
 #include "sm/mcast/mcast.hpp"
 #include "sm/routing/routing.hpp"
@@ -70,7 +71,25 @@ struct SmConfig {
   // that a sweep finds in or out of service. Called on the SM's core; the
   // daemon sets it to SaServer::forward_notice (the SM does not link the SA).
   std::function<void(const wire::Notice&)> on_notice;
+  // HA state handed on (issue 8, docs/ha.md). With restore_sa_state set (the
+  // daemon passes SaServer::restore_state; the SM does not know the SA), a
+  // STANDBY copies the master's SA state (ServiceRecord, MCMemberRecord and
+  // InformInfoRecord GetTables with the SM_Key) right after it becomes
+  // STANDBY and then every ha_replica_interval_ms; on takeover the last
+  // image, if not older than ha_replica_max_age_ms, goes to
+  // restore_sa_state before the first publication, and clients are not asked
+  // to reregister. The age is taken at takeover, after the polling budget
+  // was spent: 0 means 3 replica intervals plus that budget (an image at
+  // most 3 intervals older than the master's last sign of life). sa_state_restored: the owner restored fresh state before
+  // start (warm restart journal), so our first mastership does not ask either.
+  std::function<void(sa::SaStateImage)> restore_sa_state;
+  std::uint32_t ha_replica_interval_ms = 1000;
+  std::uint32_t ha_replica_max_age_ms = 0;
+  bool sa_state_restored = false;
 };
+
+// The replica age a takeover still vouches for (ha_replica_max_age_ms, or its default).
+std::uint64_t replica_max_age_ms(const SmConfig& c) noexcept;
 
 // Counts and timings of one heavy sweep.
 struct SweepStats {
@@ -96,6 +115,8 @@ struct SweepStats {
 // the HA agent's (sm/ha).
 struct SmRoleState {
   bool mastership_new = true;  // no sweep has completed since we last became master
+  bool sa_state_decided = false;  // this mastership's SA state and ClientReregister are settled
+  bool reregister = true;         // this mastership asks clients to reregister (it cannot vouch for their state)
 };
 
 struct SmStatus {
@@ -117,6 +138,11 @@ struct SmStatus {
   std::uint64_t early_publications = 0;     // snapshots published before programming (takeover, warm restart)
   std::uint64_t prepared_publications = 0;  // of those, a standby's prepared snapshot published at takeover
   std::uint64_t prepared_snapshots = 0;     // snapshots a standby prepared from its own sweeps
+  // HA state handed on: replication rounds (standby) and what takeovers did.
+  ha::ReplicaCounters replica;
+  std::uint64_t sa_state_handed_on = 0;     // masterships that restored a replica into the SA
+  std::uint64_t reregister_masterships = 0; // masterships that asked clients to reregister
+  std::uint64_t vouched_masterships = 0;    // masterships that did not (replica or restored journal)
   SweepStats last_heavy;
 };
 
@@ -148,6 +174,8 @@ class SubnetManager {
   void prepare_warm(fabric::Fabric f, const std::vector<std::uint16_t>& current_lids, const LocalPort& lp);
   bool publish_warm(const fabric::Fabric& f, const std::vector<std::uint16_t>& current_lids);
   Task<bool> light_sweep();
+  Task<void> replica_loop();
+  bool settle_sa_state();
   Task<std::uint32_t> program_mcast(const fabric::Fabric& f);
   void on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept;
   void update_status(const std::function<void(SmStatus&)>& fn);
@@ -171,6 +199,7 @@ class SubnetManager {
   std::unique_ptr<ResponseHook> hook_;
   std::unique_ptr<SmaHandler> sma_;
   std::unique_ptr<ha::HaAgent> ha_;
+  std::unique_ptr<ha::ReplicaClient> replica_;  // when cfg_.restore_sa_state is set
 
   // Owner core only.
   Guid2Lid guid2lid_;
@@ -191,6 +220,8 @@ class SubnetManager {
   std::uint64_t epoch_ = 0;
   std::uint64_t traps_ = 0;
   std::uint64_t sminfo_answered_ = 0;
+  bool replica_now_ = false;       // became STANDBY: replicate without waiting for the interval
+  bool sa_state_restored_ = false; // cfg_.sa_state_restored, until our first mastership
 
   std::atomic<bool> heavy_requested_{true};
   std::atomic<bool> mcast_dirty_{false};

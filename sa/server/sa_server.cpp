@@ -231,6 +231,14 @@ class SaServer::CoreWorker final : public Poller {
   std::size_t poll(Nanos now_ns) noexcept override {
     admit_now_valid_ = false;  // the next receive phase reads the clock again
     std::size_t work = 0;
+    // A restored image is applied before any query this poll answers.
+    if (txn_ != nullptr && server_.restore_pending_.load(std::memory_order_acquire)) {  // pairs with restore_state
+      try {
+        work += apply_restore();
+      } catch (...) {
+        // Out of memory: the stores keep what they had; the image is lost.
+      }
+    }
     if (queue_len_ != 0) {
       refresh_snapshot();
       prefetch_paths();
@@ -603,14 +611,20 @@ class SaServer::CoreWorker final : public Poller {
           wire::ServiceRecord r, out{};
           std::memcpy(&r, sa.data.data(), sizeof(r));
           status = set ? server_.services_.set(r, mask, who, now_ns, out) : server_.services_.erase(r, mask, who, out);
-          if (status == 0) return answer_one(req, &out, sizeof(out), k);
+          if (status == 0) {
+            server_.bump_state_generation();
+            return answer_one(req, &out, sizeof(out), k);
+          }
           break;
         }
         case a::kMcMemberRecord: {
           wire::McMemberRecord r, out{};
           std::memcpy(&r, sa.data.data(), sizeof(r));
           status = set ? server_.groups_.join(r, mask, join_context(r, who), out) : server_.groups_.leave(r, mask, who, out);
-          if (status == 0) return answer_one(req, &out, sizeof(out), k);
+          if (status == 0) {
+            server_.bump_state_generation();
+            return answer_one(req, &out, sizeof(out), k);
+          }
           break;
         }
         case a::kInformInfo: {
@@ -618,7 +632,10 @@ class SaServer::CoreWorker final : public Poller {
           wire::InformInfo r;
           std::memcpy(&r, sa.data.data(), sizeof(r));
           status = server_.subs_.set(r, who, req.addr);
-          if (status == 0) return answer_one(req, &r, sizeof(r), k);
+          if (status == 0) {
+            server_.bump_state_generation();
+            return answer_one(req, &r, sizeof(r), k);
+          }
           break;
         }
         default: return error(req, wire::status::kMethodAttrUnsupported, k);
@@ -689,9 +706,17 @@ class SaServer::CoreWorker final : public Poller {
     try {
       if (const std::size_t n = server_.services_.expire(now_ns)) {
         bump(counters_.lease_expired, n);
+        server_.bump_state_generation();
         ++work;
       }
-      if (server_.cfg_.gid_traps_from_epochs && server_.store_.epoch() != trap_epoch_) work += epoch_traps();
+      if (server_.store_.epoch() != trap_epoch_) {
+        if (server_.cfg_.gid_traps_from_epochs) {
+          work += epoch_traps();
+        } else {
+          trap_epoch_ = server_.store_.epoch();  // the SM sends traps 64/65 (SmConfig::on_notice)
+        }
+        if (const auto snap = server_.store_.current()) refresh_report_targets(*snap);
+      }
       if (server_.notices_pending_.load(std::memory_order_acquire)) {  // pairs with the release in forward_notice
         std::vector<wire::Notice> pending;
         {
@@ -712,6 +737,41 @@ class SaServer::CoreWorker final : public Poller {
       // Out of memory in the bookkeeping: try again next poll.
     }
     return work;
+  }
+
+  // HA: the image restore_state() left, applied by the stores' owner.
+  std::size_t apply_restore() {
+    std::optional<SaStateImage> img;
+    {
+      std::lock_guard lock(server_.restore_mu_);
+      img.swap(server_.restore_image_);
+      server_.restore_pending_.store(false, std::memory_order_relaxed);
+    }
+    if (!img) return 0;
+    apply(std::move(*img), server_.services_, server_.groups_, server_.subs_);  // invalid groups are dropped
+    if (const auto snap = server_.store_.current()) refresh_report_targets(*snap);
+    server_.bump_state_generation();
+    return 1;
+  }
+
+  // Reports go to the subscriber's LID (IBA 13.4.8.3). A restored or
+  // replicated subscription carries the LID its subscriber had then; the
+  // current snapshot's LID of its GID wins (unknown GIDs keep theirs).
+  void refresh_report_targets(const Snapshot& snap) {
+    const auto v = server_.subs_.view();
+    std::vector<Subscription> next;
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      const Subscription& s = (*v)[i];
+      const auto it = snap.by_port_guid.find(s.subscriber.guid.get());
+      if (it == snap.by_port_guid.end() || s.subscriber.prefix.get() != snap.subnet_prefix) continue;
+      const std::uint16_t lid = snap.fabric.lid_of(it->second);
+      if (lid == 0 || lid == s.addr.lid) continue;
+      if (next.empty()) next.assign(v->begin(), v->end());
+      next[i].addr.lid = lid;
+    }
+    if (next.empty()) return;
+    server_.subs_.restore(std::move(next));
+    server_.bump_state_generation();
   }
 
   // Traps 64/65 (IBA 13.4.8.2): end ports that came or went between epochs.
@@ -881,6 +941,14 @@ void SaServer::forward_notice(const wire::Notice& notice) {
   std::lock_guard lock(notices_mu_);
   notices_.push_back(notice);
   notices_pending_.store(true, std::memory_order_release);  // pairs with the acquire in state_poll
+}
+
+SaStateImage SaServer::capture_state() const { return capture(services_, groups_, subs_); }
+
+void SaServer::restore_state(SaStateImage image) {
+  std::lock_guard lock(restore_mu_);
+  restore_image_ = std::move(image);
+  restore_pending_.store(true, std::memory_order_release);  // pairs with the acquire in CoreWorker::poll
 }
 
 SaCounters SaServer::counters() const {

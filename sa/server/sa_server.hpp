@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "madengine/engine/dispatch.hpp"
@@ -21,6 +22,7 @@
 #include "madengine/wire/sa_records.hpp"
 #include "madengine/wire/smp/notice.hpp"
 #include "sa/snapshot.hpp"
+#include "sa/state/journal.hpp"
 #include "sa/state/mutable_state.hpp"
 #include "sm/mcast/mcast.hpp"
 
@@ -111,11 +113,30 @@ class SaServer {
   const McastStore& groups() const noexcept;
   const InformStore& subscriptions() const noexcept;
 
+  // HA (issue 8, docs/ha.md): the services, groups and subscriptions as the
+  // stores last published them. Any thread (reads the published views).
+  SaStateImage capture_state() const;
+  // Replaces the three stores with `image` (a journal, a standby's replica).
+  // Any thread: the stores are written by the state core only, so the image
+  // waits in a slot the state core empties at its next poll, before it
+  // answers anything else; a later image replaces one not yet applied. The
+  // multicast provider is notified, lease timers and Report targets (by the
+  // current snapshot's LIDs) are re-derived.
+  void restore_state(SaStateImage image);
+  // Changes on every successful Set/Delete (ServiceRecord, MCMemberRecord,
+  // InformInfo), lease expiry and restore. Any thread; the journal writer
+  // compares it with the value it last wrote.
+  std::uint64_t state_generation() const noexcept { return state_generation_.load(std::memory_order_acquire); }
+
   class CoreWorker;  // per-core state (sa_server.cpp)
 
  private:
   friend class CoreWorker;
   void notify_mcast_change() noexcept;
+  // Single writer (the state core): no read-modify-write needed.
+  void bump_state_generation() noexcept {
+    state_generation_.store(state_generation_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
   class Handler;
   class Hook;
   class Provider;
@@ -132,6 +153,10 @@ class SaServer {
   std::mutex notices_mu_;
   std::vector<wire::Notice> notices_;  // guarded by notices_mu_
   std::atomic<bool> notices_pending_{false};
+  std::mutex restore_mu_;
+  std::optional<SaStateImage> restore_image_;  // guarded by restore_mu_
+  std::atomic<bool> restore_pending_{false};
+  std::atomic<std::uint64_t> state_generation_{0};  // written by the state core only
 };
 
 }  // namespace madengine::sa

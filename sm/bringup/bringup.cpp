@@ -183,7 +183,10 @@ class Programmer {
         const bool arm_now = p.linked() && p.state == static_cast<std::uint8_t>(wire::PortState::kInit);
         if (!rereg && unchanged && !arm_now) continue;
         wire::PortInfo payload = ref.want;
-        if (rereg) payload.set_client_reregister(1);
+        if (rereg) {
+          payload.set_client_reregister(1);
+          ++rep_.client_reregisters;
+        }
         if (arm_now) payload.set_state(wire::PortState::kArmed);
         const std::size_t idx = ports_.size() - 1;
         set(wire::smp_attr::kPortInfo, wire::port_info_modifier(port), ref.path, bytes_of(payload),

@@ -57,6 +57,7 @@ struct BringupReport {
   std::uint32_t ports_armed = 0;
   std::uint32_t ports_activated = 0;
   std::uint32_t pkey_sets = 0;
+  std::uint32_t client_reregisters = 0;  // PortInfo Sets with ClientReregister (a new mastership that cannot vouch)
   std::uint32_t errors = 0;  // failed Sets or read-backs that disagree
   std::uint64_t smps = 0;
 };

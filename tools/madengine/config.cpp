@@ -141,12 +141,17 @@ Config parse_config(const std::string& text, const std::string& name) {
     s.get("routing_threads", c.sm.routing_threads, 0, 256);
     s.get("ha_poll_interval_ms", c.sm.ha_poll_interval_ms, 100, 3'600'000);
     s.get("ha_poll_retries", c.sm.ha_poll_retries, 1, 100);
+    s.get("ha_replica_interval_ms", c.sm.ha_replica_interval_ms, 10, 3'600'000);
+    s.get("ha_replica_max_age_ms", c.sm.ha_replica_max_age_ms, 0, 86'400'000);
     s.reject_unknown();
   }
   {
     Section s(name, table("sa"), "sa.");
     s.get("queue_depth", c.sa.queue_depth, 1, 1 << 20);
     s.get("requester_share_max", c.sa.requester_share_max, 1, 1 << 20);
+    s.get("journal", c.sa.journal);
+    s.get("journal_interval_ms", c.sa.journal_interval_ms, 10, 3'600'000);
+    s.get("journal_fresh_ms", c.sa.journal_fresh_ms, 0, 86'400'000);
     s.reject_unknown();
   }
   {

@@ -49,11 +49,25 @@ struct SmSection {
   // it is gone (OpenSM's defaults: 10 s x 4; down to 100 ms x 3).
   unsigned ha_poll_interval_ms = 10000;
   unsigned ha_poll_retries = 4;
+  // Standby: how often the master's SA state (services, groups,
+  // subscriptions) is copied; a takeover keeps it, without asking clients to
+  // reregister, when it is at most ha_replica_max_age_ms old (0: 3 intervals
+  // plus the polling budget). See docs/ha.md.
+  unsigned ha_replica_interval_ms = 1000;
+  unsigned ha_replica_max_age_ms = 0;
 };
 
 struct SaSection {
   unsigned queue_depth = 4096;      // admitted queries per core before BUSY
   unsigned requester_share_max = 256;  // queries one requester may have queued
+  // Warm restart (docs/ha.md): the master journals the SA's state here when
+  // it changed, at most every journal_interval_ms, and at a clean shutdown;
+  // a start restores it before serving when it is at most journal_fresh_ms
+  // old (file time): then the first sweep sets no ClientReregister. A bad or
+  // older journal is logged and ignored. Empty path: no journal.
+  std::string journal = "/var/lib/madengine/sa-state.journal";
+  unsigned journal_interval_ms = 1000;
+  unsigned journal_fresh_ms = 60000;
 };
 
 struct LogSection {

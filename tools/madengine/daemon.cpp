@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "engine/umad/umad_transport.hpp"
@@ -50,7 +51,90 @@ sm::SmConfig sm_config(const Config& c) {
   s.subnet_timeout = static_cast<std::uint8_t>(c.sm.subnet_timeout);
   s.ha_poll_interval_ms = c.sm.ha_poll_interval_ms;
   s.ha_poll_retries = static_cast<std::uint8_t>(c.sm.ha_poll_retries);
+  s.ha_replica_interval_ms = c.sm.ha_replica_interval_ms;
+  s.ha_replica_max_age_ms = c.sm.ha_replica_max_age_ms;
   return s;
+}
+
+// The master journals the SA's state (docs/ha.md, warm restart): on the SM's
+// core, at most every interval_ms and only when state_generation moved, so
+// the file is written once per burst of changes, never per query.
+class JournalWriter final : public Poller {
+ public:
+  JournalWriter(const std::string& path, std::uint32_t interval_ms, sa::SaServer& sa, sm::SubnetManager& sm,
+                const Clock& clock)
+      : path_(path), interval_ns_(Nanos{interval_ms} * kNanosPerMilli), sa_(sa), sm_(sm), clock_(clock) {}
+  std::size_t poll(Nanos now_ns) noexcept override {
+    if (now_ns < next_ns_) return 0;
+    next_ns_ = now_ns + interval_ns_;
+    if (sa_.state_generation() == written_ || sm_.status().state != wire::SmState::kMaster) return 0;
+    write();
+    return 1;
+  }
+  // Writes now when we are master (clean shutdown): the file's time then says
+  // the state was current until this moment.
+  void write_final() noexcept {
+    if (sm_.status().state == wire::SmState::kMaster) write();
+  }
+
+ private:
+  void write() noexcept {
+    const std::uint64_t g = sa_.state_generation();
+    try {
+      std::string err;
+      if (sa::write_journal_file(path_, sa_.capture_state(), clock_.now_ns(), err)) {
+        written_ = g;
+      } else {
+        spdlog::warn("sa journal {}: not written: {}", path_, err);
+      }
+    } catch (const std::exception& e) {
+      spdlog::warn("sa journal {}: not written: {}", path_, e.what());
+    }
+  }
+
+  std::string path_;
+  Nanos interval_ns_;
+  sa::SaServer& sa_;
+  sm::SubnetManager& sm_;
+  const Clock& clock_;
+  Nanos next_ns_ = 0;
+  std::uint64_t written_ = ~std::uint64_t{0};
+};
+
+// Restores the journal into the SA (applied by its state core before it
+// answers) when it vouches for the clients' state: read whole and written at
+// most fresh_ms ago (by a master running until then). A bad or stale file is
+// logged with the reason and ignored. Returns whether it was restored.
+bool restore_journal(const SaSection& c, sa::SaServer& sa, Nanos now_ns) {
+  if (c.journal.empty()) return false;
+  sa::SaStateImage img;
+  bool found = false;
+  std::string err;
+  if (!sa::read_journal_file(c.journal, now_ns, img, found, err)) {
+    spdlog::warn("sa journal {}: ignored: {}; clients will be asked to reregister", c.journal, err);
+    return false;
+  }
+  if (!found) {
+    spdlog::info("sa journal {}: none yet", c.journal);
+    return false;
+  }
+  std::error_code ec;
+  const auto written = std::filesystem::last_write_time(c.journal, ec);
+  const auto age = ec ? std::chrono::milliseconds::max()
+                      : std::chrono::duration_cast<std::chrono::milliseconds>(std::filesystem::file_time_type::clock::now() - written);
+  const bool fresh = !ec && age.count() >= 0 && age.count() <= static_cast<std::int64_t>(c.journal_fresh_ms);
+  if (!fresh) {
+    // Clients may have changed their registrations since (another master, or
+    // changes this one did not live to journal): start clean and ask them.
+    spdlog::info("sa journal {}: written {} ms ago (more than {} ms): stale, ignored; clients will be asked to reregister",
+                 c.journal, ec ? -1 : age.count(), c.journal_fresh_ms);
+    return false;
+  }
+  spdlog::info("sa journal {}: {} services, {} groups, {} subscriptions restored; written {} ms ago: fresh, clients "
+               "keep their registrations",
+               c.journal, img.services.size(), img.groups.size(), img.subscriptions.size(), age.count());
+  sa.restore_state(std::move(img));
+  return true;
 }
 
 std::uint32_t first_ca(const sim::Fabric& f) {
@@ -72,6 +156,7 @@ struct Daemon::Parts {
   std::unique_ptr<sa::SaServer> sa;
   std::unique_ptr<sm::SubnetManager> sm;
   std::vector<std::unique_ptr<ResponseChain>> chains;
+  std::unique_ptr<JournalWriter> journal;
   bool started = false;
 };
 
@@ -117,20 +202,34 @@ Daemon::Daemon(const Config& cfg) : p_(std::make_unique<Parts>()) {
   sac.gid_traps_from_epochs = false;  // the SM sends traps 64/65 (on_notice below)
   p_->sa = std::make_unique<sa::SaServer>(*p_->engine, p_->store, sac);
 
+  if (!cfg.sa.journal.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(cfg.sa.journal).parent_path(), ec);
+  }
+  const bool journal_fresh = restore_journal(cfg.sa, *p_->sa, clock->now_ns());
+
   sm::SmConfig smc = sm_config(cfg);
   smc.mcast = &p_->sa->mcast_provider();
+  sa::SaServer* sa = p_->sa.get();
   // Traps the SM receives or raises reach InformInfo subscribers as Reports.
-  smc.on_notice = [sa = p_->sa.get()](const wire::Notice& n) { sa->forward_notice(n); };
+  smc.on_notice = [sa](const wire::Notice& n) { sa->forward_notice(n); };
+  smc.restore_sa_state = [sa](sa::SaStateImage img) { sa->restore_state(std::move(img)); };
+  smc.sa_state_restored = journal_fresh;
   p_->sm = std::make_unique<sm::SubnetManager>(*p_->engine, *p_->transport, smc, p_->store);
   MadHandler* sm_hook = p_->engine->dispatcher().response_hook(smc.core);
   for (std::uint16_t c = 0; c < p_->engine->cores(); ++c) {
     p_->chains.push_back(std::make_unique<ResponseChain>(*p_->sa, c == smc.core ? sm_hook : nullptr));
     p_->engine->set_response_hook(c, *p_->chains.back());
   }
+  if (!cfg.sa.journal.empty()) {
+    p_->journal = std::make_unique<JournalWriter>(cfg.sa.journal, cfg.sa.journal_interval_ms, *p_->sa, *p_->sm, *clock);
+    p_->engine->add_poller(smc.core, *p_->journal);
+  }
 }
 
 Daemon::~Daemon() {
   stop();
+  if (p_->journal) p_->journal->write_final();
   // The SM and SA go before the engine they registered with; sim parts last.
   p_->sm.reset();
   p_->sa.reset();

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
 #include <thread>
 
 #include "daemon.hpp"
@@ -40,7 +41,7 @@ void log_status(daemon::Daemon& d) {
 int main(int argc, char** argv) {
   CLI::App app{"madengine: InfiniBand subnet manager and subnet administrator"};
   std::string config_file;
-  std::string transport, ca, topology, generate, sim_node, routing, guid2lid, log_level, log_file;
+  std::string transport, ca, topology, generate, sim_node, routing, guid2lid, sa_journal, log_level, log_file;
   unsigned port = 0, cores = 0, priority = 16, sweep_ms = 0;
   std::uint64_t seed = 0;
   double sim_speed = 1.0;
@@ -58,6 +59,8 @@ int main(int argc, char** argv) {
   app.add_option("--priority", priority, "SM priority 0..15")->check(CLI::Range(0, 15));
   app.add_option("--routing", routing, "minhop | updn | ftree");
   app.add_option("--guid2lid", guid2lid, "GUID-to-LID file kept across restarts");
+  app.add_option("--sa-journal", sa_journal,
+                 "SA state journal kept across restarts (\"\" = none; default: beside --guid2lid when that is given)");
   app.add_option("--sweep-interval-ms", sweep_ms, "light sweep interval");
   app.add_option("--log-level", log_level, "trace | debug | info | warn | error");
   app.add_option("--log-file", log_file, "log to this file instead of stderr");
@@ -78,6 +81,11 @@ int main(int argc, char** argv) {
     if (priority <= 15) cfg.sm.priority = priority;
     if (!routing.empty()) cfg.sm.routing = routing;
     if (!guid2lid.empty()) cfg.sm.guid2lid = guid2lid;
+    // The journal lives beside the GUID-to-LID map unless named.
+    if (app.count("--sa-journal") != 0)
+      cfg.sa.journal = sa_journal;
+    else if (!guid2lid.empty())
+      cfg.sa.journal = (std::filesystem::path(guid2lid).parent_path() / "sa-state.journal").string();
     if (sweep_ms) cfg.sm.sweep_interval_ms = sweep_ms;
     if (!log_level.empty()) cfg.log.level = log_level;
     if (!log_file.empty()) cfg.log.file = log_file;

@@ -156,6 +156,7 @@ int run_embedded(const Options& o) {
   cfg.engine.cores = o.embedded_cores;
   cfg.engine.pin = false;
   cfg.sm.guid2lid.clear();  // a demo fabric: nothing to keep across runs
+  cfg.sa.journal.clear();
   cfg.log.level = "warn";
   md::Daemon d(cfg);
   const auto t0 = std::chrono::steady_clock::now();

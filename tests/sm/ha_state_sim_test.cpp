@@ -1,0 +1,264 @@
+// SA state handed on at failover (issue 8), with full SubnetManagers and
+// SaServers on one sim fabric (label sim, deterministic): a host registers a
+// ServiceRecord with a lease and joins a multicast group at the master; the
+// standby replicates; the master's node dies; the standby takes over and its
+// SA answers the same service and the same group (MGID, MLID, members); its
+// mastership does not ask clients to reregister. Control: a standby without
+// replication takes over asking them to.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "madengine/engine/engine.hpp"
+#include "madengine/wire/sa.hpp"
+#include "madengine/wire/sa/get_table.hpp"
+#include "madengine/wire/sa_records.hpp"
+#include "sa/server/sa_server.hpp"
+#include "sa/snapshot.hpp"
+#include "sim/fabric.hpp"
+#include "sim/generators.hpp"
+#include "sim/host.hpp"
+#include "sim/sim_transport.hpp"
+#include "sm/sm.hpp"
+
+namespace madengine {
+namespace {
+
+constexpr Nanos kStepNs = kNanosPerMilli;
+namespace a = wire::sa_attr;
+namespace m = wire::method;
+namespace scm = wire::service_record_cm;
+namespace mcm = wire::mc_member_record_cm;
+
+// Responses on the core go to the SA (its RMPP ACKs, ReportResps), then to
+// the SM (replica answers, SMP transactions): the daemon's chain.
+class Chain final : public MadHandler {
+ public:
+  Chain(sa::SaServer& sa, MadHandler* sm) : sa_(sa), sm_(sm) {}
+  void on_mad(MadBuf& buf, CoreContext& ctx) noexcept override {
+    if (sa_.on_response(buf, ctx)) return;
+    if (sm_ != nullptr) sm_->on_mad(buf, ctx);
+  }
+
+ private:
+  sa::SaServer& sa_;
+  MadHandler* sm_;
+};
+
+struct Node {
+  std::unique_ptr<sim::SimTransport> transport;
+  std::unique_ptr<Engine> engine;
+  sa::SnapshotStore store;
+  std::unique_ptr<sa::SaServer> sa;
+  std::unique_ptr<sm::SubnetManager> sm;
+  std::unique_ptr<Chain> chain;
+  ~Node() {
+    sm.reset();
+    sa.reset();
+    if (engine) engine->quiesce();
+  }
+};
+
+struct Rig {
+  sim::Fabric fabric;
+  std::vector<std::unique_ptr<Node>> nodes;
+  explicit Rig(const sim::Topology& t) : fabric(t, sim::FabricConfig{.seed = 11}) {}
+  ~Rig() { nodes.clear(); }
+  Node& add(std::uint32_t node, std::uint8_t prio, bool replicate) {
+    auto n = std::make_unique<Node>();
+    n->transport = std::make_unique<sim::SimTransport>(fabric, node, 1);
+    if (!n->transport->open(AgentSpec{.smi = true, .is_sm = true, .sa_server = true, .gsi_client = true}))
+      throw std::runtime_error("sim transport did not open");
+    n->engine = std::make_unique<Engine>(EngineConfig{.cores = 1, .pin = false, .clock = &fabric.clock()});
+    n->engine->add_transport(*n->transport, 0);
+    n->sa = std::make_unique<sa::SaServer>(*n->engine, n->store, sa::SaServerConfig{.install_response_hooks = false});
+    sm::SmConfig cfg;
+    cfg.priority = prio;
+    cfg.sm_key = 1;
+    cfg.ha_poll_interval_ms = 100;
+    cfg.ha_poll_retries = 3;
+    cfg.light_sweep_interval_ms = 200;
+    cfg.mcast = &n->sa->mcast_provider();
+    cfg.ha_replica_interval_ms = 200;
+    if (replicate) {
+      sa::SaServer* sa = n->sa.get();
+      cfg.restore_sa_state = [sa](sa::SaStateImage img) { sa->restore_state(std::move(img)); };
+    }
+    n->sm = std::make_unique<sm::SubnetManager>(*n->engine, *n->transport, cfg, n->store);
+    n->chain = std::make_unique<Chain>(*n->sa, n->engine->dispatcher().response_hook(0));
+    n->engine->set_response_hook(0, *n->chain);
+    nodes.push_back(std::move(n));
+    return *nodes.back();
+  }
+  bool run_until(const std::function<bool()>& pred, Nanos sim_ms, sim::Host* host = nullptr) {
+    const Nanos end = fabric.now_ns() + sim_ms * kNanosPerMilli;
+    while (fabric.now_ns() < end) {
+      if (pred()) return true;
+      std::size_t work = 0;
+      for (auto& n : nodes)
+        if (n->sm) work += n->engine->poll_all_once();
+      if (host != nullptr) work += host->poll();
+      if (work == 0) fabric.advance(kStepNs);
+    }
+    return pred();
+  }
+  // One SA request from `host`, answered within `sim_ms`.
+  std::optional<MadBuf> ask(sim::Host& host, std::uint8_t method, std::uint16_t attr, std::uint64_t mask,
+                            std::span<const std::uint8_t> rec, Nanos sim_ms = 1000) {
+    const auto tid = host.query(method, attr, mask, rec);
+    if (!tid) return std::nullopt;
+    std::optional<MadBuf> got;
+    run_until([&] { return (got = host.take_response(*tid)).has_value(); }, sim_ms, &host);
+    return got;
+  }
+};
+
+template <typename T>
+std::span<const std::uint8_t> bytes(const T& v) {
+  return {reinterpret_cast<const std::uint8_t*>(&v), sizeof(T)};
+}
+
+// The records of a one-MAD GetTable answer (RMPP First|Last or plain).
+template <typename T>
+std::vector<T> records(const MadBuf& b) {
+  const auto& sa = b.as<wire::SaMad>();
+  std::size_t len = sa.data.size();
+  if (sa.rmpp.active()) len = std::min<std::size_t>(len, sa.rmpp.data2.get() - (wire::kSaHeaderSize - wire::kMadHeaderSize - wire::kRmppHeaderSize));
+  std::vector<T> out;
+  const std::span<const std::uint8_t> payload(sa.data.data(), len);
+  for (std::size_t i = 0; i < wire::table_record_count(len, sa.attr_offset.get()); ++i)
+    if (const auto r = wire::table_record<T>(payload, sa.attr_offset.get(), i)) out.push_back(*r);
+  return out;
+}
+
+wire::Gid port_gid(const sim::Fabric& f, std::uint32_t node) {
+  return {wire::be64::from(wire::kDefaultSubnetPrefix), wire::be64::from(f.port_guid(f.port(node, 1)))};
+}
+
+const wire::Gid kMgid = {wire::be64::from(0xff12401bffff0000ull), wire::be64::from(0x0000000000000abcull)};
+
+bool is(const sm::SubnetManager& s, wire::SmState st) { return s.status().state == st; }
+
+struct Registered {
+  wire::ServiceRecord service{};
+  wire::McMemberRecord member{};
+};
+
+// The master is up, the standby STANDBY; the host registers a service (lease
+// 600 s) and joins kMgid.
+Registered register_at_master(Rig& rig, sim::Host& host, std::uint32_t host_node) {
+  Registered out;
+  wire::ServiceRecord sr{};
+  sr.service_id = wire::be64::from(0x1000'0000'0000'0042ull);
+  sr.service_gid = port_gid(rig.fabric, host_node);
+  sr.service_pkey = wire::be16::from(0xffff);
+  sr.service_lease = wire::be32::from(600);
+  sr.set_name("ha.state.sim");
+  const auto set = rig.ask(host, m::kSet, a::kServiceRecord,
+                           scm::kServiceId | scm::kServiceGid | scm::kServicePKey | scm::kServiceLease | scm::kServiceName,
+                           bytes(sr));
+  EXPECT_TRUE(set.has_value());
+  if (!set) return out;
+  EXPECT_EQ(set->hdr().status.get(), 0);
+  std::memcpy(&out.service, set->as<wire::SaMad>().data.data(), sizeof(out.service));
+  wire::McMemberRecord j{};
+  j.mgid = kMgid;
+  j.port_gid = port_gid(rig.fabric, host_node);
+  j.qkey = wire::be32::from(0x0b1b);
+  j.pkey = wire::be16::from(0xffff);
+  j.set_join_state(1);
+  const auto joined = rig.ask(host, m::kSet, a::kMcMemberRecord,
+                              mcm::kMGid | mcm::kPortGid | mcm::kJoinState | mcm::kQKey | mcm::kPKey | mcm::kSl |
+                                  mcm::kFlowLabel | mcm::kTClass,
+                              bytes(j));
+  EXPECT_TRUE(joined.has_value());
+  if (!joined) return out;
+  EXPECT_EQ(joined->hdr().status.get(), 0);
+  std::memcpy(&out.member, joined->as<wire::SaMad>().data.data(), sizeof(out.member));
+  return out;
+}
+
+TEST(HaStateSim, TakeoverKeepsServicesAndGroupsWithoutReregistration) {
+  Rig rig(sim::make_fat_tree_2level({.k = 8}));
+  const std::uint32_t master_node = rig.fabric.find_node("host-0-0");
+  const std::uint32_t host_node = rig.fabric.find_node("host-5-1");
+  Node& hi = rig.add(master_node, 9, true);
+  Node& lo = rig.add(rig.fabric.find_node("host-3-1"), 2, true);
+  ASSERT_TRUE(rig.run_until(
+      [&] { return hi.sm->status().subnet_up && is(*lo.sm, wire::SmState::kStandby); }, 30'000));
+  sim::Host host(rig.fabric, host_node);
+  const Registered reg = register_at_master(rig, host, host_node);
+  ASSERT_NE(reg.member.mlid.get(), 0);
+  // A round that started after the registration has completed (the one in
+  // flight at that moment may not have it).
+  const std::uint64_t complete = lo.sm->status().replica.complete;
+  ASSERT_TRUE(rig.run_until([&] { return lo.sm->status().replica.complete >= complete + 2; }, 5'000))
+      << "rounds " << lo.sm->status().replica.rounds << " failed " << lo.sm->status().replica.failed << " timed out "
+      << lo.sm->status().replica.timed_out;
+  EXPECT_EQ(lo.sm->status().replica.failed, 0u);
+  EXPECT_EQ(hi.sm->status().reregister_masterships, 1u);  // a fresh subnet: clients register anyway
+
+  rig.fabric.kill_node(master_node);
+  ASSERT_TRUE(rig.run_until([&] { return is(*lo.sm, wire::SmState::kMaster) && lo.sm->status().subnet_up; }, 30'000));
+  EXPECT_EQ(lo.sm->status().sa_state_handed_on, 1u);
+  EXPECT_EQ(lo.sm->status().vouched_masterships, 1u);
+  EXPECT_EQ(lo.sm->status().reregister_masterships, 0u);
+  EXPECT_EQ(lo.sm->status().last_heavy.bringup.client_reregisters, 0u);
+  EXPECT_EQ(lo.sm->status().last_heavy.lids_new, 0u);
+
+  // The new master's SA (the host's SM LID now points at it) answers the same records.
+  const std::uint16_t lo_lid = rig.fabric.lid(rig.fabric.port(rig.fabric.find_node("host-3-1"), 1));
+  ASSERT_TRUE(rig.run_until([&] { return rig.fabric.local_port(host.endpoint()).sm_lid == lo_lid; }, 5'000, &host));
+  const auto srs = rig.ask(host, m::kGetTable, a::kServiceRecord, 0, bytes(wire::ServiceRecord{}));
+  ASSERT_TRUE(srs.has_value());
+  ASSERT_EQ(srs->hdr().status.get(), 0);
+  const auto got_sr = records<wire::ServiceRecord>(*srs);
+  ASSERT_EQ(got_sr.size(), 1u);
+  EXPECT_EQ(got_sr[0].service_id.get(), reg.service.service_id.get());
+  EXPECT_EQ(got_sr[0].service_gid, reg.service.service_gid);
+  EXPECT_EQ(std::memcmp(got_sr[0].service_name.data(), "ha.state.sim", 13), 0);
+  EXPECT_GT(got_sr[0].service_lease.get(), 0u);  // the lease runs on
+  EXPECT_LE(got_sr[0].service_lease.get(), 600u);
+
+  wire::McMemberRecord q{};
+  q.mgid = kMgid;
+  const auto mcs = rig.ask(host, m::kGetTable, a::kMcMemberRecord, mcm::kMGid, bytes(q));
+  ASSERT_TRUE(mcs.has_value());
+  ASSERT_EQ(mcs->hdr().status.get(), 0);
+  const auto got_mc = records<wire::McMemberRecord>(*mcs);
+  ASSERT_EQ(got_mc.size(), 1u);
+  EXPECT_EQ(got_mc[0].mgid, kMgid);
+  EXPECT_EQ(got_mc[0].mlid.get(), reg.member.mlid.get());
+  EXPECT_EQ(got_mc[0].port_gid, port_gid(rig.fabric, host_node));
+  EXPECT_EQ(got_mc[0].join_state(), 1);
+  // The new master programmed the group's multicast tree from the restored group.
+  EXPECT_EQ(lo.sa->groups().groups(), 1u);
+  EXPECT_GT(lo.sm->status().last_heavy.mft_blocks_written, 0u);
+}
+
+TEST(HaStateSim, StandbyWithoutReplicaAsksClientsToReregister) {
+  Rig rig(sim::make_fat_tree_2level({.k = 8}));
+  const std::uint32_t master_node = rig.fabric.find_node("host-0-0");
+  Node& hi = rig.add(master_node, 9, true);
+  Node& lo = rig.add(rig.fabric.find_node("host-3-1"), 2, false);
+  ASSERT_TRUE(rig.run_until(
+      [&] { return hi.sm->status().subnet_up && is(*lo.sm, wire::SmState::kStandby); }, 30'000));
+  const std::uint32_t host_node = rig.fabric.find_node("host-5-1");
+  sim::Host host(rig.fabric, host_node);
+  register_at_master(rig, host, host_node);
+  rig.run_until([] { return false; }, 500);
+  EXPECT_EQ(lo.sm->status().replica.rounds, 0u);
+  rig.fabric.kill_node(master_node);
+  ASSERT_TRUE(rig.run_until([&] { return is(*lo.sm, wire::SmState::kMaster) && lo.sm->status().subnet_up; }, 30'000));
+  EXPECT_EQ(lo.sm->status().sa_state_handed_on, 0u);
+  EXPECT_EQ(lo.sm->status().reregister_masterships, 1u);
+  EXPECT_EQ(lo.sm->status().vouched_masterships, 0u);
+  EXPECT_EQ(lo.sa->services().size(), 0u);  // nothing was handed on: clients must register again
+}
+
+}  // namespace
+}  // namespace madengine
