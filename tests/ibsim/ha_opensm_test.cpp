@@ -221,7 +221,10 @@ TEST(HaOpenSmSubnetManager, HigherOpenSmJoiningGetsTheSubnetFromUs) {
   // higher SM: HANDOVER; once OpenSM shows MASTER we stand by.
   ASSERT_TRUE(me.sm->wait_for([](const sm::SmStatus& s) { return s.state == wire::SmState::kStandby; }, 60s))
       << fabric.opensm_log();
-  EXPECT_EQ(me.sm->status().ha.handovers_sent, 1u);
+  // One HANDOVER, or two when OpenSM's second trap 144 makes us sweep again
+  // before it shows MASTER (a re-sent HANDOVER covers a lost one).
+  EXPECT_GE(me.sm->status().ha.handovers_sent, 1u);
+  EXPECT_LE(me.sm->status().ha.handovers_sent, 2u);
   EXPECT_TRUE(wait_until([&] { return sminfo_at(fabric, "H1").find("SMINFO_MASTER") != std::string::npos; }, 30s))
       << sminfo_at(fabric, "H1");
   EXPECT_NE(sminfo_at(fabric, "H2").find("SMINFO_STANDBY"), std::string::npos) << sminfo_at(fabric, "H2");
