@@ -59,6 +59,11 @@ constexpr std::uint64_t kTidHigh = 0x6d73746dull << 32;  // "mstm", for captures
 constexpr std::size_t kRxBurst = 32;
 constexpr std::size_t kCtlQueueMax = 256;  // RMPP ACKs waiting for the transport
 constexpr Nanos kTxStallBackoffNs = 50 * madengine::kNanosPerMicro;
+// Bound on one idle wait when nothing is due sooner. Well above a
+// millisecond: an idle callback that can only block in whole milliseconds
+// (poll() on the umad fd) would otherwise always see less than one left and
+// fall back to short naps, spinning while it waits for an answer.
+constexpr Nanos kIdleWaitMaxNs = 10 * madengine::kNanosPerMilli;
 
 // IPoIB broadcast group of the default partition (RFC 4391): ff12:401b:ffff::ffff:ffff.
 wire::Gid ipoib_broadcast_mgid() noexcept {
@@ -706,7 +711,7 @@ struct Storm::Impl final : madengine::TxSink {
       }
 
       if ((work == 0 || tx_len != 0) && idle) {
-        Nanos deadline = now + madengine::kNanosPerMilli;  // bound on one idle wait
+        Nanos deadline = now + kIdleWaitMaxNs;
         if (next_due >= 0) deadline = std::min(deadline, next_due);
         if (inflight_list.head != kNone) deadline = std::min(deadline, slots[inflight_list.head].due_ns);
         if (backoff_list.head != kNone) deadline = std::min(deadline, slots[backoff_list.head].due_ns);
