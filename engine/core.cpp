@@ -604,12 +604,10 @@ void Core::run(const std::atomic<bool>& stop) noexcept {
     }
   }
   if (watcher_.joinable()) {
-    CoreWaker& w = *shared_.wakers[id_];
     foreign_fd_.store(-1, std::memory_order_release);
-    w.sleeping.store(2, std::memory_order_release);  // neither 0 nor 1: releases both of its waits
-    w.sleeping.notify_all();
+    sleep_seq_.fetch_add(1, std::memory_order_release);  // it sees `stop` (or ends its poll within the cap)
+    sleep_seq_.notify_one();
     watcher_.join();
-    w.sleeping.store(0, std::memory_order_relaxed);
   }
   release();
 }
@@ -648,28 +646,31 @@ Nanos Core::idle_timeout_ns() const noexcept {
 void Core::watch_foreign_fd(const std::atomic<bool>& stop) noexcept {
   CoreWaker& w = *shared_.wakers[id_];
   const int cap_ms = static_cast<int>(std::max<std::uint32_t>(1, shared_.backoff.block_max_us / 1000));
+  std::uint32_t seen = 0;
   while (!stop.load(std::memory_order_acquire)) {
-    w.sleeping.wait(0, std::memory_order_acquire);  // until the core sleeps
-    if (stop.load(std::memory_order_acquire)) break;
-    const int fd = foreign_fd_.load(std::memory_order_acquire);
-    if (w.sleeping.load(std::memory_order_acquire) != 1) continue;
-    if (fd < 0) {
-      w.sleeping.wait(1, std::memory_order_acquire);  // it sleeps without one: wait until it is up
-      continue;
-    }
-    int r = 0;
-    {
-      // The core takes this lock before its transports' poll_events(), which
-      // may close the fd (device lost): never poll a closed shim fd.
-      const std::lock_guard<std::mutex> g(watch_mu_);
-      if (foreign_fd_.load(std::memory_order_acquire) == fd) {
+    // Until the core enters its next wait. A sequence, not the sleeping flag:
+    // the core may be up and asleep again before this thread runs.
+    sleep_seq_.wait(seen, std::memory_order_acquire);
+    seen = sleep_seq_.load(std::memory_order_acquire);
+    // Poll while the core is still in wait number `seen`.
+    while (!stop.load(std::memory_order_acquire) && w.sleeping.load(std::memory_order_acquire) == 1 &&
+           sleep_seq_.load(std::memory_order_acquire) == seen) {
+      const int fd = foreign_fd_.load(std::memory_order_acquire);
+      if (fd < 0) break;
+      int r = 0;
+      {
+        // The core takes this lock before its transports' poll_events(), which
+        // may close the fd (device lost): never poll a closed shim fd.
+        const std::lock_guard<std::mutex> g(watch_mu_);
+        if (foreign_fd_.load(std::memory_order_acquire) != fd) break;
         pollfd p{fd, POLLIN, 0};
         r = ::poll(&p, 1, cap_ms);
       }
-    }
-    if (r > 0) {
-      if (w.sleeping.load(std::memory_order_acquire) == 1) w.wake();
-      w.sleeping.wait(1, std::memory_order_acquire);  // until the core is up: no second wake for one MAD
+      if (r > 0) {
+        if (w.sleeping.load(std::memory_order_acquire) == 1 && sleep_seq_.load(std::memory_order_acquire) == seen)
+          w.wake();
+        break;
+      }
     }
   }
 }
@@ -722,12 +723,14 @@ void Core::block(const std::atomic<bool>& stop) noexcept {
     w.sleeping.store(0, std::memory_order_release);
     return;
   }
-  if (watcher_.joinable()) w.sleeping.notify_all();
+  if (watcher_.joinable()) {
+    sleep_seq_.fetch_add(1, std::memory_order_release);  // the watcher polls for this wait
+    sleep_seq_.notify_one();
+  }
   bump(counters_->idle_blocks);
   const timespec ts{static_cast<time_t>(wait_ns / kNanosPerSecond), static_cast<long>(wait_ns % kNanosPerSecond)};
   const int r = ::ppoll(pollfds_.data(), n, &ts, nullptr);
   w.sleeping.store(0, std::memory_order_release);
-  if (watcher_.joinable()) w.sleeping.notify_all();
   events_due_ = true;  // the life cycle runs after every wait, not every 64 loops
   // Back to the blocking point at once if the next iteration finds nothing:
   // the spin was spent before this wait.

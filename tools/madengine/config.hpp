@@ -23,6 +23,7 @@ struct EngineSection {
   // eventfd (no CPU while idle: right when the SM shares its CPUs, and on
   // ibsim); "spin": they spin, yield and nap (lowest latency on dedicated cores).
   std::string idle = "block";
+  unsigned idle_spin_loops = 256;  // idle iterations spent spinning before blocking (or yielding)
 };
 
 struct TransportSection {

@@ -248,6 +248,7 @@ class Core final : public CoreContext, public TxSink {
   // it, and its poll() watches only that fd): a watcher thread polls it
   // while the core sleeps and writes the core's eventfd (core.cpp, block()).
   std::atomic<int> foreign_fd_{-1};
+  std::atomic<std::uint32_t> sleep_seq_{0};  // +1 at each wait the watcher should poll for
   std::mutex watch_mu_;  // held by the watcher while it polls; by the core around poll_events()
   std::thread watcher_;  // started by the first wait that finds a foreign fd
   bool watcher_failed_ = false;
