@@ -252,6 +252,8 @@ class Core final : public CoreContext, public TxSink {
   std::mutex watch_mu_;  // held by the watcher while it polls; by the core around poll_events()
   std::thread watcher_;  // started by the first wait that finds a foreign fd
   bool watcher_failed_ = false;
+  int checked_fd_ = -1;          // the last wait fd asked whether it is a kernel fd
+  bool checked_foreign_ = false;
   std::vector<pollfd> pollfds_;  // eventfd + transports_per_core_max
 };
 
