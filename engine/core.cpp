@@ -67,10 +67,11 @@ void CoreWaker::wake() noexcept {
 }
 
 void CoreWaker::wake_if_sleeping() noexcept {
-  // Pairs with the fence in Core::block(): either the core sees our push when
-  // it re-checks its rings, or we see its flag here.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (sleeping.load(std::memory_order_relaxed) != 0) wake();
+  // An RMW, not a load: it pairs with the exchange in Core::block(). The two
+  // are ordered on `sleeping`: if ours comes first, its release publishes our
+  // push to the core's re-check; if the core's comes first, we read its 1.
+  // (A fence pair would do the same, but TSan cannot check fences.)
+  if (sleeping.fetch_add(0, std::memory_order_acq_rel) != 0) wake();
 }
 
 struct Core::Counters {
@@ -635,15 +636,6 @@ void Core::run(const std::atomic<bool>& stop) noexcept {
 // watcher thread polls it through the shim while the core sleeps and writes
 // the core's eventfd when it turns readable.
 
-bool Core::inbound_pending() const noexcept {
-  for (std::uint16_t src = 0; src < shared_.cores; ++src) {
-    if (src == id_) continue;
-    if (shared_.rx_ring(src, id_)->size() != 0) return true;
-    if (!local_.empty() && shared_.tx_ring(src, id_)->size() != 0) return true;
-  }
-  return false;
-}
-
 Nanos Core::idle_timeout_ns() const noexcept {
   Nanos t = Nanos{shared_.backoff.block_max_us} * kNanosPerMicro;
   if (pollers_.empty() && managed_.empty()) return t;
@@ -735,12 +727,14 @@ void Core::block(const std::atomic<bool>& stop) noexcept {
   if (foreign >= 0 && watcher_failed_) wait_ns = std::min<Nanos>(wait_ns, 100 * kNanosPerMicro);
   foreign_fd_.store(watcher_.joinable() ? foreign : -1, std::memory_order_release);
 
-  w.sleeping.store(1, std::memory_order_relaxed);
-  // Pairs with the fence in CoreWaker::wake_if_sleeping(): a push we do not
-  // see below is followed by a producer that sees `sleeping`.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (stop.load(std::memory_order_acquire) || inbound_pending()) {
+  // Pairs with the RMW in CoreWaker::wake_if_sleeping(): a push we do not
+  // see below is followed by a producer that reads our 1. The re-check
+  // drains the rings (a dequeue, not rte_ring_count(), whose plain read of
+  // the producer's tail TSan rightly reports); what it finds is work done.
+  w.sleeping.exchange(1, std::memory_order_acq_rel);
+  if (stop.load(std::memory_order_acquire) || drain_inbound() != 0) {
     w.sleeping.store(0, std::memory_order_release);
+    idle_streak_ = 0;
     return;
   }
   if (watcher_.joinable()) {

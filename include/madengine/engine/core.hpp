@@ -92,9 +92,9 @@ struct IdleBackoff {
 
 // How a producer wakes a blocked core. The core sets `sleeping`, re-checks
 // its rings, then blocks on `event_fd`; a producer that pushed into one of
-// its rings writes `event_fd` only if it sees `sleeping` (a fence on each
-// side orders the push against the flag: no lost wake-up, no syscall while
-// the core is busy).
+// its rings writes `event_fd` only if it sees `sleeping` (both sides use a
+// read-modify-write on the flag, which orders the push against it: no lost
+// wake-up, no syscall while the core is busy).
 struct alignas(kCacheLineBytes) CoreWaker {
   std::atomic<std::uint32_t> sleeping{0};  // 1 while the core is in (or about to enter) its wait
   int event_fd = -1;
@@ -202,7 +202,6 @@ class Core final : public CoreContext, public TxSink {
   void classify(MadBuf* buf) noexcept;
   void deliver(MadBuf* buf) noexcept;
   void count_no_handler(const MadBuf& buf) noexcept;
-  bool inbound_pending() const noexcept;
   Nanos idle_timeout_ns() const noexcept;
   void block(const std::atomic<bool>& stop) noexcept;
   void watch_foreign_fd(const std::atomic<bool>& stop) noexcept;
