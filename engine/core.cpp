@@ -49,7 +49,8 @@ void futex_wake(std::atomic<std::uint32_t>& word) noexcept {
   ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
-constexpr std::uint32_t kEventPollLoops = 64;  // poll_events() once per this many iterations
+constexpr std::uint32_t kEventPollLoops = 64;
+constexpr std::uint32_t kWatcherPollMsMax = 10;  // one poll of a shim fd by the watcher  // poll_events() once per this many iterations
 constexpr std::size_t kNoHandlerBuckets = 64;
 
 }  // namespace
@@ -651,7 +652,9 @@ Nanos Core::idle_timeout_ns() const noexcept {
 
 void Core::watch_foreign_fd(const std::atomic<bool>& stop) noexcept {
   CoreWaker& w = *shared_.wakers[id_];
-  const int cap_ms = static_cast<int>(std::max<std::uint32_t>(1, shared_.backoff.block_max_us / 1000));
+  // Its own bound, not the core's cap: stop() joins this thread, and a poll
+  // through the shim cannot be interrupted. A timeout just polls again.
+  const int cap_ms = static_cast<int>(std::clamp<std::uint32_t>(shared_.backoff.block_max_us / 1000, 1, kWatcherPollMsMax));
   std::uint32_t seen = 0;
   while (!stop.load(std::memory_order_acquire)) {
     // Until the core enters its next wait. A sequence, not the sleeping flag:
