@@ -5,9 +5,18 @@
 
 #include "madengine/engine/transaction.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <linux/futex.h>
+#include <sys/eventfd.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 namespace madengine {
@@ -28,10 +37,43 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
-constexpr std::uint32_t kEventPollLoops = 64;  // poll_events() once per this many iterations
+// A plain futex on the watcher's wait sequence: std::atomic::wait spins and
+// calls sched_yield() before it sleeps (libstdc++ 12), which costs the shared
+// CPUs more than the one wait it saves.
+void futex_wait(const std::atomic<std::uint32_t>& word, std::uint32_t seen) noexcept {
+  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
+  ::syscall(SYS_futex, reinterpret_cast<const std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
+}
+
+void futex_wake(std::atomic<std::uint32_t>& word) noexcept {
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
+constexpr std::uint32_t kEventPollLoops = 64;
+constexpr std::uint32_t kWatcherPollMsMax = 10;  // one poll of a shim fd by the watcher  // poll_events() once per this many iterations
 constexpr std::size_t kNoHandlerBuckets = 64;
 
 }  // namespace
+
+CoreWaker::CoreWaker() : event_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
+  if (event_fd < 0) throw std::system_error(errno, std::generic_category(), "CoreWaker: eventfd");
+}
+
+CoreWaker::~CoreWaker() { ::close(event_fd); }
+
+void CoreWaker::wake() noexcept {
+  const std::uint64_t one = 1;
+  // EAGAIN only if the counter is near 2^64: the core is awake-pending anyway.
+  [[maybe_unused]] const ssize_t n = ::write(event_fd, &one, sizeof(one));
+}
+
+void CoreWaker::wake_if_sleeping() noexcept {
+  // An RMW, not a load: it pairs with the exchange in Core::block(). The two
+  // are ordered on `sleeping`: if ours comes first, its release publishes our
+  // push to the core's re-check; if the core's comes first, we read its 1.
+  // (A fence pair would do the same, but TSan cannot check fences.)
+  if (sleeping.fetch_add(0, std::memory_order_acq_rel) != 0) wake();
+}
 
 struct Core::Counters {
   alignas(kCacheLineBytes) std::atomic<std::uint64_t> rx{0};
@@ -54,6 +96,10 @@ struct Core::Counters {
   std::atomic<std::uint64_t> txn_failed_device{0};
   std::atomic<std::uint64_t> idle_loops{0};
   std::atomic<std::uint64_t> loops{0};
+  std::atomic<std::uint64_t> idle_blocks{0};
+  std::atomic<std::uint64_t> idle_wake_event{0};
+  std::atomic<std::uint64_t> idle_wake_fd{0};
+  std::atomic<std::uint64_t> idle_wake_timeout{0};
   // Open-addressed (class, method, attribute) buckets; key + 1, 0 = empty.
   std::array<std::atomic<std::uint64_t>, kNoHandlerBuckets> bucket_key{};
   std::array<std::atomic<std::uint64_t>, kNoHandlerBuckets> bucket_count{};
@@ -81,6 +127,7 @@ Core::Core(std::uint16_t id, CoreShared& shared)
   tx_queue_.resize(b.tx_queue_depth);
   rx_burst_max_ = b.rx_burst_max;
   batch_.resize(std::max(b.rx_burst_max, b.tx_queue_depth));
+  pollfds_.resize(std::size_t{b.transports_per_core_max} + 1);
 }
 
 Core::~Core() = default;
@@ -251,6 +298,7 @@ std::size_t Core::flush_handoffs() noexcept {
     handoff_len_[dst] = static_cast<std::uint32_t>(len - n);
     handoff_pending_ -= n;
     moved += n;
+    if (n != 0) shared_.wakers[dst]->wake_if_sleeping();
   }
   if (moved != 0) bump(counters_->handed_off, moved);
   return moved;
@@ -349,6 +397,7 @@ std::size_t Core::flush_tx() noexcept {
       for (std::size_t i = sent; i < n; ++i) tx_queue_[keep++] = batch_[i];
       tx_len_ = keep;
       work += sent;
+      if (sent != 0) shared_.wakers[dst]->wake_if_sleeping();
     }
   }
   // 3. One tx burst per local transport.
@@ -505,12 +554,20 @@ std::size_t Core::watch_transports(Nanos now_ns) noexcept {
 
 std::size_t Core::poll_events() noexcept {
   std::size_t events = 0;
+  // The watcher may be polling a shim fd that poll_events() would close. Its
+  // poll ends within the cap (or at the next MAD): until then try again each
+  // iteration rather than wait for it.
+  std::unique_lock<std::mutex> watch_lock(watch_mu_, std::defer_lock);
+  const bool skip = watcher_.joinable() && !watch_lock.try_lock();
+  if (skip) events_due_ = true;
   for (LocalTransport& lt : local_) {
+    if (skip) break;
     const DeviceEvent ev = lt.transport->poll_events();
     if (ev == DeviceEvent::kNone) continue;
     ++events;
     on_device_event(lt, ev);
   }
+  if (watch_lock.owns_lock()) watch_lock.unlock();
   if (events != 0) bump(counters_->device_events, events);
   if (!managed_.empty() || !listeners_.empty()) events += watch_transports(shared_.clock->now_ns());
   return events;
@@ -535,7 +592,10 @@ std::size_t Core::poll_once() noexcept {
   }
   work += flush_tx() + early_tx_work_;
   early_tx_work_ = 0;
-  if (loop % kEventPollLoops == 0) work += poll_events();
+  if (loop % kEventPollLoops == 0 || events_due_) {
+    events_due_ = false;
+    work += poll_events();
+  }
   if (work == 0) bump(counters_->idle_loops);
   return work;
 }
@@ -551,13 +611,162 @@ void Core::run(const std::atomic<bool>& stop) noexcept {
     ++idle_streak_;
     if (idle_streak_ <= bo.spin_loops_max) {
       cpu_relax();
+    } else if (bo.mode == IdleMode::kBlock) {
+      block(stop);
     } else if (idle_streak_ <= bo.spin_loops_max + bo.yield_loops_max) {
       std::this_thread::yield();
     } else {
       std::this_thread::sleep_for(std::chrono::microseconds(bo.sleep_us));
     }
   }
+  if (watcher_.joinable()) {
+    foreign_fd_.store(-1, std::memory_order_release);
+    sleep_seq_.fetch_add(1, std::memory_order_release);  // it sees `stop` (or ends its poll within the cap)
+    futex_wake(sleep_seq_);
+    watcher_.join();
+  }
   release();
+}
+
+// ---- blocking idle -----------------------------------------------------------
+// An idle core blocks in ppoll() on its eventfd and its transports' wait fds
+// (kernel fds only) until the earliest poller deadline or the cap. Producers
+// wake it through CoreWaker. A wait fd that is not a kernel fd belongs to
+// umad2sim's LD_PRELOAD shim, whose poll() can only wait on that one fd (it
+// ignores every other fd in the set, and ppoll() does not know the fd): a
+// watcher thread polls it through the shim while the core sleeps and writes
+// the core's eventfd when it turns readable.
+
+Nanos Core::idle_timeout_ns() const noexcept {
+  Nanos t = Nanos{shared_.backoff.block_max_us} * kNanosPerMicro;
+  if (pollers_.empty() && managed_.empty()) return t;
+  const Nanos now = shared_.clock->now_ns();
+  auto bound = [&](Nanos deadline) {
+    if (deadline >= 0) t = std::min(t, deadline - now);
+  };
+  for (const ManagedTxn& m : managed_)
+    if (!m.paused) bound(m.txn->next_deadline_ns());
+  for (const Poller* p : pollers_) bound(p->next_deadline_ns());
+  return t;
+}
+
+void Core::watch_foreign_fd(const std::atomic<bool>& stop) noexcept {
+  CoreWaker& w = *shared_.wakers[id_];
+  // Its own bound, not the core's cap: stop() joins this thread, and a poll
+  // through the shim cannot be interrupted. A timeout just polls again.
+  const int cap_ms = static_cast<int>(std::clamp<std::uint32_t>(shared_.backoff.block_max_us / 1000, 1, kWatcherPollMsMax));
+  std::uint32_t seen = 0;
+  while (!stop.load(std::memory_order_acquire)) {
+    // Until the core enters its next wait. A sequence, not the sleeping flag:
+    // the core may be up and asleep again before this thread runs.
+    while (sleep_seq_.load(std::memory_order_acquire) == seen && !stop.load(std::memory_order_acquire))
+      futex_wait(sleep_seq_, seen);
+    seen = sleep_seq_.load(std::memory_order_acquire);
+    // Poll while the core is still in wait number `seen`.
+    while (!stop.load(std::memory_order_acquire) && w.sleeping.load(std::memory_order_acquire) == 1 &&
+           sleep_seq_.load(std::memory_order_acquire) == seen) {
+      const int fd = foreign_fd_.load(std::memory_order_acquire);
+      if (fd < 0) break;
+      int r = 0;
+      {
+        // The core takes this lock before its transports' poll_events(), which
+        // may close the fd (device lost): never poll a closed shim fd.
+        const std::lock_guard<std::mutex> g(watch_mu_);
+        if (foreign_fd_.load(std::memory_order_acquire) != fd) break;
+        pollfd p{fd, POLLIN, 0};
+        r = ::poll(&p, 1, cap_ms);
+      }
+      if (r > 0) {
+        if (w.sleeping.load(std::memory_order_acquire) == 1 && sleep_seq_.load(std::memory_order_acquire) == seen)
+          w.wake();
+        break;
+      }
+    }
+  }
+}
+
+void Core::block(const std::atomic<bool>& stop) noexcept {
+  const IdleBackoff& bo = shared_.backoff;
+  CoreWaker& w = *shared_.wakers[id_];
+  // MADs waiting for tx room or ring room announce nothing when room appears:
+  // nap and retry instead of blocking.
+  bool backlog = tx_len_ != 0 || handoff_pending_ != 0;
+  for (const LocalTransport& lt : local_) backlog = backlog || lt.pending_len != 0;
+  if (backlog) {
+    std::this_thread::sleep_for(std::chrono::microseconds(bo.sleep_us));
+    return;
+  }
+  const Nanos timeout_ns = idle_timeout_ns();
+  if (timeout_ns <= 0) return;  // a deadline is due: poll again
+
+  pollfds_[0] = pollfd{w.event_fd, POLLIN, 0};
+  nfds_t n = 1;
+  int foreign = -1;
+  for (const LocalTransport& lt : local_) {
+    if (lt.lost) continue;
+    const int fd = lt.transport->wait_fd();
+    if (fd < 0) continue;
+    // F_GETFD fails with EBADF on a number the kernel never gave out: a
+    // preload shim's fd (umad2sim numbers its fds from 1024). Asked again
+    // only when the fd changes (a reopen).
+    if (fd != checked_fd_) {
+      checked_fd_ = fd;
+      checked_foreign_ = ::fcntl(fd, F_GETFD) == -1 && errno == EBADF;
+    }
+    if (checked_foreign_) {
+      foreign = fd;
+      continue;
+    }
+    pollfds_[n++] = pollfd{fd, POLLIN, 0};
+  }
+  Nanos wait_ns = timeout_ns;
+  if (foreign >= 0 && !watcher_.joinable() && !watcher_failed_) {
+    try {
+      watcher_ = std::thread([this, &stop] { watch_foreign_fd(stop); });
+    } catch (...) {
+      watcher_failed_ = true;  // no thread: fall back to short waits
+    }
+  }
+  if (foreign >= 0 && watcher_failed_) wait_ns = std::min<Nanos>(wait_ns, 100 * kNanosPerMicro);
+  foreign_fd_.store(watcher_.joinable() ? foreign : -1, std::memory_order_release);
+
+  // Pairs with the RMW in CoreWaker::wake_if_sleeping(): a push we do not
+  // see below is followed by a producer that reads our 1. The re-check
+  // drains the rings (a dequeue, not rte_ring_count(), whose plain read of
+  // the producer's tail TSan rightly reports); what it finds is work done.
+  w.sleeping.exchange(1, std::memory_order_acq_rel);
+  if (stop.load(std::memory_order_acquire) || drain_inbound() != 0) {
+    w.sleeping.store(0, std::memory_order_release);
+    idle_streak_ = 0;
+    return;
+  }
+  if (watcher_.joinable()) {
+    sleep_seq_.fetch_add(1, std::memory_order_release);  // the watcher polls for this wait
+    futex_wake(sleep_seq_);
+  }
+  bump(counters_->idle_blocks);
+  const timespec ts{static_cast<time_t>(wait_ns / kNanosPerSecond), static_cast<long>(wait_ns % kNanosPerSecond)};
+  const int r = ::ppoll(pollfds_.data(), n, &ts, nullptr);
+  w.sleeping.store(0, std::memory_order_release);
+  events_due_ = true;  // the life cycle runs after every wait, not every 64 loops
+  // Back to the blocking point at once if the next iteration finds nothing:
+  // the spin was spent before this wait.
+  idle_streak_ = bo.spin_loops_max;
+  if (r <= 0) {
+    bump(counters_->idle_wake_timeout);
+    return;
+  }
+  if ((pollfds_[0].revents & POLLIN) != 0) {
+    std::uint64_t v = 0;
+    [[maybe_unused]] const ssize_t got = ::read(w.event_fd, &v, sizeof(v));  // reset the count
+    bump(counters_->idle_wake_event);
+  }
+  for (nfds_t i = 1; i < n; ++i) {
+    if (pollfds_[i].revents != 0) {
+      bump(counters_->idle_wake_fd);
+      break;
+    }
+  }
 }
 
 void Core::release() noexcept {
@@ -587,7 +796,8 @@ CoreSnapshot Core::snapshot() const {
                             rd(c.ring_full),  rd(c.no_handler),   rd(c.malformed),        rd(c.unsupported_sent),
                             rd(c.tx_full),    rd(c.tx_busy),      rd(c.tx_no_route),      rd(c.rx_alloc_failures),
                             rd(c.device_events), rd(c.device_lost), rd(c.device_back), rd(c.tx_device_lost),
-                            rd(c.txn_resent),  rd(c.txn_failed_device), rd(c.idle_loops), rd(c.loops)};
+                            rd(c.txn_resent),  rd(c.txn_failed_device), rd(c.idle_loops), rd(c.loops),
+                            rd(c.idle_blocks), rd(c.idle_wake_event), rd(c.idle_wake_fd), rd(c.idle_wake_timeout)};
   for (std::size_t i = 0; i < kNoHandlerBuckets; ++i) {
     const std::uint64_t k = rd(c.bucket_key[i]);
     if (k == 0) continue;

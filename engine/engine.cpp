@@ -81,6 +81,10 @@ CoreCounters EngineStats::total() const noexcept {
     t.txn_failed_device += c.txn_failed_device;
     t.idle_loops += c.idle_loops;
     t.loops += c.loops;
+    t.idle_blocks += c.idle_blocks;
+    t.idle_wake_event += c.idle_wake_event;
+    t.idle_wake_fd += c.idle_wake_fd;
+    t.idle_wake_timeout += c.idle_wake_timeout;
   }
   return t;
 }
@@ -107,6 +111,7 @@ Engine::Engine(const EngineConfig& config)
       shared_.tx_mesh[from * config.cores + to] = std::make_unique<CoreRing>(config.pool.ring_depth);
     }
   }
+  for (std::uint16_t c = 0; c < config.cores; ++c) shared_.wakers.push_back(std::make_unique<CoreWaker>());
   for (std::uint16_t c = 0; c < config.cores; ++c) cores_.push_back(std::make_unique<Core>(c, shared_));
 }
 
@@ -189,6 +194,7 @@ void Engine::stop() noexcept {
   if (threads_.empty()) return;
   // release: pairs with the acquire load in Core::run().
   stop_.store(true, std::memory_order_release);
+  for (auto& w : shared_.wakers) w->wake();  // a blocked core sees stop_ at once
   for (std::thread& t : threads_) t.join();
   threads_.clear();
   // Every core has released what it held; what is left is in the rings.

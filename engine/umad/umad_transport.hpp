@@ -51,6 +51,9 @@ class UmadTransport final : public Transport {
   std::size_t tx_burst(std::span<MadBuf* const> bufs) noexcept override;
 
   DeviceEvent poll_events() noexcept override;
+  // The umad fd (readable when a MAD waits), -1 while closed or lost. Under
+  // umad2sim it is the shim's fd: only the shim's poll() understands it.
+  int wait_fd() const noexcept override { return fd_; }
 
   const UmadCounters& counters() const noexcept { return counters_; }
   bool is_open() const noexcept { return fd_ >= 0; }

@@ -9,6 +9,9 @@
 #
 # Env: MADSTORM (binary), SIM_HOST_SA (node the SAs run on, H1), SIM_HOST_STORM
 # (node madstorm runs on, H2), SA_A_LABEL/SA_B_LABEL, OUT (results dir).
+# Besides madstorm's JSON, each storm writes $OUT/LABEL.cpu: the CPU time the
+# SA process (with its children) and ibsim used during the storm, from
+# /proc/PID/stat utime+stime, and per query issued.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -58,8 +61,19 @@ start_opensm() {  # $1: log name
   done
 }
 
+ticks() {  # utime+stime of $1 and its children, in clock ticks
+  t=0
+  for p in $1 $(pgrep -P "$1" 2>/dev/null); do
+    [ -r /proc/$p/stat ] || continue
+    # Fields after the ")" that ends the command name: utime is the 12th, stime the 13th.
+    t=$((t + $(sed 's/.*) //' /proc/$p/stat | awk '{print $12 + $13}')))
+  done
+  echo $t
+}
+
 storm() {  # $1: label, then madstorm options
   label=$1; shift
+  sa0=$(ticks "$sa_pid"); sim0=$(ticks "$ibsim_pid")
   # Exit 2 is a set-up failure: on ibsim the shim sometimes attaches before the
   # SM LID is visible (its sysfs is a snapshot); a new process sees it.
   for attempt in 1 2 3; do
@@ -69,6 +83,16 @@ storm() {  # $1: label, then madstorm options
     [ $rc -eq 2 ] || break
     sleep 1
   done
+  sa1=$(ticks "$sa_pid"); sim1=$(ticks "$ibsim_pid")
+  hz=$(getconf CLK_TCK)
+  issued=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['counts']['issued'])" "$OUT/$label.json" 2>/dev/null || echo 0)
+  python3 - "$label" "$((sa1 - sa0))" "$((sim1 - sim0))" "$hz" "$issued" >"$OUT/$label.cpu" <<'PY'
+import sys
+label, sa, sim, hz, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+per = lambda t: f"{t * 1e6 / hz / n:.1f}" if n else "n/a"
+print(f"{label}: SA CPU {sa / hz:.2f} s ({per(sa)} us/query), ibsim CPU {sim / hz:.2f} s ({per(sim)} us/query), {n} queries")
+PY
+  cat "$OUT/$label.cpu"
   [ $rc -eq 0 ] || [ $rc -eq 3 ]  # 3: wrong answers, reported in the JSON
 }
 
@@ -76,7 +100,8 @@ start_opensm "$SA_A_LABEL"
 storm "$SA_A_LABEL" "$@"
 stop "$sa_pid"; sa_pid=
 if [ -n "${SA_B_CMD:-}" ]; then
-  (cd "$OUT" && LD_PRELOAD=$SHIM SIM_HOST=$SIM_HOST_SA exec sh -c "$SA_B_CMD" >"$OUT/$SA_B_LABEL.out" 2>&1) &
+  # exec twice: the SA itself gets $sa_pid (stop() and the CPU figures act on it)
+  (cd "$OUT" && LD_PRELOAD=$SHIM SIM_HOST=$SIM_HOST_SA exec sh -c "exec $SA_B_CMD" >"$OUT/$SA_B_LABEL.out" 2>&1) &
   sa_pid=$!
   sleep "${SA_B_WAIT_S:-5}"
 else
@@ -85,3 +110,4 @@ fi
 storm "$SA_B_LABEL" "$@"
 echo "side by side ($OUT):"
 "$MADSTORM" --compare-files "$OUT/$SA_A_LABEL.json" "$OUT/$SA_B_LABEL.json"
+cat "$OUT/$SA_A_LABEL.cpu" "$OUT/$SA_B_LABEL.cpu"

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <poll.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -309,6 +310,110 @@ TEST(UmadIbsim, PathRecordGetMatchesSaquery) {
   EXPECT_EQ(pr->slid.get(), lp.lid);
   EXPECT_EQ(pr->dlid.get(), dlid);
   EXPECT_EQ(pr->sgid.guid.get(), lp.port_guid);
+}
+
+// The daemon's shape on ibsim: engine threads (not poll_all_once), blocking
+// idle, the transport on core 0 and the requester on core 1, so the request
+// crosses the tx ring and the response the rx ring, each waking a sleeping
+// core. umad2sim's fd is not a kernel fd: core 0 sleeps on its eventfd while
+// a watcher thread polls the shim fd. The cap on one wait is a minute, so a
+// response only the cap could deliver would miss the first attempt's
+// timeout: the Get must complete on its first attempt.
+TEST(UmadIbsim, BlockedEngineCoresWakeForShimMads) {
+  SKIP_WITHOUT_SHIM();
+  IbsimFabric fabric(ibsim::topology_path("chain3.topo"));
+  ASSERT_TRUE(fabric.ok()) << fabric.error();
+  ASSERT_TRUE(fabric.start_opensm(0, "H1"));
+  ASSERT_TRUE(fabric.wait_subnet_up(60s)) << fabric.opensm_log();
+  const auto pi = fabric.run("smpquery -D portinfo 0,1,2,2,2", "H1");
+  ASSERT_EQ(pi.exit_code, 0) << pi.err;
+  const auto dlid = static_cast<std::uint16_t>(num(parse_dotted(pi.out), "Lid"));
+
+  fabric.attach_self("H1");
+  SteadyClock clock;
+  UmadTransport t({}, clock);
+  ASSERT_TRUE(t.open(AgentSpec{.gsi_client = true})) << t.last_error();
+  EngineConfig cfg;
+  cfg.cores = 2;
+  cfg.pin = false;
+  cfg.clock = &clock;
+  cfg.backoff.mode = IdleMode::kBlock;
+  cfg.backoff.spin_loops_max = 4;
+  cfg.backoff.block_max_us = 60'000'000;
+  Engine engine(cfg);
+  engine.add_transport(t, 0);
+  TransactionManager txn(clock, engine.core(1), TransactionConfig{.core_id = 1});
+  struct Hook final : MadHandler {
+    TransactionManager* txn;
+    void on_mad(MadBuf& buf, CoreContext&) noexcept override { txn->on_response(buf); }
+  } hook;
+  hook.txn = &txn;
+  engine.set_response_hook(1, hook);
+  engine.add_transaction_manager(1, txn, t.local_port().port_num);
+  const LocalPort lp = t.local_port();
+  ASSERT_NE(lp.sm_lid, 0);
+
+  MadBuf req{};
+  wire::SaMad sa{};
+  sa.hdr.base_version = 1;
+  sa.hdr.mgmt_class = static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm);
+  sa.hdr.class_version = wire::kSaClassVersion;
+  sa.hdr.method = wire::method::kGet;
+  sa.hdr.tid = wire::be64::from(0x00000000'5a5a0002ull);
+  sa.hdr.attr_id = wire::be16::from(wire::sa_attr::kPathRecord);
+  sa.comp_mask = wire::be64::from(wire::path_record_cm::kSLid | wire::path_record_cm::kDLid);
+  wire::PathRecord q{};
+  q.slid = wire::be16::from(lp.lid);
+  q.dlid = wire::be16::from(dlid);
+  std::memcpy(sa.data.data(), &q, sizeof q);
+  wire::encode(sa, std::span<std::uint8_t>(req.mad.bytes));
+  req.len = wire::kMadSize;
+  req.addr.port_num = lp.port_num;
+  req.addr.lid = lp.sm_lid;
+  req.addr.remote_qpn = 1;
+  req.addr.qkey = kGsiQkey;
+
+  // The request is made on core 1's thread, by a poller (the manager is
+  // single-threaded); both cores then block until the MADs wake them.
+  struct Asker final : Poller {
+    TransactionManager* txn = nullptr;
+    const MadBuf* req = nullptr;
+    bool asked = false;
+    std::atomic<int> calls{0};
+    std::atomic<int> status{-1};
+    std::atomic<int> attempts{0};
+    std::size_t poll(Nanos) noexcept override {
+      if (asked) return 0;
+      asked = true;
+      const TxnStatus s = txn->request(
+          *req, RequestOptions{.timeout_ms = kRespTimeoutMs, .retries = 3},
+          [](void* user, const TxnResult& r) noexcept {
+            auto* a = static_cast<Asker*>(user);
+            a->attempts.store(r.attempts);
+            a->status.store(static_cast<int>(r.status));
+            a->calls.fetch_add(1);
+          },
+          this);
+      if (s != TxnStatus::kOk) status.store(static_cast<int>(s));
+      return 1;
+    }
+  } asker;
+  asker.txn = &txn;
+  asker.req = &req;
+  engine.add_poller(1, asker);
+  engine.start();
+  const auto deadline = std::chrono::steady_clock::now() + kWaitForResponse;
+  while (asker.calls.load() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  engine.stop();  // its eventfd, not the cap, ends the cores' last waits
+  ASSERT_EQ(asker.calls.load(), 1) << "the transaction never completed";
+  EXPECT_EQ(asker.status.load(), static_cast<int>(TxnStatus::kOk));
+  EXPECT_EQ(asker.attempts.load(), 1);  // a wake-up that only the cap brings would need a retry
+  const EngineStats s = engine.stats();
+  EXPECT_GE(s.cores[0].counters.idle_blocks, 1u);
+  EXPECT_GE(s.cores[1].counters.idle_blocks, 1u);
+  EXPECT_EQ(s.cores[0].counters.idle_wake_timeout + s.cores[1].counters.idle_wake_timeout, 0u);
+  EXPECT_EQ(engine.pool().in_use(), 0u);
 }
 
 // The SA-server side: with is_sm the transport holds the issm device, so

@@ -10,6 +10,7 @@ namespace {
 TEST(Config, EmptyFileGivesDefaults) {
   const Config c = parse_config("", "empty.toml");
   EXPECT_EQ(c.engine.cores, 2u);
+  EXPECT_EQ(c.engine.idle, "block");
   EXPECT_EQ(c.transport.kind, TransportKind::kSim);
   EXPECT_EQ(c.sm.sm_key, 1u);
   EXPECT_EQ(c.sm.routing, "minhop");
@@ -21,6 +22,7 @@ TEST(Config, EverySectionIsRead) {
 [engine]
 cores = 4
 pin = false
+idle = "spin"
 [transport]
 kind = "umad"
 ca = "mlx5_0"
@@ -41,6 +43,7 @@ level = "debug"
                                 "full.toml");
   EXPECT_EQ(c.engine.cores, 4u);
   EXPECT_FALSE(c.engine.pin);
+  EXPECT_EQ(c.engine.idle, "spin");
   EXPECT_EQ(c.transport.kind, TransportKind::kUmad);
   EXPECT_EQ(c.transport.ca, "mlx5_0");
   EXPECT_EQ(c.sm.priority, 3u);
@@ -66,6 +69,7 @@ TEST(Config, BadInputNamesTheLine) {
   expect_error("[engine]\ncores = 0\n", "bad.toml:2: engine.cores = 0 is outside 1..256");
   expect_error("[engine]\n\ncorez = 2\n", "bad.toml:3: unknown key engine.corez");
   expect_error("[transport]\nkind = \"verbs\"\n", "bad.toml:2: transport.kind must be");
+  expect_error("[engine]\nidle = \"nap\"\n", "bad.toml:2: engine.idle must be block or spin");
   expect_error("[sm]\nrouting = \"dor\"\n", "bad.toml:2: sm.routing must be");
   expect_error("[sm]\nroots = [\"zz\"]\n", "bad.toml:2: sm.roots: not a GUID");
   expect_error("[sm]\npriority = \"high\"\n", "bad.toml:2: sm.priority must be an integer");
@@ -92,6 +96,7 @@ TEST(Config, ShippedExampleEqualsTheDefaults) {
   const Config file = load_config_file(MADENGINE_EXAMPLE_CONFIG);
   const Config defaults;
   EXPECT_EQ(file.engine.cores, defaults.engine.cores);
+  EXPECT_EQ(file.engine.idle, defaults.engine.idle);
   EXPECT_EQ(file.transport.generate, defaults.transport.generate);
   EXPECT_EQ(file.sm.guid2lid, defaults.sm.guid2lid);
   EXPECT_EQ(file.sm.smps_in_flight_max, defaults.sm.smps_in_flight_max);

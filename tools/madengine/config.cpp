@@ -103,6 +103,10 @@ Config parse_config(const std::string& text, const std::string& name) {
     Section s(name, table("engine"), "engine.");
     s.get("cores", c.engine.cores, 1, 256);
     s.get("pin", c.engine.pin);
+    s.get("idle", c.engine.idle);
+    if (c.engine.idle != "block" && c.engine.idle != "spin")
+      fail(name, *root["engine"]["idle"].node(), "engine.idle must be block or spin");
+    s.get("idle_spin_loops", c.engine.idle_spin_loops, 0, 1'000'000);
     s.reject_unknown();
   }
   {

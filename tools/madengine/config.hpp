@@ -19,6 +19,11 @@ enum class TransportKind : std::uint8_t { kUmad, kSim };
 struct EngineSection {
   unsigned cores = 2;
   bool pin = true;
+  // "block": idle cores sleep in ppoll() on the transport fd and their
+  // eventfd (no CPU while idle: right when the SM shares its CPUs, and on
+  // ibsim); "spin": they spin, yield and nap (lowest latency on dedicated cores).
+  std::string idle = "block";
+  unsigned idle_spin_loops = 256;  // idle iterations spent spinning before blocking (or yielding)
 };
 
 struct TransportSection {

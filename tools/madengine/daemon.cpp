@@ -191,8 +191,11 @@ Daemon::Daemon(const Config& cfg) : p_(std::make_unique<Parts>()) {
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(cfg.sm.guid2lid).parent_path(), ec);
   }
-  p_->engine = std::make_unique<Engine>(EngineConfig{
-      .cores = static_cast<std::uint16_t>(cfg.engine.cores), .pin = cfg.engine.pin && !p_->fabric, .clock = clock});
+  EngineConfig ec{
+      .cores = static_cast<std::uint16_t>(cfg.engine.cores), .pin = cfg.engine.pin && !p_->fabric, .clock = clock};
+  ec.backoff.mode = cfg.engine.idle == "spin" ? IdleMode::kSpin : IdleMode::kBlock;
+  ec.backoff.spin_loops_max = cfg.engine.idle_spin_loops;
+  p_->engine = std::make_unique<Engine>(ec);
   p_->engine->add_transport(*p_->transport, 0);
 
   sa::SaServerConfig sac;

@@ -42,9 +42,11 @@ extern "C" void on_signal(int) {
   if (auto* s = g_storm.load(std::memory_order_relaxed)) s->request_stop();
 }
 
-// Waits on the umad fd until `deadline_ns`: poll() for whole milliseconds,
-// then short sleeps, so idle time costs no CPU and an answer waits at most
-// kSpinSleepNs before we see it.
+// Waits on the umad fd until `deadline_ns`: poll() for the whole
+// milliseconds left (an answer ends it at once; under umad2sim poll() is the
+// only wait the shim's fd knows, in whole milliseconds), then short sleeps to
+// the deadline itself, so idle time costs no CPU and a scheduled send is at
+// most kSpinSleepNs late.
 struct UmadIdle {
   const madengine::UmadTransport* t;
   const madengine::Clock* clock;

@@ -9,7 +9,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
+
+#include <poll.h>
 
 #include "madengine/engine/clock.hpp"
 #include "madengine/engine/dispatch.hpp"
@@ -47,6 +51,10 @@ struct CoreCounters {
   std::uint64_t txn_failed_device = 0;  // requests failed with kDeviceLost after device_wait_ms
   std::uint64_t idle_loops = 0;    // iterations that did no work
   std::uint64_t loops = 0;
+  std::uint64_t idle_blocks = 0;        // blocking waits entered (IdleMode::kBlock)
+  std::uint64_t idle_wake_event = 0;    // ... ended by this core's eventfd (a ring push, stop())
+  std::uint64_t idle_wake_fd = 0;       // ... ended by a transport's wait_fd()
+  std::uint64_t idle_wake_timeout = 0;  // ... ended by a deadline or the cap
 };
 
 // One (class, method, attribute) bucket of MADs nobody handled.
@@ -64,12 +72,40 @@ struct CoreSnapshot {
   std::uint64_t no_handler_other = 0;
 };
 
-// How a core waits when an iteration found nothing to do: spin with a pause
-// instruction, then yield, then sleep; any work resets the ladder.
+// kBlock: after a short spin an idle core blocks in ppoll() on its
+// transports' wait_fd()s and its eventfd until a MAD, a ring push, a timer
+// deadline or stop(); it costs no CPU while idle. kSpin: spin, yield, then
+// sleep_us naps: lowest wake-up latency on dedicated cores, but an idle core
+// takes CPU from whatever shares it (ibsim, the other cores).
+enum class IdleMode : std::uint8_t { kBlock, kSpin };
+
+// How a core waits when an iteration found nothing to do; any work resets it.
 struct IdleBackoff {
-  std::uint32_t spin_loops_max = 256;
-  std::uint32_t yield_loops_max = 256;
-  std::uint32_t sleep_us = 50;
+  IdleMode mode = IdleMode::kBlock;
+  std::uint32_t spin_loops_max = 256;   // idle iterations with a pause before yielding or blocking
+  std::uint32_t yield_loops_max = 256;  // kSpin: then this many with a yield
+  std::uint32_t sleep_us = 50;          // kSpin: then naps this long; kBlock: the nap while tx waits
+  // kBlock: the longest one wait lasts, whatever the deadlines say, so the
+  // life cycle (poll_events) and pollers without a deadline still run.
+  std::uint32_t block_max_us = 2000;
+};
+
+// How a producer wakes a blocked core. The core sets `sleeping`, re-checks
+// its rings, then blocks on `event_fd`; a producer that pushed into one of
+// its rings writes `event_fd` only if it sees `sleeping` (both sides use a
+// read-modify-write on the flag, which orders the push against it: no lost
+// wake-up, no syscall while the core is busy).
+struct alignas(kCacheLineBytes) CoreWaker {
+  std::atomic<std::uint32_t> sleeping{0};  // 1 while the core is in (or about to enter) its wait
+  int event_fd = -1;
+  CoreWaker();   // throws std::system_error if no eventfd can be made
+  ~CoreWaker();
+  CoreWaker(const CoreWaker&) = delete;
+  CoreWaker& operator=(const CoreWaker&) = delete;
+  // After a push into this core's ring: wakes it if it sleeps. Any thread.
+  void wake_if_sleeping() noexcept;
+  // Wakes it unconditionally (stop()).
+  void wake() noexcept;
 };
 
 // A transport as the engine knows it: its owner core and the port it serves
@@ -94,6 +130,7 @@ struct CoreShared {
   std::array<std::int16_t, 256> port_to_transport{};  // -1: no transport
   // [transport index]: life-cycle state, written by the transport's core.
   std::vector<std::unique_ptr<TransportLife>> life;
+  std::vector<std::unique_ptr<CoreWaker>> wakers;  // [core]
   Nanos device_wait_ns = 10 * kNanosPerSecond;  // then requests through a lost device fail
   bool answer_unsupported = false;
   IdleBackoff backoff;
@@ -165,6 +202,9 @@ class Core final : public CoreContext, public TxSink {
   void classify(MadBuf* buf) noexcept;
   void deliver(MadBuf* buf) noexcept;
   void count_no_handler(const MadBuf& buf) noexcept;
+  Nanos idle_timeout_ns() const noexcept;
+  void block(const std::atomic<bool>& stop) noexcept;
+  void watch_foreign_fd(const std::atomic<bool>& stop) noexcept;
 
   const std::uint16_t id_;
   CoreShared& shared_;
@@ -202,6 +242,18 @@ class Core final : public CoreContext, public TxSink {
   std::uint32_t rx_burst_max_ = 0;
   std::size_t early_tx_work_ = 0;  // MADs sent by flushes that made room mid-iteration
   std::uint32_t idle_streak_ = 0;
+  bool events_due_ = false;  // poll_events() on the next iteration (after a wait)
+  // A wait_fd() that is not a kernel fd (umad2sim's LD_PRELOAD shim serves
+  // it, and its poll() watches only that fd): a watcher thread polls it
+  // while the core sleeps and writes the core's eventfd (core.cpp, block()).
+  std::atomic<int> foreign_fd_{-1};
+  std::atomic<std::uint32_t> sleep_seq_{0};  // +1 at each wait the watcher should poll for
+  std::mutex watch_mu_;  // held by the watcher while it polls; by the core around poll_events()
+  std::thread watcher_;  // started by the first wait that finds a foreign fd
+  bool watcher_failed_ = false;
+  int checked_fd_ = -1;          // the last wait fd asked whether it is a kernel fd
+  bool checked_foreign_ = false;
+  std::vector<pollfd> pollfds_;  // eventfd + transports_per_core_max
 };
 
 }  // namespace madengine

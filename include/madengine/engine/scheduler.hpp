@@ -87,8 +87,12 @@ class Scheduler final : public Poller {
   // Runs due timers (in deadline order, ties in insertion order), then every
   // task that was ready when poll began. Returns the number of resumptions.
   std::size_t poll(Nanos now_ns) noexcept override;
-  // Earliest timer deadline, or -1 if none (lets an idle core sleep).
-  Nanos next_deadline_ns() const noexcept { return timers_.empty() ? -1 : timers_.top_deadline_ns(); }
+  // Earliest timer deadline, or -1 if none (lets an idle core sleep). A
+  // ready task is due now (0): an idle core must not block over it.
+  Nanos next_deadline_ns() const noexcept override {
+    if (ready_count_ != 0) return 0;
+    return timers_.empty() ? -1 : timers_.top_deadline_ns();
+  }
   bool has_ready() const noexcept { return ready_count_ != 0; }
   const Clock& clock() const noexcept { return clock_; }
 

@@ -106,6 +106,9 @@ class TransactionManager final : public Poller {
 
   // Timeouts and retries due at now_ns, then queued requests that fit a window.
   std::size_t poll(Nanos now_ns) noexcept override;
+  // The earliest retry or timeout, or -1 if nothing is in flight (queued
+  // requests wait for a window, which only a response or a timeout frees).
+  Nanos next_deadline_ns() const noexcept override { return timers_.empty() ? -1 : timers_.top_deadline_ns(); }
 
   // Device life cycle. resend_all re-sends every request in flight with its
   // TID and restarts its timer; fail_all completes every request in flight or

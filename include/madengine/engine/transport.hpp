@@ -64,6 +64,12 @@ class Transport {
 
   // Life cycle: polled from the owning core between bursts.
   virtual DeviceEvent poll_events() noexcept = 0;
+
+  // A file descriptor that poll() reports readable when rx_burst would
+  // return something, or -1 if there is none (the core then wakes for this
+  // transport only at its idle cap). Lets an idle core block instead of
+  // spinning; may change after a device event (reopen), so ask each time.
+  virtual int wait_fd() const noexcept { return -1; }
 };
 
 }  // namespace madengine

@@ -52,13 +52,27 @@ namespace {
 
 // TID low 32 bits: slot in bits 0-19, generation in bits 20-31. The high 32
 // bits belong to the transport (ib_umad and ibsim replace them).
-constexpr unsigned kSlotBits = 20;
-constexpr std::uint32_t kSlotMask = (1u << kSlotBits) - 1;
-constexpr std::uint32_t kGenMask = 0xfff;
+// The low 32 bits of a TID (the only ones that come back: the kernel and
+// umad2sim own the high half) are a generation above the slot index. The slot
+// field is only as wide as the window needs, so a slot's TIDs repeat only
+// after 2^(32 - slot bits) queries: an SA keeps answers for retried TIDs
+// (madengine 2 s, SaServerConfig::dedup_ttl_ns) and would take a new query
+// that reuses a recent TID for a retry of the old one.
+constexpr unsigned kSlotBitsMax = 20;
+constexpr unsigned slot_bits_for(std::uint32_t window) noexcept {
+  unsigned b = 1;
+  while (b < kSlotBitsMax && (1u << b) < window) ++b;
+  return b;
+}
 constexpr std::uint64_t kTidHigh = 0x6d73746dull << 32;  // "mstm", for captures
 constexpr std::size_t kRxBurst = 32;
 constexpr std::size_t kCtlQueueMax = 256;  // RMPP ACKs waiting for the transport
 constexpr Nanos kTxStallBackoffNs = 50 * madengine::kNanosPerMicro;
+// Bound on one idle wait when nothing is due sooner. Well above a
+// millisecond: an idle callback that can only block in whole milliseconds
+// (poll() on the umad fd) would otherwise always see less than one left and
+// fall back to short naps, spinning while it waits for an answer.
+constexpr Nanos kIdleWaitMaxNs = 10 * madengine::kNanosPerMilli;
 
 // IPoIB broadcast group of the default partition (RFC 4391): ff12:401b:ffff::ffff:ffff.
 wire::Gid ipoib_broadcast_mgid() noexcept {
@@ -193,7 +207,7 @@ struct Storm::Impl final : madengine::TxSink {
     Nanos first_sent_ns = 0;
     Nanos due_ns = 0;         // timeout (in flight) or end of back-off
     std::uint32_t gen = 0;
-    std::uint32_t done_gen = kGenMask + 1;  // generation last finished in this slot (for late answers)
+    std::uint32_t done_gen = 0xffffffffu;  // generation last finished in this slot (late answers); above any gen
     std::uint32_t prev = kNone, next = kNone;
     std::uint32_t next_free = kNone;
     std::uint8_t attempts = 0;
@@ -272,7 +286,7 @@ struct Storm::Impl final : madengine::TxSink {
   // ---- sending ----
   void transmit(std::uint32_t i, Nanos now) noexcept {
     Slot& s = slots[i];
-    const std::uint64_t tid = kTidHigh | (std::uint64_t{s.gen} << kSlotBits) | i;
+    const std::uint64_t tid = kTidHigh | (std::uint64_t{s.gen} << slot_bits) | i;
     s.req.hdr().tid = wire::be64::from(tid);
     // One queue entry per slot at most: a re-send of a request the
     // transport has not taken yet is the same transmission.
@@ -365,7 +379,7 @@ struct Storm::Impl final : madengine::TxSink {
   // A TID back to its slot: kNone for an answer that matches nothing in flight.
   std::uint32_t match(std::uint64_t tid) noexcept {
     const auto low = static_cast<std::uint32_t>(tid);
-    const std::uint32_t i = low & kSlotMask, gen = low >> kSlotBits;
+    const std::uint32_t i = low & ((1u << slot_bits) - 1), gen = low >> slot_bits;
     if (i < slots.size()) {
       const Slot& s = slots[i];
       if (s.state == State::kInFlight && s.gen == gen) return i;
@@ -600,7 +614,7 @@ struct Storm::Impl final : madengine::TxSink {
       // 3. BUSY back-offs that are over: ask again under a new TID.
       while (backoff_list.head != kNone && slots[backoff_list.head].due_ns <= now) {
         const std::uint32_t i = backoff_list.head;
-        slots[i].gen = (slots[i].gen + 1) & kGenMask;
+        slots[i].gen = (slots[i].gen + 1) & gen_mask;
         slots[i].attempts = 0;
         transmit(i, now);
         ++work;
@@ -645,7 +659,7 @@ struct Storm::Impl final : madengine::TxSink {
         s.measured = sched >= result.measure_start_ns;
         s.sched_ns = sched;
         s.first_sent_ns = now;
-        s.gen = (s.gen + 1) & kGenMask;
+        s.gen = (s.gen + 1) & gen_mask;
         s.attempts = 0;
         s.busy_count = 0;
         Storm::build_request(cfg, hosts, s.q, s.req);
@@ -706,7 +720,7 @@ struct Storm::Impl final : madengine::TxSink {
       }
 
       if ((work == 0 || tx_len != 0) && idle) {
-        Nanos deadline = now + madengine::kNanosPerMilli;  // bound on one idle wait
+        Nanos deadline = now + kIdleWaitMaxNs;
         if (next_due >= 0) deadline = std::min(deadline, next_due);
         if (inflight_list.head != kNone) deadline = std::min(deadline, slots[inflight_list.head].due_ns);
         if (backoff_list.head != kNone) deadline = std::min(deadline, slots[backoff_list.head].due_ns);
@@ -737,6 +751,8 @@ struct Storm::Impl final : madengine::TxSink {
   std::span<const Host> hosts;
   Workload& workload;
   std::vector<Slot> slots;
+  const unsigned slot_bits = slot_bits_for(cfg.window_max);
+  const std::uint32_t gen_mask = (1u << (32 - slot_bits)) - 1;
   std::vector<std::uint16_t> per_host;
   madengine::RmppReceiver rmpp;
   std::uint32_t free_head = kNone;
@@ -757,8 +773,8 @@ struct Storm::Impl final : madengine::TxSink {
 
 Storm::Storm(const StormConfig& cfg, madengine::Transport& transport, const madengine::Clock& clock,
              std::span<const Host> hosts, Workload& workload) {
-  if (cfg.window_max == 0 || cfg.window_max > (1u << kSlotBits))
-    throw std::invalid_argument("window must be 1.." + std::to_string(1u << kSlotBits));
+  if (cfg.window_max == 0 || cfg.window_max > (1u << kSlotBitsMax))
+    throw std::invalid_argument("window must be 1.." + std::to_string(1u << kSlotBitsMax));
   if (cfg.window_per_host_max == 0 || cfg.window_per_host_max > 0xffff)
     throw std::invalid_argument("per-host window must be 1..65535");
   if (cfg.retry.timeout_ms == 0) throw std::invalid_argument("timeout must be at least 1 ms");
