@@ -137,6 +137,14 @@ bool restore_journal(const SaSection& c, sa::SaServer& sa, Nanos now_ns) {
   return true;
 }
 
+// The folder of a state file (guid2lid, SA journal); a failure shows later
+// as the file's own write error, with its path.
+void make_parent_dir(const std::string& file) {
+  if (file.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(file).parent_path(), ec);
+}
+
 std::uint32_t first_ca(const sim::Fabric& f) {
   for (std::uint32_t n = 0; n < f.node_count(); ++n)
     if (!f.is_switch(n)) return n;
@@ -187,15 +195,12 @@ Daemon::Daemon(const Config& cfg) : p_(std::make_unique<Parts>()) {
   if (!p_->transport->open(AgentSpec{.smi = true, .is_sm = true, .sa_server = true, .gsi_client = true}))
     throw std::runtime_error(fmt::format("transport {} did not open", to_string(cfg.transport.kind)));
 
-  if (!cfg.sm.guid2lid.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(cfg.sm.guid2lid).parent_path(), ec);
-  }
-  EngineConfig ec{
+  make_parent_dir(cfg.sm.guid2lid);
+  EngineConfig engine_cfg{
       .cores = static_cast<std::uint16_t>(cfg.engine.cores), .pin = cfg.engine.pin && !p_->fabric, .clock = clock};
-  ec.backoff.mode = cfg.engine.idle == "spin" ? IdleMode::kSpin : IdleMode::kBlock;
-  ec.backoff.spin_loops_max = cfg.engine.idle_spin_loops;
-  p_->engine = std::make_unique<Engine>(ec);
+  engine_cfg.backoff.mode = cfg.engine.idle == "spin" ? IdleMode::kSpin : IdleMode::kBlock;
+  engine_cfg.backoff.spin_loops_max = cfg.engine.idle_spin_loops;
+  p_->engine = std::make_unique<Engine>(engine_cfg);
   p_->engine->add_transport(*p_->transport, 0);
 
   sa::SaServerConfig sac;
@@ -205,10 +210,7 @@ Daemon::Daemon(const Config& cfg) : p_(std::make_unique<Parts>()) {
   sac.gid_traps_from_epochs = false;  // the SM sends traps 64/65 (on_notice below)
   p_->sa = std::make_unique<sa::SaServer>(*p_->engine, p_->store, sac);
 
-  if (!cfg.sa.journal.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(cfg.sa.journal).parent_path(), ec);
-  }
+  make_parent_dir(cfg.sa.journal);
   const bool journal_fresh = restore_journal(cfg.sa, *p_->sa, clock->now_ns());
 
   sm::SmConfig smc = sm_config(cfg);
