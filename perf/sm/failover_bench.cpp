@@ -31,6 +31,7 @@
 #include "madengine/engine/engine.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa_records.hpp"
+#include "sa/server/response_chain.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sa/snapshot.hpp"
 #include "sim/fabric.hpp"
@@ -43,19 +44,6 @@ namespace {
 
 using namespace madengine;
 
-// Responses: the SA first (its RMPP ACKs), then the SM (replica answers, SMPs).
-class Chain final : public MadHandler {
- public:
-  Chain(sa::SaServer& sa, MadHandler* sm) : sa_(sa), sm_(sm) {}
-  void on_mad(MadBuf& buf, CoreContext& ctx) noexcept override {
-    if (sa_.on_response(buf, ctx)) return;
-    if (sm_ != nullptr) sm_->on_mad(buf, ctx);
-  }
-
- private:
-  sa::SaServer& sa_;
-  MadHandler* sm_;
-};
 
 struct SmNode {
   std::unique_ptr<sim::SimTransport> transport;
@@ -63,7 +51,7 @@ struct SmNode {
   sa::SnapshotStore store;
   std::unique_ptr<sa::SaServer> sa;
   std::unique_ptr<sm::SubnetManager> sm;
-  std::unique_ptr<Chain> chain;
+  std::unique_ptr<sa::ResponseChain> chain;
   ~SmNode() {
     sm.reset();
     sa.reset();
@@ -105,7 +93,7 @@ struct Rig {
     sa::SaServer* sa = n->sa.get();
     cfg.restore_sa_state = [sa](sa::SaStateImage img) { sa->restore_state(std::move(img)); };
     n->sm = std::make_unique<sm::SubnetManager>(*n->engine, *n->transport, cfg, n->store);
-    n->chain = std::make_unique<Chain>(*n->sa, n->engine->dispatcher().response_hook(0));
+    n->chain = std::make_unique<sa::ResponseChain>(*n->sa, n->engine->dispatcher().response_hook(0));
     n->engine->set_response_hook(0, *n->chain);
     sms.push_back(std::move(n));
     return *sms.back()->sm;

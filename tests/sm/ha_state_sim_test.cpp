@@ -17,6 +17,7 @@
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa/get_table.hpp"
 #include "madengine/wire/sa_records.hpp"
+#include "sa/server/response_chain.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sa/snapshot.hpp"
 #include "sim/fabric.hpp"
@@ -34,20 +35,6 @@ namespace m = wire::method;
 namespace scm = wire::service_record_cm;
 namespace mcm = wire::mc_member_record_cm;
 
-// Responses on the core go to the SA (its RMPP ACKs, ReportResps), then to
-// the SM (replica answers, SMP transactions): the daemon's chain.
-class Chain final : public MadHandler {
- public:
-  Chain(sa::SaServer& sa, MadHandler* sm) : sa_(sa), sm_(sm) {}
-  void on_mad(MadBuf& buf, CoreContext& ctx) noexcept override {
-    if (sa_.on_response(buf, ctx)) return;
-    if (sm_ != nullptr) sm_->on_mad(buf, ctx);
-  }
-
- private:
-  sa::SaServer& sa_;
-  MadHandler* sm_;
-};
 
 struct Node {
   std::unique_ptr<sim::SimTransport> transport;
@@ -55,7 +42,7 @@ struct Node {
   sa::SnapshotStore store;
   std::unique_ptr<sa::SaServer> sa;
   std::unique_ptr<sm::SubnetManager> sm;
-  std::unique_ptr<Chain> chain;
+  std::unique_ptr<sa::ResponseChain> chain;
   ~Node() {
     sm.reset();
     sa.reset();
@@ -89,7 +76,7 @@ struct Rig {
       cfg.restore_sa_state = [sa](sa::SaStateImage img) { sa->restore_state(std::move(img)); };
     }
     n->sm = std::make_unique<sm::SubnetManager>(*n->engine, *n->transport, cfg, n->store);
-    n->chain = std::make_unique<Chain>(*n->sa, n->engine->dispatcher().response_hook(0));
+    n->chain = std::make_unique<sa::ResponseChain>(*n->sa, n->engine->dispatcher().response_hook(0));
     n->engine->set_response_hook(0, *n->chain);
     nodes.push_back(std::move(n));
     return *nodes.back();

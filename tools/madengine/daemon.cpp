@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "engine/umad/umad_transport.hpp"
+#include "sa/server/response_chain.hpp"
 #include "fabric_spec.hpp"
 #include "sim/fabric.hpp"
 #include "sim/sim_transport.hpp"
@@ -15,21 +16,6 @@
 namespace madengine::daemon {
 
 namespace {
-
-// Responses on a core go first to the SA (RMPP ACK/STOP/ABORT of its
-// transfers, ReportResps), then to the SM's transaction manager on its core.
-class ResponseChain final : public MadHandler {
- public:
-  ResponseChain(sa::SaServer& sa, MadHandler* sm_hook) : sa_(sa), sm_hook_(sm_hook) {}
-  void on_mad(MadBuf& buf, CoreContext& ctx) noexcept override {
-    if (sa_.on_response(buf, ctx)) return;
-    if (sm_hook_) sm_hook_->on_mad(buf, ctx);
-  }
-
- private:
-  sa::SaServer& sa_;
-  MadHandler* sm_hook_;
-};
 
 sm::SmConfig sm_config(const Config& c) {
   sm::SmConfig s;
@@ -163,7 +149,7 @@ struct Daemon::Parts {
   sa::SnapshotStore store;
   std::unique_ptr<sa::SaServer> sa;
   std::unique_ptr<sm::SubnetManager> sm;
-  std::vector<std::unique_ptr<ResponseChain>> chains;
+  std::vector<std::unique_ptr<sa::ResponseChain>> chains;
   std::unique_ptr<JournalWriter> journal;
   bool started = false;
 };
@@ -223,7 +209,7 @@ Daemon::Daemon(const Config& cfg) : p_(std::make_unique<Parts>()) {
   p_->sm = std::make_unique<sm::SubnetManager>(*p_->engine, *p_->transport, smc, p_->store);
   MadHandler* sm_hook = p_->engine->dispatcher().response_hook(smc.core);
   for (std::uint16_t c = 0; c < p_->engine->cores(); ++c) {
-    p_->chains.push_back(std::make_unique<ResponseChain>(*p_->sa, c == smc.core ? sm_hook : nullptr));
+    p_->chains.push_back(std::make_unique<sa::ResponseChain>(*p_->sa, c == smc.core ? sm_hook : nullptr));
     p_->engine->set_response_hook(c, *p_->chains.back());
   }
   if (!cfg.sa.journal.empty()) {
