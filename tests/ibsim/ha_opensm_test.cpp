@@ -22,24 +22,12 @@ namespace {
 
 using namespace std::chrono_literals;
 using ibsim::IbsimFabric;
+using ibsim::topology_lids;
+using ibsim::wait_until;
 using sm::ha::HaConfig;
 using sm::ha::testing::HaHost;
 
 constexpr auto kDiagTimeout = std::chrono::seconds(60);  // a bound for a hung diag, not a timing check
-
-#define SKIP_WITHOUT_SHIM()                                                        \
-  do {                                                                             \
-    if (!ibsim::shim_loaded()) GTEST_SKIP() << "libumad2sim.so is not preloaded"; \
-  } while (0)
-
-bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds limit) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return pred();
-}
 
 // `sminfo -D 0` on a host: the SMInfo of the SM attached there. A short
 // bound: an SM busy in its first sweep may not answer (the shim never times
@@ -47,21 +35,6 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds lim
 std::string sminfo_at(const IbsimFabric& f, const char* host) {
   const auto r = f.run("sminfo -D 0", host, std::chrono::seconds(5));
   return r.out + r.err;
-}
-
-// ibnetdiscover's output without its "generated on <date>" line: the LIDs.
-std::string topology_lids(const IbsimFabric& f, const char* host) {
-  const std::string out = f.run("ibnetdiscover", host, kDiagTimeout).out;
-  std::string kept;
-  std::size_t pos = 0;
-  while (pos < out.size()) {
-    const std::size_t nl = out.find('\n', pos);
-    const std::size_t end = nl == std::string::npos ? out.size() : nl + 1;
-    const std::string line = out.substr(pos, end - pos);
-    if (line.rfind("# Topology file:", 0) != 0) kept += line;
-    pos = end;
-  }
-  return kept;
 }
 
 struct Attached {

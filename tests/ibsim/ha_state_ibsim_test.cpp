@@ -30,39 +30,18 @@ namespace {
 
 using namespace std::chrono_literals;
 using ibsim::IbsimFabric;
+using ibsim::topology_lids;
+using ibsim::wait_until;
 namespace scm = wire::service_record_cm;
 
 constexpr const char* kServiceName = "ha.ibsim.state";
 constexpr std::uint64_t kServiceId = 0x0010'0000'00ab'cdefull;
-
-#define SKIP_WITHOUT_SHIM()                                                        \
-  do {                                                                             \
-    if (!ibsim::shim_loaded()) GTEST_SKIP() << "libumad2sim.so is not preloaded"; \
-  } while (0)
-
-bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds limit) {
-  const auto end = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return pred();
-}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-// ibnetdiscover's output without its "generated on <date>" line: the LIDs.
-std::string topology_lids(const IbsimFabric& f, const char* host) {
-  std::istringstream in(f.run("ibnetdiscover", host, 60s).out);
-  std::string kept, line;
-  while (std::getline(in, line))
-    if (line.rfind("# Topology file:", 0) != 0) kept += line + "\n";
-  return kept;
 }
 
 // Run only as a child of the test below (skipped otherwise): registers a

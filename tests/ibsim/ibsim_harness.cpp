@@ -398,4 +398,21 @@ void reexec_with_shim(int argc, char** argv) {
   std::fprintf(stderr, "ibsim harness: re-exec failed: %s\n", std::strerror(errno));
 }
 
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds limit, std::chrono::milliseconds step) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(step);
+  }
+  return pred();
+}
+
+std::string topology_lids(const IbsimFabric& f, std::string_view host, std::chrono::milliseconds timeout) {
+  std::istringstream in(f.run("ibnetdiscover", host, timeout).out);
+  std::string kept, line;
+  while (std::getline(in, line))
+    if (line.rfind("# Topology file:", 0) != 0) kept += line + "\n";
+  return kept;
+}
+
 }  // namespace madengine::ibsim

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -114,4 +115,20 @@ bool shim_loaded();
 // a message on stderr, in which case the tests skip).
 void reexec_with_shim(int argc, char** argv);
 
+// Polls `pred` every `step` until it holds or `limit` passes (a bound for a
+// hung peer, not a timing check); returns the last answer.
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds limit,
+                std::chrono::milliseconds step = std::chrono::milliseconds(20));
+
+// `ibnetdiscover` run on `host` without its "# Topology file:" line (which
+// carries a date): what changes only when a GUID, a link or a LID does.
+std::string topology_lids(const IbsimFabric& f, std::string_view host,
+                          std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
 }  // namespace madengine::ibsim
+
+// In a test that needs the shim: skip when it is not preloaded.
+#define SKIP_WITHOUT_SHIM()                                                                          \
+  do {                                                                                               \
+    if (!::madengine::ibsim::shim_loaded()) GTEST_SKIP() << "libumad2sim.so is not preloaded";     \
+  } while (0)

@@ -32,11 +32,6 @@ namespace {
 using namespace std::chrono_literals;
 using ibsim::IbsimFabric;
 
-#define SKIP_WITHOUT_SHIM()                                                        \
-  do {                                                                             \
-    if (!ibsim::shim_loaded()) GTEST_SKIP() << "libumad2sim.so is not preloaded"; \
-  } while (0)
-
 // A saquery record: "key....value" lines under a "... dump:" header.
 using Record = std::map<std::string, std::string>;
 

@@ -185,7 +185,7 @@ std::string compare(const Outcome& a, const Outcome& b, std::size_t& records) {
 }
 
 TEST(SaTablesConformance, Sl2VlVlArbGuidInfoAsFromOpenSm) {
-  if (!ibsim::shim_loaded()) GTEST_SKIP() << "libumad2sim.so is not preloaded";
+  SKIP_WITHOUT_SHIM();
   IbsimFabric fabric(ibsim::topology_path("chain3.topo"));
   ASSERT_TRUE(fabric.ok()) << fabric.error();
   ASSERT_TRUE(fabric.start_opensm(0, "H1", {"-Q"}));

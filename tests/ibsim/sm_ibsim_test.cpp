@@ -38,11 +38,6 @@ using ibsim::IbsimFabric;
 
 constexpr auto kDiagTimeout = std::chrono::seconds(60);  // a bound for a hung diag, not a timing check
 
-#define SKIP_WITHOUT_SHIM()                                                        \
-  do {                                                                             \
-    if (!ibsim::shim_loaded()) GTEST_SKIP() << "libumad2sim.so is not preloaded"; \
-  } while (0)
-
 std::string net_example(const char* name) { return std::string("/usr/share/doc/ibsim-utils/net-examples/") + name; }
 
 // An SM process attached to an ibsim fabric: engine, umad transport, SM.

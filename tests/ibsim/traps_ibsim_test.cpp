@@ -202,7 +202,7 @@ bool wait_file(const std::string& path, const std::string& needle, std::chrono::
 }
 
 TEST(SmTrapsIbsim, SubscriberHearsGidOutOfAndInService) {
-  if (!ibsim::shim_loaded()) GTEST_SKIP() << "libumad2sim.so is not preloaded";
+  SKIP_WITHOUT_SHIM();
   IbsimFabric fabric(ibsim::topology_path("star3.topo"), {.console = true});
   ASSERT_TRUE(fabric.ok()) << fabric.error();
   fabric.attach_self("H1");

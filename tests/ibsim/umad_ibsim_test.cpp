@@ -38,11 +38,6 @@ using ibsim::IbsimFabric;
 constexpr std::uint32_t kRespTimeoutMs = 1000;
 constexpr auto kWaitForResponse = 10s;  // the test's own timer: the shim never times out
 
-#define SKIP_WITHOUT_SHIM()                                                        \
-  do {                                                                             \
-    if (!ibsim::shim_loaded()) GTEST_SKIP() << "libumad2sim.so is not preloaded"; \
-  } while (0)
-
 // "Key:....value" (smpquery) and "\t\tkey....value" (saquery) into a map.
 std::map<std::string, std::string> parse_dotted(const std::string& text) {
   std::map<std::string, std::string> m;

@@ -25,11 +25,6 @@ namespace {
 using namespace std::chrono_literals;
 using madengine::ibsim::IbsimFabric;
 
-#define SKIP_WITHOUT_SHIM()                                                                  \
-  do {                                                                                       \
-    if (!madengine::ibsim::shim_loaded()) GTEST_SKIP() << "libumad2sim.so is not preloaded"; \
-  } while (0)
-
 constexpr std::size_t kHosts = 32;
 
 std::string topo(const char* name) { return std::string(MADSTORM_TOPOLOGY_DIR) + "/" + name; }

@@ -47,11 +47,6 @@ const std::map<std::string, std::string> kKnownDifferences = {
      "0x40 (LocalPhyErrors 4); the sim keeps error counters at 0, as a port that never trained"},
 };
 
-#define SKIP_WITHOUT_SHIM()                                                       \
-  do {                                                                            \
-    if (!ibsim::shim_loaded()) GTEST_SKIP() << "libumad2sim.so is not preloaded"; \
-  } while (0)
-
 std::optional<MadBuf> umad_transact(UmadTransport& t, MadBuf req) {
   req.resp_timeout_ms = 1000;
   MadBuf* out[] = {&req};
