@@ -41,14 +41,8 @@ bool parse_table(const MadBuf& first, std::span<const std::uint8_t> payload, std
 
 MadBuf make_replica_query(std::uint16_t attr, std::uint64_t tid, std::uint64_t sm_key, const SaTarget& sa) noexcept {
   MadBuf b{};
-  wire::SaMad& m = b.as<wire::SaMad>();
-  m.hdr.base_version = 1;
-  m.hdr.mgmt_class = static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm);
-  m.hdr.class_version = wire::kSaClassVersion;
-  m.hdr.method = wire::method::kGetTable;
-  m.hdr.attr_id = wire::be16::from(attr);
-  m.hdr.tid = wire::be64::from(tid);
-  m.sm_key = wire::be64::from(sm_key);
+  // An empty component mask: every record.
+  b.as<wire::SaMad>() = wire::make_sa_request(wire::method::kGetTable, attr, tid, 0, std::uint64_t{0}, sm_key);
   b.len = wire::kMadSize;
   b.addr.lid = sa.lid;
   b.addr.remote_qpn = 1;

@@ -222,18 +222,11 @@ TEST(UmadIbsim, PathRecordGetMatchesSaquery) {
   EXPECT_EQ(lp.state, PortState::kActive);
 
   MadBuf req{};
-  wire::SaMad sa{};
-  sa.hdr.base_version = 1;
-  sa.hdr.mgmt_class = static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm);
-  sa.hdr.class_version = wire::kSaClassVersion;
-  sa.hdr.method = wire::method::kGet;
-  sa.hdr.tid = wire::be64::from(0x00000000'5a5a0001ull);
-  sa.hdr.attr_id = wire::be16::from(wire::sa_attr::kPathRecord);
-  sa.comp_mask = wire::be64::from(wire::path_record_cm::kSLid | wire::path_record_cm::kDLid);
   wire::PathRecord q{};
   q.slid = wire::be16::from(lp.lid);
   q.dlid = wire::be16::from(dlid);
-  std::memcpy(sa.data.data(), &q, sizeof q);
+  const wire::SaMad sa = wire::make_sa_request(wire::method::kGet, wire::sa_attr::kPathRecord, 0x00000000'5a5a0001ull,
+                                               wire::path_record_cm::kSLid | wire::path_record_cm::kDLid, q);
   wire::encode(sa, std::span<std::uint8_t>(req.mad.bytes));
   req.len = wire::kMadSize;
   req.addr.port_num = lp.port_num;
@@ -349,18 +342,11 @@ TEST(UmadIbsim, BlockedEngineCoresWakeForShimMads) {
   ASSERT_NE(lp.sm_lid, 0);
 
   MadBuf req{};
-  wire::SaMad sa{};
-  sa.hdr.base_version = 1;
-  sa.hdr.mgmt_class = static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm);
-  sa.hdr.class_version = wire::kSaClassVersion;
-  sa.hdr.method = wire::method::kGet;
-  sa.hdr.tid = wire::be64::from(0x00000000'5a5a0002ull);
-  sa.hdr.attr_id = wire::be16::from(wire::sa_attr::kPathRecord);
-  sa.comp_mask = wire::be64::from(wire::path_record_cm::kSLid | wire::path_record_cm::kDLid);
   wire::PathRecord q{};
   q.slid = wire::be16::from(lp.lid);
   q.dlid = wire::be16::from(dlid);
-  std::memcpy(sa.data.data(), &q, sizeof q);
+  const wire::SaMad sa = wire::make_sa_request(wire::method::kGet, wire::sa_attr::kPathRecord, 0x00000000'5a5a0002ull,
+                                               wire::path_record_cm::kSLid | wire::path_record_cm::kDLid, q);
   wire::encode(sa, std::span<std::uint8_t>(req.mad.bytes));
   req.len = wire::kMadSize;
   req.addr.port_num = lp.port_num;

@@ -181,6 +181,9 @@ Daemon::Daemon(const Config& cfg) : p_(std::make_unique<Parts>()) {
   if (!p_->transport->open(AgentSpec{.smi = true, .is_sm = true, .sa_server = true, .gsi_client = true}))
     throw std::runtime_error(fmt::format("transport {} did not open", to_string(cfg.transport.kind)));
 
+  if (cfg.engine.idle == "block" && std::uint64_t{cfg.sm.ha_poll_interval_ms} * cfg.sm.ha_poll_retries < 1000)
+    spdlog::warn("sm.ha_poll_interval_ms x ha_poll_retries is under 1 s with engine.idle = \"block\": on a loaded "
+                 "machine a sleeping core may answer SMInfo polls too late; consider engine.idle = \"spin\"");
   make_parent_dir(cfg.sm.guid2lid);
   EngineConfig engine_cfg{
       .cores = static_cast<std::uint16_t>(cfg.engine.cores), .pin = cfg.engine.pin && !p_->fabric, .clock = clock};

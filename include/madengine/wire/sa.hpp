@@ -3,9 +3,12 @@
 // IDs and SA status codes. Record layouts are in sa_records.hpp.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "madengine/wire/mad.hpp"
 #include "madengine/wire/rmpp.hpp"
@@ -75,6 +78,25 @@ constexpr MadError validate(const SaMad& m) noexcept {
   if (m.hdr.class_version != kSaClassVersion) return MadError::kBadClassVersion;
   if (const auto e = validate(m.rmpp); e != MadError::kOk) return e;
   return MadError::kOk;
+}
+
+// An SA request (IBA 15.2.1): header, component mask and the query's record
+// (any record struct; copied into the data field, truncated to it).
+template <typename Record>
+inline SaMad make_sa_request(std::uint8_t meth, std::uint16_t attr_id, std::uint64_t tid, std::uint64_t comp_mask,
+                             const Record& rec, std::uint64_t sm_key = 0) noexcept {
+  static_assert(std::is_trivially_copyable_v<Record>);
+  SaMad m{};
+  m.hdr.base_version = 1;
+  m.hdr.mgmt_class = static_cast<std::uint8_t>(MgmtClass::kSubnAdm);
+  m.hdr.class_version = kSaClassVersion;
+  m.hdr.method = meth;
+  m.hdr.tid = be64::from(tid);
+  m.hdr.attr_id = be16::from(attr_id);
+  m.sm_key = be64::from(sm_key);
+  m.comp_mask = be64::from(comp_mask);
+  std::memcpy(m.data.data(), &rec, std::min(sizeof(Record), m.data.size()));
+  return m;
 }
 
 // The attribute offset (in 8-byte units) for a record of `bytes` bytes.
