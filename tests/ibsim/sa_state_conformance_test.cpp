@@ -244,9 +244,9 @@ bool normalised(const std::string& q, const std::string& field) {
   return false;
 }
 
-// The queries, each answered in one MAD: one service, two groups and their
-// one member each (MCMemberRecord: 3 a MAD), one subscription, and the one
-// MFT block of S1 that holds both MLIDs.
+// The queries, each answered in one MAD: one service, two groups with three
+// memberships (MCMemberRecord: 3 a MAD), one subscription, and the one MFT
+// block of S1 that holds both MLIDs.
 const std::vector<std::string> kQueries = {"SR", "-g", "-m", "-m --smkey 1", "IIR", "MFTR"};
 
 // Records in a stable order (the SAs list groups in different orders).
@@ -264,6 +264,7 @@ std::vector<Record> sorted(std::vector<Record> v) {
 
 struct Phase {
   std::string client;  // the children's output
+  int client_failures = 0;
   std::string mlid;    // of our group, as the creating join's answer gave it ("0xc001")
   std::map<std::string, Outcome> answers;
   std::string mft;  // ibroute -M of S1
@@ -295,6 +296,7 @@ Phase run_phase(const IbsimFabric& f) {
                              "' --gtest_filter=SaStateClient.RegisterJoinSubscribe",
                          host, 60s);
     p.client += std::string(host) + ": exit " + std::to_string(c.exit_code) + "\n" + c.out + c.err;
+    if (c.exit_code != 0) ++p.client_failures;
     if (const auto at = c.out.find("\nown 0 mlid "); at != std::string::npos)
       p.mlid = c.out.substr(at + 12, c.out.find('\n', at + 1) - at - 12);
   }
@@ -319,7 +321,9 @@ std::string compare(const std::string& q, const Outcome& a, const Outcome& b, st
   }
   auto ra = sorted(ibsim::parse_records(a.out)), rb = sorted(ibsim::parse_records(b.out));
   if (normalised(q, kOnePerGroup)) {
-    const auto same_group = [](const Record& x, const Record& y) { return x.count("MGID") && y.count("MGID") && x.at("MGID") == y.at("MGID"); };
+    const auto same_group = [](const Record& x, const Record& y) {
+      return x.count("MGID") != 0 && y.count("MGID") != 0 && x.at("MGID") == y.at("MGID");
+    };
     ra.erase(std::unique(ra.begin(), ra.end(), same_group), ra.end());
     rb.erase(std::unique(rb.begin(), rb.end(), same_group), rb.end());
   }
@@ -376,8 +380,6 @@ TEST(SaStateConformance, SaquerySeesTheSameStateAsFromOpenSm) {
   ASSERT_TRUE(fabric.wait_subnet_up(60s)) << fabric.opensm_log();
   const Phase osm = run_phase(fabric);
   fabric.stop_opensm();
-  std::printf("OpenSM client:\n%s\n", osm.client.c_str());
-  for (const auto& [q, o] : osm.answers) std::printf("OpenSM saquery %s:\n%s%s\n", q.c_str(), o.out.c_str(), o.err.c_str());
   std::printf("OpenSM ibroute -M:\n%s\n", osm.mft.c_str());
 
   fabric.attach_self("H1");
@@ -385,16 +387,27 @@ TEST(SaStateConformance, SaquerySeesTheSameStateAsFromOpenSm) {
   ASSERT_TRUE(me.start()) << me.transport.last_error();
   ASSERT_TRUE(me.sm->wait_subnet_up(60s));
   const Phase ours = run_phase(fabric);
-  std::printf("madengine client:\n%s\n", ours.client.c_str());
-  for (const auto& [q, o] : ours.answers)
-    std::printf("madengine saquery %s:\n%s%s\n", q.c_str(), o.out.c_str(), o.err.c_str());
   std::printf("madengine ibroute -M:\n%s\n", ours.mft.c_str());
 
-  std::size_t records = 0;
+  EXPECT_EQ(osm.client_failures, 0) << osm.client;
+  EXPECT_EQ(ours.client_failures, 0) << ours.client;
+
+  // A query that disagreed is repeated against madengine (at most twice):
+  // through the shim saquery now and then misreads an answer that comes back
+  // within microseconds (sa_conformance_test.cpp).
+  std::size_t records = 0, repeated = 0;
+  int crashes = ours.crashes;
   for (const auto& q : kQueries) {
-    const std::string diff = compare(q, osm.answers.at(q), ours.answers.at(q), records);
-    EXPECT_EQ(diff, "") << "saquery " << q;
+    Outcome b = ours.answers.at(q);
+    std::string diff = compare(q, osm.answers.at(q), b, records);
+    for (int attempt = 1; attempt < 3 && !diff.empty(); ++attempt) {
+      ++repeated;
+      b = ibsim::run_saquery(fabric, q, "H3", crashes);
+      diff = compare(q, osm.answers.at(q), b, records);
+    }
+    EXPECT_EQ(diff, "") << "saquery " << q << "\nOpenSM:\n" << osm.answers.at(q).out << "\nmadengine:\n" << b.out << b.err;
   }
+  EXPECT_LE(repeated, 2u);
   // The group our client created is listed, and S1 forwards its MLID to the
   // member (H2 on S1 port 2), under both SMs.
   for (const Phase* p : {&osm, &ours}) {
@@ -405,8 +418,9 @@ TEST(SaStateConformance, SaquerySeesTheSameStateAsFromOpenSm) {
       EXPECT_TRUE(mft_reaches(p->mft, p->mlid, port))
           << who << ": MLID " << p->mlid << " not forwarded to S1 port " << port << "\n" << p->mft;
   }
-  std::printf("compared %zu queries, %zu records; saquery crashes (repeated): %d OpenSM, %d madengine\n",
-              kQueries.size(), records, osm.crashes, ours.crashes);
+  std::printf("compared %zu queries, %zu records; %zu repeated; saquery crashes (repeated): %d OpenSM, %d madengine\n",
+              kQueries.size(), records, repeated, osm.crashes, crashes);
+  EXPECT_GE(records, 10u);
 }
 
 }  // namespace
