@@ -256,7 +256,7 @@ std::uint16_t McastStore::join(const wire::McMemberRecord& r, std::uint64_t mask
       return st::kReqInvalid;
     if (!ctx.port_in_pkey) return st::kReqInvalid;
     // The port's link must carry the group's MTU and rate (OpenSM checks the same).
-    if (g->params.mtu() > ctx.port_mtu) return st::kReqInvalid;
+    if (g->params.mtu() > ctx.port_mtu || rate_mbps(g->params.rate()) > rate_mbps(ctx.port_rate)) return st::kReqInvalid;
   }
 
   auto m = std::find_if(g->members.begin(), g->members.end(), [&](const McMember& x) { return x.port_gid == r.port_gid; });

@@ -1,6 +1,6 @@
 // Creating multicast groups in McastStore: the rate a creator's selector
-// picks (bounded by its link), the scope a requested MGID carries, and the
-// reserved flag bits of a requested MGID. Found comparing with OpenSM on
+// picks (bounded by its link, as a joiner's link must carry the group's), the
+// scope a requested MGID carries, and the reserved flag bits of a requested MGID. Found comparing with OpenSM on
 // ibsim (tests/ibsim/sa_state_conformance_test.cpp).
 #include <gtest/gtest.h>
 
@@ -59,6 +59,23 @@ TEST(McastCreate, RateSelectorsStayWithinTheCreatorsLink) {
   ASSERT_EQ(c.create(c.request(0xff12'5a5a'0000'0004ull, wire::selector::kExactly, rc::k10Gbps), out), 0);
   EXPECT_EQ(out.rate(), rc::k10Gbps);
   EXPECT_EQ(c.store.groups(), 3u);
+}
+
+TEST(McastCreate, AJoinerWhoseLinkIsSlowerThanTheGroupIsRefused) {
+  Create c;
+  wire::McMemberRecord out{};
+  c.ctx.port_rate = rc::k40Gbps;
+  const auto r = c.request(0xff12'5a5a'0000'0000ull, wire::selector::kExactly, rc::k40Gbps);
+  ASSERT_EQ(c.create(r, out), 0);
+  // Another port, on a 10 Gb/s link, cannot carry the group's 40 Gb/s.
+  auto j = r;
+  j.port_gid.guid = wire::be64::from(0x10'0005ull);
+  c.ctx.who.gid = j.port_gid;
+  c.ctx.port_guid = 0x10'0005ull;
+  c.ctx.port_rate = rc::k10Gbps;
+  EXPECT_EQ(c.store.join(j, mcm::kMGid | mcm::kPortGid | mcm::kJoinState, c.ctx, out), st::kReqInvalid);
+  c.ctx.port_rate = rc::k40Gbps;
+  EXPECT_EQ(c.store.join(j, mcm::kMGid | mcm::kPortGid | mcm::kJoinState, c.ctx, out), 0);
 }
 
 TEST(McastCreate, ScopeComesFromTheRequestedMgid) {
