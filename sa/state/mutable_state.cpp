@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "sa/paths/link_rate.hpp"
 #include "sa/server/components.hpp"
 
 namespace madengine::sa {
@@ -29,6 +30,25 @@ bool same_service(const wire::ServiceRecord& a, const wire::ServiceRecord& b) no
 }
 
 const RecordLayout& layout_of(std::uint16_t attr) noexcept { return *record_layout(attr); }
+
+// A new group's rate from the creator's selector and value (IBA 15.2.5.17,
+// selectors as in 15.2.5.16), within the creator's link rate; rates compare
+// by bandwidth (their codes are not ordered). 0: no rate satisfies it.
+std::uint8_t group_rate(std::uint8_t sel, std::uint8_t req, std::uint8_t port) noexcept {
+  const std::uint32_t p = rate_mbps(port), r = rate_mbps(req);
+  switch (sel) {
+    case wire::selector::kGreaterThan: return p > r ? port : 0;
+    case wire::selector::kLessThan: {
+      if (p < r) return port;
+      std::uint8_t best = 0;  // the fastest rate below the requested one
+      for (std::uint8_t c = 2; c <= 22; ++c)
+        if (rate_mbps(c) != 0 && rate_mbps(c) < r && (best == 0 || rate_mbps(c) > rate_mbps(best))) best = c;
+      return best;
+    }
+    case wire::selector::kExactly: return r != 0 && r <= p ? req : 0;
+    default: return port;  // largest available
+  }
+}
 
 }  // namespace
 
@@ -178,11 +198,16 @@ std::uint16_t McastStore::join(const wire::McMemberRecord& r, std::uint64_t mask
     if ((mask & kCreate) != kCreate) return st::kReqInsufficientComponents;
     if ((r.join_state() & wire::join_state::kFullMember) == 0) return st::kReqInvalid;  // only full members create
     if (!zero_mgid && (r.mgid.prefix.get() >> 56) != 0xff) return st::kReqInvalid;
+    // The flags nibble of a multicast GID is 000T: the upper three bits are reserved (IBA 4.1.1).
+    if (!zero_mgid && ((r.mgid.prefix.get() >> 52) & 0xeu) != 0) return st::kReqInvalid;
     if (!ctx.port_in_pkey || !wire::pkey_is_valid(r.pkey.get())) return st::kReqInvalid;
     if (groups_.size() >= groups_max_) return st::kNoResources;
     McGroupEntry ng;
     ng.params = wire::McMemberRecord{};
-    const std::uint8_t scope = (mask & mcm::kScope) != 0 ? r.scope() : 2;  // link-local by default
+    // A requested MGID carries its scope (IBA 4.1.1); link-local otherwise.
+    const std::uint8_t scope = (mask & mcm::kScope) != 0 ? r.scope()
+                               : zero_mgid                ? std::uint8_t{2}
+                                                          : static_cast<std::uint8_t>((r.mgid.prefix.get() >> 48) & 0xfu);
     ng.params.mgid = zero_mgid ? allocate_mgid(scope, r.pkey.get()) : r.mgid;
     ng.params.qkey = r.qkey;
     ng.params.mlid = wire::be16::from(allocate_mlid());
@@ -202,10 +227,11 @@ std::uint16_t McastStore::join(const wire::McMemberRecord& r, std::uint64_t mask
       }
       if (mtu == 0) return st::kReqInvalid;
     }
-    std::uint8_t rate = std::min(ctx.default_rate, ctx.port_rate);
+    std::uint8_t rate = rate_mbps(ctx.default_rate) < rate_mbps(ctx.port_rate) ? ctx.default_rate : ctx.port_rate;
     if ((mask & mcm::kRate) != 0) {
       const std::uint8_t sel = (mask & mcm::kRateSelector) != 0 ? r.rate_selector() : wire::selector::kExactly;
-      rate = (sel == wire::selector::kGreaterThan || sel == wire::selector::kLargest) ? ctx.port_rate : r.rate();
+      rate = group_rate(sel, r.rate(), ctx.port_rate);
+      if (rate == 0) return st::kReqInvalid;
     }
     ng.params.set_mtu_selector(wire::selector::kExactly);
     ng.params.set_mtu(mtu);
@@ -230,7 +256,7 @@ std::uint16_t McastStore::join(const wire::McMemberRecord& r, std::uint64_t mask
       return st::kReqInvalid;
     if (!ctx.port_in_pkey) return st::kReqInvalid;
     // The port's link must carry the group's MTU and rate (OpenSM checks the same).
-    if (g->params.mtu() > ctx.port_mtu) return st::kReqInvalid;
+    if (g->params.mtu() > ctx.port_mtu || rate_mbps(g->params.rate()) > rate_mbps(ctx.port_rate)) return st::kReqInvalid;
   }
 
   auto m = std::find_if(g->members.begin(), g->members.end(), [&](const McMember& x) { return x.port_gid == r.port_gid; });

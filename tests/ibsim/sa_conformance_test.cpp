@@ -24,6 +24,7 @@
 #include "madengine/engine/engine.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sa/snapshot.hpp"
+#include "saquery_records.hpp"
 #include "sm/sm.hpp"
 
 namespace madengine {
@@ -31,31 +32,9 @@ namespace {
 
 using namespace std::chrono_literals;
 using ibsim::IbsimFabric;
+using ibsim::Outcome;
+using ibsim::parse_records;
 
-// A saquery record: "key....value" lines under a "... dump:" header.
-using Record = std::map<std::string, std::string>;
-
-std::vector<Record> parse_records(const std::string& text) {
-  std::vector<Record> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto b = line.find_first_not_of(" \t");
-    if (b == std::string::npos) continue;
-    const auto dots = line.find("..", b);
-    if (dots == std::string::npos) {
-      out.emplace_back();  // a header line starts a record
-      continue;
-    }
-    if (out.empty()) out.emplace_back();
-    std::string key = line.substr(b, dots - b);
-    if (!key.empty() && key.back() == ':') key.pop_back();
-    const auto v = line.find_first_not_of('.', dots);
-    out.back()[key] = v == std::string::npos ? "" : line.substr(v);
-  }
-  std::erase_if(out, [](const Record& r) { return r.empty(); });
-  return out;
-}
 
 // Fields that legitimately differ between two SMs on the same fabric.
 struct Normalised {
@@ -143,29 +122,9 @@ std::vector<std::string> queries() {
   return q;
 }
 
-struct Outcome {
-  int exit_code = 0;
-  std::string out;
-  std::string err;
-};
-
-// Under the shim saquery now and then dies of SIGSEGV before printing
-// anything (seen only against madengine: 1 to 3 of ~75 queries a run, with
-// RMPP-framed and plain one-segment answers alike, at random queries); such
-// a run is repeated, at most twice, and counted.
-constexpr int kShellSegv = 128 + 11;
-
 std::map<std::string, Outcome> run_all(const IbsimFabric& f, const std::vector<std::string>& qs, int& crashes) {
   std::map<std::string, Outcome> m;
-  for (const auto& q : qs) {
-    ibsim::RunResult r;
-    for (int attempt = 0; attempt < 3; ++attempt) {
-      r = f.run("saquery " + q, "H2", 20s);
-      if (r.timed_out || r.exit_code != kShellSegv) break;
-      ++crashes;
-    }
-    m[q] = {r.timed_out ? -1 : r.exit_code, r.out, r.err};
-  }
+  for (const auto& q : qs) m[q] = ibsim::run_saquery(f, q, "H2", crashes);
   return m;
 }
 

@@ -22,6 +22,7 @@
 #include "madengine/engine/engine.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sa/snapshot.hpp"
+#include "saquery_records.hpp"
 #include "sm/sm.hpp"
 
 namespace madengine {
@@ -29,41 +30,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using ibsim::IbsimFabric;
-
-// A saquery record: "key....value" lines, and table rows "SL: 0| 1|..." /
-// "VL    : ..." / "Weight: ..." (keyed by name and their order in the record).
-using Record = std::map<std::string, std::string>;
-
-std::vector<Record> parse_records(const std::string& text) {
-  std::vector<Record> out;
-  std::map<std::string, int> rows;  // occurrences of a row name in the current record
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto b = line.find_first_not_of(" \t");
-    if (b == std::string::npos) continue;
-    const auto dots = line.find("..", b);
-    const auto bar = line.find('|', b);
-    if (dots == std::string::npos && bar == std::string::npos) {
-      out.emplace_back();  // a header line starts a record
-      rows.clear();
-      continue;
-    }
-    if (out.empty()) out.emplace_back();
-    if (dots != std::string::npos) {
-      const auto v = line.find_first_not_of('.', dots);
-      out.back()[line.substr(b, dots - b)] = v == std::string::npos ? "" : line.substr(v);
-      continue;
-    }
-    const auto colon = line.find(':', b);
-    if (colon == std::string::npos) continue;
-    std::string key = line.substr(b, colon - b);
-    while (!key.empty() && key.back() == ' ') key.pop_back();
-    out.back()[key + "#" + std::to_string(rows[key]++)] = line.substr(colon + 1);
-  }
-  std::erase_if(out, [](const Record& r) { return r.empty(); });
-  return out;
-}
+using ibsim::Outcome;
+using ibsim::parse_records;
 
 // No field is normalised: every field of these records describes the port,
 // and both SMs answer from the same tables in the fabric. What is not asked
@@ -144,21 +112,9 @@ std::vector<std::string> queries(const Lids& l) {
   return q;
 }
 
-struct Outcome {
-  int exit_code = 0;
-  std::string out;
-  std::string err;
-};
-
-constexpr int kShellSegv = 128 + 11;  // see sa_conformance_test.cpp: saquery under the shim, repeated
-
 Outcome run_one(const IbsimFabric& f, const std::string& q) {
-  ibsim::RunResult r;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    r = f.run("saquery " + q, "H2", 20s);
-    if (r.timed_out || r.exit_code != kShellSegv) break;
-  }
-  return {r.timed_out ? -1 : r.exit_code, r.out, r.err};
+  int crashes = 0;  // not counted here
+  return ibsim::run_saquery(f, q, "H2", crashes);
 }
 
 std::string compare(const Outcome& a, const Outcome& b, std::size_t& records) {

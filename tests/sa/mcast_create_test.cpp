@@ -1,0 +1,103 @@
+// Creating multicast groups in McastStore: the rate a creator's selector
+// picks (bounded by its link, as a joiner's link must carry the group's), the
+// scope a requested MGID carries, and the reserved flag bits of a requested MGID. Found comparing with OpenSM on
+// ibsim (tests/ibsim/sa_state_conformance_test.cpp).
+#include <gtest/gtest.h>
+
+#include "madengine/wire/sa_records.hpp"
+#include "sa/state/mutable_state.hpp"
+
+namespace madengine::sa {
+namespace {
+
+namespace mcm = wire::mc_member_record_cm;
+namespace st = wire::sa_status;
+namespace rc = wire::rate_code;
+
+constexpr std::uint64_t kCreateMask = mcm::kMGid | mcm::kPortGid | mcm::kQKey | mcm::kTClass | mcm::kPKey | mcm::kSl |
+                                      mcm::kFlowLabel | mcm::kJoinState | mcm::kRateSelector | mcm::kRate;
+
+struct Create {
+  McastStore store;
+  McJoinContext ctx;
+  Create() {
+    ctx.who.gid = {wire::be64::from(0xfe80'0000'0000'0000ull), wire::be64::from(0x10'0003ull)};
+    ctx.who.lid = 3;
+    ctx.port_guid = 0x10'0003ull;
+    ctx.port_mtu = 5;
+    ctx.port_rate = rc::k10Gbps;
+  }
+  wire::McMemberRecord request(std::uint64_t mgid_hi, std::uint8_t rate_sel, std::uint8_t rate) const {
+    wire::McMemberRecord r{};
+    r.mgid = {wire::be64::from(mgid_hi), wire::be64::from(1)};
+    r.port_gid = ctx.who.gid;
+    r.qkey = wire::be32::from(0x5a5a);
+    r.pkey = wire::be16::from(0xffff);
+    r.set_rate_selector(rate_sel);
+    r.set_rate(rate);
+    r.set_join_state(wire::join_state::kFullMember);
+    return r;
+  }
+  std::uint16_t create(const wire::McMemberRecord& r, wire::McMemberRecord& out) {
+    return store.join(r, kCreateMask, ctx, out);
+  }
+};
+
+TEST(McastCreate, RateSelectorsStayWithinTheCreatorsLink) {
+  Create c;
+  wire::McMemberRecord out{};
+  // Below 40 Gb/s on a 10 Gb/s link: the link's 10 Gb/s (OpenSM answers the same).
+  ASSERT_EQ(c.create(c.request(0xff12'5a5a'0000'0000ull, wire::selector::kLessThan, rc::k40Gbps), out), 0);
+  EXPECT_EQ(out.rate(), rc::k10Gbps);
+  // Below 10 Gb/s: the fastest rate under it, 5 Gb/s (code 5; codes are not ordered by speed).
+  ASSERT_EQ(c.create(c.request(0xff12'5a5a'0000'0001ull, wire::selector::kLessThan, rc::k10Gbps), out), 0);
+  EXPECT_EQ(out.rate(), rc::k5Gbps);
+  // Exactly 40 Gb/s or more than 10 Gb/s: the creator's link cannot carry it.
+  EXPECT_EQ(c.create(c.request(0xff12'5a5a'0000'0002ull, wire::selector::kExactly, rc::k40Gbps), out), st::kReqInvalid);
+  EXPECT_EQ(c.create(c.request(0xff12'5a5a'0000'0003ull, wire::selector::kGreaterThan, rc::k10Gbps), out),
+            st::kReqInvalid);
+  ASSERT_EQ(c.create(c.request(0xff12'5a5a'0000'0004ull, wire::selector::kExactly, rc::k10Gbps), out), 0);
+  EXPECT_EQ(out.rate(), rc::k10Gbps);
+  EXPECT_EQ(c.store.groups(), 3u);
+}
+
+TEST(McastCreate, AJoinerWhoseLinkIsSlowerThanTheGroupIsRefused) {
+  Create c;
+  wire::McMemberRecord out{};
+  c.ctx.port_rate = rc::k40Gbps;
+  const auto r = c.request(0xff12'5a5a'0000'0000ull, wire::selector::kExactly, rc::k40Gbps);
+  ASSERT_EQ(c.create(r, out), 0);
+  // Another port, on a 10 Gb/s link, cannot carry the group's 40 Gb/s.
+  auto j = r;
+  j.port_gid.guid = wire::be64::from(0x10'0005ull);
+  c.ctx.who.gid = j.port_gid;
+  c.ctx.port_guid = 0x10'0005ull;
+  c.ctx.port_rate = rc::k10Gbps;
+  EXPECT_EQ(c.store.join(j, mcm::kMGid | mcm::kPortGid | mcm::kJoinState, c.ctx, out), st::kReqInvalid);
+  c.ctx.port_rate = rc::k40Gbps;
+  EXPECT_EQ(c.store.join(j, mcm::kMGid | mcm::kPortGid | mcm::kJoinState, c.ctx, out), 0);
+}
+
+TEST(McastCreate, ScopeComesFromTheRequestedMgid) {
+  Create c;
+  wire::McMemberRecord out{};
+  ASSERT_EQ(c.create(c.request(0xff15'5a5a'0000'0000ull, wire::selector::kExactly, rc::k10Gbps), out), 0);
+  EXPECT_EQ(out.scope(), 5);  // site-local, as the MGID says, though no Scope component was given
+  // With the component, the component rules.
+  auto r = c.request(0xff18'5a5a'0000'0000ull, wire::selector::kExactly, rc::k10Gbps);
+  r.set_scope(8);
+  ASSERT_EQ(c.store.join(r, kCreateMask | mcm::kScope, c.ctx, out), 0);
+  EXPECT_EQ(out.scope(), 8);
+}
+
+TEST(McastCreate, ReservedMgidFlagsAreRefused) {
+  Create c;
+  wire::McMemberRecord out{};
+  // Flags 0x3: a reserved bit above T (IBA 4.1.1: flags are 000T).
+  EXPECT_EQ(c.create(c.request(0xff32'5a5a'0000'0000ull, wire::selector::kExactly, rc::k10Gbps), out), st::kReqInvalid);
+  EXPECT_EQ(c.store.groups(), 0u);
+  ASSERT_EQ(c.create(c.request(0xff02'5a5a'0000'0000ull, wire::selector::kExactly, rc::k10Gbps), out), 0);  // permanent
+}
+
+}  // namespace
+}  // namespace madengine::sa
