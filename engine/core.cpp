@@ -186,6 +186,39 @@ bool Core::send(const MadBuf& buf) noexcept {
   return true;
 }
 
+bool Core::keep(MadBuf& buf) noexcept {
+  if (&buf != lent_ || lent_kept_ || kept_ >= shared_.pool->bounds().handler_kept_max) return false;
+  lent_kept_ = true;
+  ++kept_;
+  return true;
+}
+
+bool Core::send_kept(MadBuf& buf) noexcept {
+  if (tx_len_ == tx_queue_.size()) {
+    bump(counters_->tx_full);
+    return false;
+  }
+  buf.owner_core = id_;
+  tx_queue_[tx_len_++] = &buf;
+  --kept_;
+  return true;
+}
+
+void Core::free_kept(MadBuf& buf) noexcept {
+  shared_.pool->free(id_, &buf);
+  --kept_;
+}
+
+bool Core::run_handler(MadHandler& h, MadBuf* buf) noexcept {
+  lent_ = buf;
+  h.on_mad(*buf, *this);
+  bump(counters_->handled);
+  const bool kept = lent_kept_;
+  lent_ = nullptr;
+  lent_kept_ = false;
+  return kept;
+}
+
 void Core::count_no_handler(const MadBuf& buf) noexcept {
   bump(counters_->no_handler);
   if (buf.len < wire::kMadHeaderSize) return;
@@ -211,8 +244,7 @@ void Core::deliver(MadBuf* buf) noexcept {
   const Dispatcher& d = *shared_.dispatcher;
   MadHandler* h = buf->hdr().is_response() ? d.response_hook(id_) : d.handler_for(*buf);
   if (h != nullptr) {
-    h->on_mad(*buf, *this);
-    bump(counters_->handled);
+    if (run_handler(*h, buf)) return;
   } else {
     count_no_handler(*buf);
   }
@@ -233,8 +265,7 @@ void Core::classify(MadBuf* buf) noexcept {
     case DispatchVerdict::kHandler:
     case DispatchVerdict::kResponse:
       if (r.core == id_) {
-        r.handler->on_mad(*buf, *this);
-        bump(counters_->handled);
+        if (run_handler(*r.handler, buf)) return;
         break;
       }
       // handoff_ has room: rx runs only when every staging array is empty and

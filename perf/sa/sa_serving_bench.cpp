@@ -3,10 +3,12 @@
 // the engine's rx/dispatch/tx around it), on an 11,664-host fat tree
 // (fat_tree3(36,18,18,18,18)) with 1 and 2 cores. The loopback transport
 // replays 64 Ki distinct queries (distinct requesters and TIDs) and discards
-// the answers. Also the bare per-query cost without the engine.
+// the answers. Also the bare per-query cost without the engine, and the
+// loopback replay's own cost.
 //   sa_serving_bench [--pods=N] [google-benchmark flags]
 #include <benchmark/benchmark.h>
 
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -179,6 +181,26 @@ void BM_PathRecordAnswerOnly(benchmark::State& state) {
   state.counters["found"] = static_cast<double>(found);
 }
 BENCHMARK(BM_PathRecordAnswerOnly);
+
+// The benchmark's own transport alone: the loopback replay copying each
+// query out of the 65,536-query array into the core's rx buffer, a burst of
+// 32 per iteration as the core asks for it. Subtracted from
+// BM_PathRecordGet_1core it leaves the SA and engine's share.
+void BM_LoopbackReplayOnly(benchmark::State& state) {
+  const Fixture& fx = fixture();
+  LoopbackTransport lo("lo", 1, 64);
+  lo.open({});
+  lo.set_replay(fx.queries);
+  std::vector<MadBuf> bufs(32);
+  std::array<MadBuf*, 32> ptrs{};
+  for (std::size_t i = 0; i < ptrs.size(); ++i) ptrs[i] = &bufs[i];
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(lo.rx_burst(ptrs));
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(lo.rx_count()));
+}
+BENCHMARK(BM_LoopbackReplayOnly);
 
 }  // namespace
 

@@ -159,16 +159,27 @@ class SaServer::CoreWorker final : public Poller {
         id_(core_id),
         core_(core),
         sender_(core.clock(), core, cfg_.rmpp),
-        queue_(cfg_.queue_max),
+        queue_(cfg_.queue_max, nullptr),
+        copies_(cfg_.queue_max),
         share_(kShareSlots, 0),
         dedup_(cfg_.dedup_slots),
-        dedup_answer_(cfg_.dedup_slots) {
+        dedup_answer_(cfg_.dedup_slots),
+        dedup_full_(cfg_.dedup_slots) {
     if (id_ == cfg_.state_core) {
       TransactionConfig tc;
       tc.core_id = static_cast<std::uint8_t>(core_id);
       txn_ = std::make_unique<TransactionManager>(core.clock(), core, tc);
     }
     scratch_.reserve(64 * 1024);
+  }
+
+  // Kept buffers still queued go back to the pool (the engine is stopped:
+  // an SaServer outlives no running Engine).
+  ~CoreWorker() {
+    for (std::uint32_t i = 0; i < queue_len_; ++i) {
+      const std::uint32_t pos = (queue_head_ + i) % static_cast<std::uint32_t>(queue_.size());
+      if (queue_[pos] != &copies_[pos]) core_.pool().free(MadPool::kNoCore, queue_[pos]);
+    }
   }
 
   // ---- admission (the MadHandler, on this core) ----
@@ -200,7 +211,8 @@ class SaServer::CoreWorker final : public Poller {
       }
       if (d.has_answer) {  // answered: send the same answer again
         bump(k.duplicates);
-        if (!ctx.tx().send(dedup_answer_[dedup_index(buf)])) bump(k.dropped);
+        replay_answer(dedup_index(buf), buf);
+        if (!ctx.tx().send(buf)) bump(k.dropped);
         return;
       }
     }
@@ -223,7 +235,15 @@ class SaServer::CoreWorker final : public Poller {
     d.method = sa.hdr.method;
     d.at_ns = now;
     d.has_answer = false;
-    queue_[(queue_head_ + queue_len_) % queue_.size()] = buf;
+    // Queued without a copy when the core lets us keep its buffer; else
+    // copied into this position's own slot.
+    const std::size_t pos = (queue_head_ + queue_len_) % queue_.size();
+    if (ctx.keep(buf)) {
+      queue_[pos] = &buf;
+    } else {
+      copies_[pos] = buf;
+      queue_[pos] = &copies_[pos];
+    }
     ++queue_len_;
   }
 
@@ -243,12 +263,16 @@ class SaServer::CoreWorker final : public Poller {
       refresh_snapshot();
       prefetch_paths();
       for (std::uint32_t i = 0; i < cfg_.burst_max && queue_len_ != 0; ++i, ++work) {
-        MadBuf& req = queue_[queue_head_];
+        MadBuf& req = *queue_[queue_head_];
+        kept_req_ = &req != &copies_[queue_head_] ? &req : nullptr;
         queue_head_ = (queue_head_ + 1) % static_cast<std::uint32_t>(queue_.size());
         --queue_len_;
         std::uint32_t& share = share_[mix(requester_key(req)) & (kShareSlots - 1)];
         if (share > 0) --share;
         process(req, now_ns);
+        // Answered by a copy (tables, RMPP) or not at all: its buffer is done.
+        if (kept_req_ != nullptr) core_.free_kept(*kept_req_);
+        kept_req_ = nullptr;
       }
     }
     work += sender_.poll(now_ns);
@@ -301,6 +325,15 @@ class SaServer::CoreWorker final : public Poller {
   };
   static_assert(sizeof(Dedup) == 32);
 
+  static constexpr std::size_t kCachedDataBytes = sizeof(wire::PathRecord);
+  struct alignas(64) CachedAnswer {
+    std::array<std::uint8_t, wire::kSaHeaderSize> head{};
+    std::array<std::uint8_t, kCachedDataBytes> data{};
+    std::uint16_t len = 0;
+    bool full = false;  // the whole MAD is in dedup_full_ (same slot)
+  };
+  static_assert(sizeof(CachedAnswer) == 128, "two cache lines a slot");
+
   std::size_t dedup_index(const MadBuf& b) const noexcept {
     const std::uint64_t h = mix(requester_key(b) ^ mix(b.hdr().tid.get()));
     return h & (dedup_.size() - 1);
@@ -327,7 +360,7 @@ class SaServer::CoreWorker final : public Poller {
     const std::uint32_t n = std::min(cfg_.burst_max, queue_len_);
     constexpr std::uint64_t kByLids = wire::path_record_cm::kSLid | wire::path_record_cm::kDLid;
     const auto lids_of = [&](std::uint32_t i, std::uint16_t& slid, std::uint16_t& dlid) {
-      const auto& sa = queue_[(queue_head_ + i) % queue_.size()].as<wire::SaMad>();
+      const auto& sa = queue_[(queue_head_ + i) % queue_.size()]->as<wire::SaMad>();
       if (sa.hdr.attr_id.get() != a::kPathRecord || (sa.comp_mask.get() & kByLids) != kByLids) return false;
       const auto* pr = reinterpret_cast<const wire::PathRecord*>(sa.data.data());
       slid = pr->slid.get();
@@ -345,7 +378,7 @@ class SaServer::CoreWorker final : public Poller {
         __builtin_prefetch(&snap_->lid_info[slid]);
         __builtin_prefetch(&snap_->lid_info[dlid]);
       }
-      __builtin_prefetch(&dedup_[dedup_index(queue_[(queue_head_ + i) % queue_.size()])], 1);  // rewritten on answering
+      __builtin_prefetch(&dedup_[dedup_index(*queue_[(queue_head_ + i) % queue_.size()])], 1);  // rewritten on answering
     }
     for (std::uint32_t i = 0; i < n; ++i)
       if (lids_of(i, slid, dlid)) snap_->paths.prefetch(slid, dlid);
@@ -364,22 +397,74 @@ class SaServer::CoreWorker final : public Poller {
   // Sends `resp`, remembers it for a retried TID, and counts it.
   // BUSY answers count as busy, every other answer (records or an error
   // status) as answered, so received = answered + busy + duplicates + dropped.
-  void finish(MadBuf& resp, std::uint16_t status, AtomicCounters::Kind& k, bool cache) noexcept {
+  // `data_len`: bytes of SA data that may be non-zero (kSaDataSize: unknown).
+  // The queued request's own buffer is sent as it is (send_kept), anything
+  // else is copied; either way `resp` is read only before it is handed over.
+  void finish(MadBuf& resp, std::uint16_t status, AtomicCounters::Kind& k, bool cache,
+              std::size_t data_len = wire::kSaDataSize) noexcept {
     const bool busy = status == wire::status::kBusy;
     if (status != 0 && !busy) bump(k.errors[error_slot(status)]);
-    if (!core_.send(resp)) {
+    if (busy) cache = false;  // a retry after BUSY is a new attempt
+    const std::size_t slot = dedup_index(resp);
+    Dedup& d = dedup_[slot];
+    const bool ours = d.key_req == requester_key(resp) && d.tid == resp.hdr().tid.get();
+    // Written before the send; it is read only once has_answer says so.
+    if (ours && cache) remember_answer(slot, resp, data_len);
+    bool sent = false;
+    if (&resp == kept_req_) {
+      sent = core_.send_kept(resp);
+      if (sent) kept_req_ = nullptr;  // the core's now
+    } else {
+      sent = core_.send(resp);
+    }
+    if (!sent) {
       bump(k.dropped);
       return;
     }
     bump(busy ? k.busy : k.answered);
-    if (busy) cache = false;  // a retry after BUSY is a new attempt
-    const std::size_t slot = dedup_index(resp);
-    Dedup& d = dedup_[slot];
-    if (d.key_req == requester_key(resp) && d.tid == resp.hdr().tid.get()) {
+    if (ours) {
       d.state = busy ? Dedup::kEmpty : Dedup::kAnswered;
       d.has_answer = cache;
-      if (cache) dedup_answer_[slot] = resp;
     }
+  }
+
+  // The retry cache keeps the 56 header bytes and the first 64 data bytes of
+  // an answer (a PathRecord answer whole: the rest of its MAD is zeros); an
+  // answer with non-zero bytes beyond them is kept whole in dedup_full_.
+  void remember_answer(std::size_t slot, const MadBuf& resp, std::size_t data_len) noexcept {
+    CachedAnswer& c = dedup_answer_[slot];
+    const std::uint8_t* mad = resp.mad.bytes.data();
+    std::memcpy(c.head.data(), mad, c.head.size());
+    std::memcpy(c.data.data(), mad + wire::kSaHeaderSize, c.data.size());
+    c.len = resp.len;
+    c.full = data_len > kCachedDataBytes && !tail_is_zero(resp);
+    if (c.full) dedup_full_[slot] = resp.mad;
+  }
+
+  static bool tail_is_zero(const MadBuf& resp) noexcept {
+    constexpr std::size_t kFrom = wire::kSaHeaderSize + kCachedDataBytes;
+    std::uint64_t any = 0;
+    for (std::size_t i = kFrom; i < wire::kMadSize; i += sizeof(any)) {
+      std::uint64_t w;
+      std::memcpy(&w, resp.mad.bytes.data() + i, sizeof(w));
+      any |= w;
+    }
+    return any == 0;
+  }
+
+  // Rewrites the retried request `buf` into the answer cached in `slot`
+  // (byte for byte the MAD first sent; the address is the retry's).
+  void replay_answer(std::size_t slot, MadBuf& buf) const noexcept {
+    const CachedAnswer& c = dedup_answer_[slot];
+    std::uint8_t* mad = buf.mad.bytes.data();
+    if (c.full) {
+      buf.mad = dedup_full_[slot];
+    } else {
+      std::memcpy(mad, c.head.data(), c.head.size());
+      std::memcpy(mad + wire::kSaHeaderSize, c.data.data(), c.data.size());
+      std::memset(mad + wire::kSaHeaderSize + kCachedDataBytes, 0, wire::kMadSize - wire::kSaHeaderSize - kCachedDataBytes);
+    }
+    buf.len = c.len;
   }
 
   void reply_status(MadBuf& buf, std::uint16_t status, AtomicCounters::Kind& k, TxSink& tx) noexcept {
@@ -413,9 +498,16 @@ class SaServer::CoreWorker final : public Poller {
     // The record, then zeros: each byte written once (the fixed-size fill
     // and copy compiled to two rep-string instructions, slow to start).
     const std::size_t n = rec != nullptr ? std::min(len, sa.data.size()) : 0;
-    if (n != 0) std::memcpy(sa.data.data(), rec, n);
-    std::memset(sa.data.data() + n, 0, sa.data.size() - n);
-    finish(req, 0, k, true);
+    if (n == sizeof(wire::PathRecord)) {
+      // The common answer, with constant sizes: plain vector stores instead
+      // of the rep-string copy and fill a variable size compiles to.
+      std::memcpy(sa.data.data(), rec, sizeof(wire::PathRecord));
+      std::memset(sa.data.data() + sizeof(wire::PathRecord), 0, sa.data.size() - sizeof(wire::PathRecord));
+    } else {
+      if (n != 0) std::memcpy(sa.data.data(), rec, n);
+      std::memset(sa.data.data() + n, 0, sa.data.size() - n);
+    }
+    finish(req, 0, k, true, n);
   }
 
   // A multi-record answer: one RMPP transfer (IBA 15.4), even for one segment.
@@ -443,7 +535,7 @@ class SaServer::CoreWorker final : public Poller {
       if (!scratch_.empty()) std::memcpy(sa.data.data(), scratch_.data(), scratch_.size());
       tmpl.len = static_cast<std::uint16_t>(wire::kSaHeaderSize + scratch_.size());
       bump(counters_.rmpp_transfers);
-      finish(tmpl, 0, k, true);
+      finish(tmpl, 0, k, true, scratch_.size());
       return;
     }
     const RmppStart r = sender_.send(tmpl, scratch_, &CoreWorker::on_sent, this);
@@ -841,13 +933,18 @@ class SaServer::CoreWorker final : public Poller {
   Core& core_;
   RmppSender sender_;
   std::unique_ptr<TransactionManager> txn_;
-  std::vector<MadBuf> queue_;
+  // The admission queue: kept engine buffers, or (when the core keeps no
+  // more) the copy in the same position of copies_.
+  std::vector<MadBuf*> queue_;
+  std::vector<MadBuf> copies_;
+  MadBuf* kept_req_ = nullptr;  // the kept buffer of the query being answered, until sent or freed
   std::uint32_t queue_head_ = 0, queue_len_ = 0;
   std::vector<std::uint32_t> share_;
   std::vector<Dedup> dedup_;
   Nanos admit_now_ns_ = 0;
   bool admit_now_valid_ = false;
-  std::vector<MadBuf> dedup_answer_;
+  std::vector<CachedAnswer> dedup_answer_;
+  std::vector<wire::Mad> dedup_full_;
   std::vector<std::uint8_t> scratch_;
   std::shared_ptr<const Snapshot> snap_;
   std::uint64_t snap_epoch_ = 0;

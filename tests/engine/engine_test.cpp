@@ -317,5 +317,74 @@ TEST(Engine, TxQueueFullIsRefusedAndCounted) {
   EXPECT_EQ(engine.pool().in_use(), 0u);
 }
 
+// A handler keeps lent buffers (CoreContext::keep) up to the core's budget and
+// answers them later from a poller without a copy; buffers handed from the
+// receiving core to the owner core (2 cores) are kept the same way.
+struct Keeper final : MadHandler, Poller {
+  Core* core = nullptr;
+  std::vector<MadBuf*> held;
+  std::uint64_t refused = 0, copied_answers = 0, not_lent_refused = 0;
+  MadBuf other;
+  void on_mad(MadBuf& buf, CoreContext& ctx) noexcept override {
+    if (ctx.keep(other)) return;  // never: `other` is not the lent buffer
+    ++not_lent_refused;
+    if (ctx.keep(buf)) {
+      EXPECT_FALSE(ctx.keep(buf));  // a buffer is kept once
+      held.push_back(&buf);
+      return;
+    }
+    ++refused;
+    buf.hdr().method = wire::method::kGetResp;
+    if (ctx.tx().send(buf)) ++copied_answers;
+  }
+  std::size_t poll(Nanos) noexcept override {
+    const std::size_t n = held.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      MadBuf* b = held[i];
+      if (b->hdr().tid.get() % 2 == 0) {
+        b->hdr().method = wire::method::kGetResp;
+        EXPECT_TRUE(core->send_kept(*b));
+      } else {
+        core->free_kept(*b);  // dropped on purpose: back to the pool
+      }
+    }
+    held.clear();
+    return n;
+  }
+};
+
+void keep_and_answer_later(std::uint16_t cores, std::uint16_t owner) {
+  EngineConfig cfg = test_config(cores);
+  cfg.pool.handler_kept_max = 4;
+  Engine engine(cfg);
+  LoopbackTransport lo("lo", 1, 64);
+  engine.add_transport(lo, 0);
+  Keeper keeper;
+  keeper.core = &engine.core(owner);
+  engine.add_handler({kSa, wire::method::kGet, wire::sa_attr::kPathRecord}, keeper, OwnerSelector::fixed(owner));
+  engine.add_poller(owner, keeper);
+  // Six queries in one burst: four kept (tids 100..103), two copied and answered at once.
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(lo.inject(path_query(2, 100 + i)));
+  for (int i = 0; i < 8; ++i) engine.poll_all_once();
+  EXPECT_EQ(keeper.not_lent_refused, 6u);
+  EXPECT_EQ(keeper.refused, 2u);
+  EXPECT_EQ(keeper.copied_answers, 2u);
+  EXPECT_EQ(engine.core(owner).kept(), 0u);
+  std::array<MadBuf, 16> out{};
+  const std::size_t n = lo.take_sent(out);
+  ASSERT_EQ(n, 4u);  // 2 kept and sent in place (tids 100, 102) + 2 copies (104, 105)
+  std::set<std::uint64_t> tids;
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(out[i].hdr().method, wire::method::kGetResp);
+    tids.insert(out[i].hdr().tid.get());
+  }
+  EXPECT_EQ(tids, (std::set<std::uint64_t>{100, 102, 104, 105}));
+  engine.quiesce();
+  EXPECT_EQ(engine.pool().in_use(), 0u);
+}
+
+TEST(Engine, HandlerKeepsBuffersWithinItsBudgetAndSendsThemWithoutACopy) { keep_and_answer_later(1, 0); }
+TEST(Engine, KeptBuffersHandedToAnotherCore) { keep_and_answer_later(2, 1); }
+
 }  // namespace
 }  // namespace madengine

@@ -21,6 +21,7 @@ PoolBounds small_bounds(std::uint16_t cores) {
   b.rmpp_window_max = 2;
   b.cache_size = 8;
   b.slack = 0;
+  b.handler_kept_max = 0;
   return b;
 }
 

@@ -5,6 +5,8 @@
 // GetTable answers (and their RMPP ACKs) stay on the core their TID names.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "sa_fixture.hpp"
 
 namespace madengine::sa {
@@ -128,6 +130,39 @@ TEST(SaStorm, RetriedTidsAreAnsweredOnce) {
   h.pump();
   EXPECT_EQ(h.answers_to(0x7000), 1u);
   EXPECT_EQ(h.server().counters().rmpp_transfers, 1u);
+}
+
+// The retry cache keeps 120 bytes of a short answer and whole MADs only for
+// longer ones: either way a retry gets the first answer byte for byte.
+TEST(SaStorm, RetriedAnswersAreByteIdentical) {
+  auto b = build_snapshot(madengine::testing::fat_tree2(2, 1, 4));
+  SaHarness h(b.snap);
+  const auto lids = ca_lids(*b.snap);
+  wire::NodeRecord nr{};
+  nr.lid = wire::be16::from(0xbeef);  // no such LID: NoRecords, the request's data echoed
+  std::memset(&nr.node_description, 'x', sizeof(nr.node_description));  // non-zero beyond 64 data bytes
+  wire::NodeRecord known{};
+  known.lid = wire::be16::from(lids[3]);
+  wire::ClassPortInfo cpi{};
+  const MadBuf reqs[] = {
+      path_get(lids[0], lids[3], 0x8000, lids[0]),                                       // 64-byte record
+      sa_request(m::kGet, a::kClassPortInfo, 0, cpi, 0x8001, lids[1]),                   // 72-byte record
+      sa_request(m::kGet, a::kNodeRecord, wire::node_record_cm::kLid, nr, 0x8002, lids[2]),  // error, long echo
+      sa_request(m::kGet, a::kNodeRecord, wire::node_record_cm::kLid, known, 0x8003, lids[2]),  // 108-byte record
+  };
+  for (const MadBuf& q : reqs) {
+    const auto first = h.ask(q);
+    ASSERT_TRUE(first.has_value());
+    const auto again = h.ask(q);
+    ASSERT_TRUE(again.has_value());
+    EXPECT_EQ(first->first.len, again->first.len);
+    EXPECT_EQ(first->first.mad.bytes, again->first.mad.bytes) << "tid " << q.hdr().tid.get();
+    EXPECT_EQ(h.answers_to(q.hdr().tid.get()), 2u);
+  }
+  EXPECT_NE(h.answers().at(0x8002).status(), 0u);
+  const auto c = h.server().counters().total();
+  EXPECT_EQ(c.duplicates, 4u);
+  EXPECT_EQ(c.dropped, 0u);
 }
 
 TEST(SaStorm, TwoCoresShardPathsAndKeepTransfersWithTheirTid) {

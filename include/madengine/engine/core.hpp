@@ -177,6 +177,11 @@ class Core final : public CoreContext, public TxSink {
   TxSink& tx() noexcept override { return *this; }
   const Clock& clock() const noexcept override { return *shared_.clock; }
   MadPool& pool() noexcept override { return *shared_.pool; }
+  bool keep(MadBuf& buf) noexcept override;
+  bool send_kept(MadBuf& buf) noexcept override;
+  void free_kept(MadBuf& buf) noexcept override;
+  // Buffers this core's handlers keep now (CoreContext::keep).
+  std::uint32_t kept() const noexcept { return kept_; }
 
   // TxSink: copies `buf` into a pool buffer queued for the next tx flush.
   // Call it only on this core's thread.
@@ -201,6 +206,8 @@ class Core final : public CoreContext, public TxSink {
   void report(const TxnReport& r) noexcept;
   void classify(MadBuf* buf) noexcept;
   void deliver(MadBuf* buf) noexcept;
+  // Runs `h` on the lent `buf`; true if the handler kept it.
+  bool run_handler(MadHandler& h, MadBuf* buf) noexcept;
   void count_no_handler(const MadBuf& buf) noexcept;
   Nanos idle_timeout_ns() const noexcept;
   void block(const std::atomic<bool>& stop) noexcept;
@@ -240,6 +247,9 @@ class Core final : public CoreContext, public TxSink {
   std::uint32_t tx_len_ = 0;
   std::vector<MadBuf*> batch_;     // scratch for draining inbound rings
   std::uint32_t rx_burst_max_ = 0;
+  MadBuf* lent_ = nullptr;     // the buffer on_mad is running on
+  bool lent_kept_ = false;     // ... and its handler kept it
+  std::uint32_t kept_ = 0;     // kept buffers handlers hold (<= handler_kept_max)
   std::size_t early_tx_work_ = 0;  // MADs sent by flushes that made room mid-iteration
   std::uint32_t idle_streak_ = 0;
   bool events_due_ = false;  // poll_events() on the next iteration (after a wait)

@@ -45,6 +45,21 @@ class CoreContext {
   virtual TxSink& tx() noexcept = 0;  // responses and requests to transmit
   virtual const Clock& clock() const noexcept = 0;
   virtual MadPool& pool() noexcept = 0;
+
+  // Zero-copy hand-over, for a handler that answers after on_mad returns
+  // (the SA's admission queue). Inside on_mad, keep(buf) takes the lent
+  // buffer: the core no longer frees it, and the handler owns it until it
+  // passes it to send_kept() or free_kept(), on this core's thread. False,
+  // and the buffer stays lent, when the core already holds
+  // PoolBounds::handler_kept_max kept buffers (the pool is sized for that
+  // many) or `buf` is not the buffer being lent: copy it instead.
+  virtual bool keep(MadBuf& buf) noexcept = 0;
+  // Queues a kept buffer for transmission as it is, without a copy (the core
+  // frees it once sent); false if the tx queue is full, and the handler
+  // still owns it.
+  virtual bool send_kept(MadBuf& buf) noexcept = 0;
+  // Returns a kept buffer to the pool.
+  virtual void free_kept(MadBuf& buf) noexcept = 0;
 };
 
 class MadHandler {
@@ -52,7 +67,8 @@ class MadHandler {
   virtual ~MadHandler() = default;
   // Runs on the owner core. `buf` is lent for the call: the core frees it
   // afterwards; to answer, fill a response (in `buf` itself is fine) and
-  // ctx.tx().send() it, which copies.
+  // ctx.tx().send() it, which copies. To hold it past the call without a
+  // copy, ctx.keep(buf) (see CoreContext).
   virtual void on_mad(MadBuf& buf, CoreContext& ctx) noexcept = 0;
 };
 

@@ -29,6 +29,9 @@ struct PoolBounds {
   std::uint32_t rmpp_window_max = 64;    // RMPP segments held for retransmission
   std::uint32_t cache_size = 64;         // per-core cache target (flush down to this)
   std::uint32_t slack = 64;              // for handlers holding a buffer across one call
+  // Received buffers a core's handlers may keep past on_mad (CoreContext::keep):
+  // the SA's admission queue holds its queries this way (its default queue_max).
+  std::uint32_t handler_kept_max = 512;
 };
 
 // Buffers a per-core cache may hold before it flushes (like a mempool cache: 1.5x).
@@ -46,7 +49,8 @@ constexpr std::size_t pool_capacity(const PoolBounds& b) noexcept {
   // per transport (for a transport that does not take everything at once).
   const std::size_t per_core = 2 * std::size_t{b.rx_burst_max} * b.transports_per_core_max +
                                std::size_t{b.tx_queue_depth} * (1 + b.transports_per_core_max) +
-                               b.window_smps_max + b.rmpp_window_max + cache_flush_threshold(b);
+                               b.window_smps_max + b.rmpp_window_max + b.handler_kept_max +
+                               cache_flush_threshold(b);
   return mesh + c * per_core + b.slack;
 }
 
