@@ -21,6 +21,7 @@
 
 #include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
+#include "madengine_rig.hpp"
 #include "madengine/engine/engine.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sa/snapshot.hpp"
@@ -32,6 +33,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using ibsim::IbsimFabric;
+using ibsim::MadengineRig;
 using ibsim::Outcome;
 using ibsim::parse_records;
 
@@ -69,38 +71,6 @@ bool normalised(const std::string& cmd, const std::string& field) {
   }
   return false;
 }
-
-// Our SM and SA on H1: engine, umad transport (SMI + SA server), SM, SA.
-struct MadengineRig {
-  SteadyClock clock;
-  UmadTransport transport{{}, clock};
-  std::unique_ptr<Engine> engine;
-  sa::SnapshotStore store;
-  std::unique_ptr<sm::SubnetManager> sm;
-  std::unique_ptr<sa::SaServer> sa;
-
-  bool start() {
-    if (!transport.open(AgentSpec{.smi = true, .is_sm = true, .sa_server = true})) return false;
-    engine = std::make_unique<Engine>(EngineConfig{.cores = 1, .pin = false});
-    engine->add_transport(transport, 0);
-    sa::SaServerConfig sc;
-    sc.install_response_hooks = false;
-    if (std::getenv("SA_PLAIN_ONE_SEGMENT") != nullptr) sc.rmpp_one_segment = false;  // the SM's hook owns core 0's responses (ReportResp not needed here)
-    sa = std::make_unique<sa::SaServer>(*engine, store, sc);
-    sm::SmConfig cfg;
-    cfg.mcast = &sa->mcast_provider();
-    sm = std::make_unique<sm::SubnetManager>(*engine, transport, cfg, store);
-    engine->start();
-    return true;
-  }
-  ~MadengineRig() {
-    if (engine) engine->stop();
-    sm.reset();
-    sa.reset();
-    engine.reset();
-    transport.close();
-  }
-};
 
 std::vector<std::string> queries() {
   std::vector<std::string> q = {"-c", "SMIR"};
@@ -157,6 +127,13 @@ std::string compare(const std::string& q, const Outcome& a, const Outcome& b, st
   return d.str();
 }
 
+// SA_PLAIN_ONE_SEGMENT=1: single-MAD answers without RMPP framing.
+sa::SaServerConfig one_segment_config() {
+  sa::SaServerConfig sc;
+  if (std::getenv("SA_PLAIN_ONE_SEGMENT") != nullptr) sc.rmpp_one_segment = false;
+  return sc;
+}
+
 TEST(SaConformance, SaquerySeesTheSameRecordsAsFromOpenSm) {
   SKIP_WITHOUT_SHIM();
   IbsimFabric fabric(ibsim::topology_path("chain3.topo"));
@@ -170,7 +147,7 @@ TEST(SaConformance, SaquerySeesTheSameRecordsAsFromOpenSm) {
 
   fabric.attach_self("H1");
   MadengineRig me;
-  ASSERT_TRUE(me.start()) << me.transport.last_error();
+  ASSERT_TRUE(me.start({}, one_segment_config())) << me.transport.last_error();
   ASSERT_TRUE(me.sm->wait_subnet_up(60s));
   const auto ours = run_all(fabric, qs, our_crashes);
   std::printf("saquery crashes (repeated): %d against OpenSM, %d against madengine\n", osm_crashes, our_crashes);

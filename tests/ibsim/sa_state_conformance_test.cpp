@@ -25,6 +25,7 @@
 
 #include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
+#include "madengine_rig.hpp"
 #include "madengine/engine/engine.hpp"
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/sa.hpp"
@@ -39,6 +40,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using ibsim::IbsimFabric;
+using ibsim::MadengineRig;
 using ibsim::Outcome;
 using ibsim::Record;
 namespace scm = wire::service_record_cm;
@@ -335,37 +337,6 @@ std::string compare(const std::string& q, const Outcome& a, const Outcome& b, st
   if (d.str().empty()) records += ra.size();
   return d.str();
 }
-
-// Our SM and SA on H1, wired as in sa_conformance_test.cpp.
-struct MadengineRig {
-  SteadyClock clock;
-  UmadTransport transport{{}, clock};
-  std::unique_ptr<Engine> engine;
-  sa::SnapshotStore store;
-  std::unique_ptr<sm::SubnetManager> sm;
-  std::unique_ptr<sa::SaServer> sa;
-
-  bool start() {
-    if (!transport.open(AgentSpec{.smi = true, .is_sm = true, .sa_server = true})) return false;
-    engine = std::make_unique<Engine>(EngineConfig{.cores = 1, .pin = false});
-    engine->add_transport(transport, 0);
-    sa::SaServerConfig sc;
-    sc.install_response_hooks = false;  // the SM's hook owns core 0's responses
-    sa = std::make_unique<sa::SaServer>(*engine, store, sc);
-    sm::SmConfig cfg;
-    cfg.mcast = &sa->mcast_provider();
-    sm = std::make_unique<sm::SubnetManager>(*engine, transport, cfg, store);
-    engine->start();
-    return true;
-  }
-  ~MadengineRig() {
-    if (engine) engine->stop();
-    sm.reset();
-    sa.reset();
-    engine.reset();
-    transport.close();
-  }
-};
 
 TEST(SaStateConformance, SaquerySeesTheSameStateAsFromOpenSm) {
   SKIP_WITHOUT_SHIM();

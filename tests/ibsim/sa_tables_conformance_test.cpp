@@ -19,6 +19,7 @@
 
 #include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
+#include "madengine_rig.hpp"
 #include "madengine/engine/engine.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sa/snapshot.hpp"
@@ -30,43 +31,13 @@ namespace {
 
 using namespace std::chrono_literals;
 using ibsim::IbsimFabric;
+using ibsim::MadengineRig;
 using ibsim::Outcome;
 using ibsim::parse_records;
 
 // No field is normalised: every field of these records describes the port,
 // and both SMs answer from the same tables in the fabric. What is not asked
 // at all, and why, is listed in queries().
-
-struct MadengineRig {
-  SteadyClock clock;
-  UmadTransport transport{{}, clock};
-  std::unique_ptr<Engine> engine;
-  sa::SnapshotStore store;
-  std::unique_ptr<sm::SubnetManager> sm;
-  std::unique_ptr<sa::SaServer> sa;
-
-  bool start() {
-    if (!transport.open(AgentSpec{.smi = true, .is_sm = true, .sa_server = true})) return false;
-    engine = std::make_unique<Engine>(EngineConfig{.cores = 1, .pin = false});
-    engine->add_transport(transport, 0);
-    sa::SaServerConfig sc;
-    sc.install_response_hooks = false;
-    sa = std::make_unique<sa::SaServer>(*engine, store, sc);
-    sm::SmConfig cfg;
-    cfg.mcast = &sa->mcast_provider();
-    cfg.read_switch_port_tables = true;  // the switch records are compared too
-    sm = std::make_unique<sm::SubnetManager>(*engine, transport, cfg, store);
-    engine->start();
-    return true;
-  }
-  ~MadengineRig() {
-    if (engine) engine->stop();
-    sm.reset();
-    sa.reset();
-    engine.reset();
-    transport.close();
-  }
-};
 
 // chain3: H1 - S1 - S2 - S3 - H2; LIDs as OpenSM numbers them (madengine keeps them).
 struct Lids {
@@ -140,6 +111,12 @@ std::string compare(const Outcome& a, const Outcome& b, std::size_t& records) {
   return d.str();
 }
 
+sm::SmConfig tables_config() {
+  sm::SmConfig cfg;
+  cfg.read_switch_port_tables = true;  // the switch records are compared too
+  return cfg;
+}
+
 TEST(SaTablesConformance, Sl2VlVlArbGuidInfoAsFromOpenSm) {
   SKIP_WITHOUT_SHIM();
   IbsimFabric fabric(ibsim::topology_path("chain3.topo"));
@@ -156,7 +133,7 @@ TEST(SaTablesConformance, Sl2VlVlArbGuidInfoAsFromOpenSm) {
 
   fabric.attach_self("H1");
   MadengineRig me;
-  ASSERT_TRUE(me.start()) << me.transport.last_error();
+  ASSERT_TRUE(me.start(tables_config())) << me.transport.last_error();
   ASSERT_TRUE(me.sm->wait_subnet_up(60s));
   const auto st = me.sm->status().last_heavy;
   std::printf("madengine heavy sweep: %llu SMPs, %llu for tables of %u ports\n",
