@@ -298,6 +298,12 @@ std::size_t Core::rx_transports() noexcept {
       }
     }
     if (lt.lost || lt.spare_len == 0) continue;
+    // The umad2sim shim is not thread-safe: while the watcher is inside its
+    // poll(), a read here lost MADs (an SMInfo never answered, replica
+    // answers timed out). Skip this turn; the watcher's wake-up or the next
+    // loop brings us back within its poll bound.
+    std::unique_lock<std::mutex> shim(watch_mu_, std::defer_lock);
+    if (watcher_.joinable() && !shim.try_lock()) continue;
     std::size_t n = lt.transport->rx_burst(std::span<MadBuf*>(lt.spare.data(), lt.spare_len));
     n = std::min<std::size_t>(n, lt.spare_len);
     for (std::size_t i = 0; i < n; ++i) {
@@ -442,6 +448,8 @@ std::size_t Core::flush_tx() noexcept {
       lt.pending_len = 0;
       continue;
     }
+    std::unique_lock<std::mutex> shim(watch_mu_, std::defer_lock);  // see the rx path: the shim is not thread-safe
+    if (watcher_.joinable() && !shim.try_lock()) continue;          // stays pending: a backlog naps, then retries
     std::size_t n = lt.transport->tx_burst(std::span<MadBuf* const>(lt.pending.data(), lt.pending_len));
     n = std::min<std::size_t>(n, lt.pending_len);
     if (n != 0) {
