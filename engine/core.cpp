@@ -49,8 +49,8 @@ void futex_wake(std::atomic<std::uint32_t>& word) noexcept {
   ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
-constexpr std::uint32_t kEventPollLoops = 64;
-constexpr std::uint32_t kWatcherPollMsMax = 10;  // one poll of a shim fd by the watcher  // poll_events() once per this many iterations
+constexpr std::uint32_t kEventPollLoops = 64;  // poll_events() once per this many iterations
+constexpr std::uint32_t kWatcherNapUs = 50;  // between the watcher's non-waiting polls of a shim fd
 constexpr std::size_t kNoHandlerBuckets = 64;
 
 }  // namespace
@@ -691,9 +691,8 @@ Nanos Core::idle_timeout_ns() const noexcept {
 
 void Core::watch_foreign_fd(const std::atomic<bool>& stop) noexcept {
   CoreWaker& w = *shared_.wakers[id_];
-  // Its own bound, not the core's cap: stop() joins this thread, and a poll
-  // through the shim cannot be interrupted. A timeout just polls again.
-  const int cap_ms = static_cast<int>(std::clamp<std::uint32_t>(shared_.backoff.block_max_us / 1000, 1, kWatcherPollMsMax));
+  // Polls that do not wait, kWatcherNapUs apart: stop() joins this thread,
+  // and the core must not wait long for the lock a poll holds.
   std::uint32_t seen = 0;
   while (!stop.load(std::memory_order_acquire)) {
     // Until the core enters its next wait. A sequence, not the sleeping flag:
@@ -709,12 +708,15 @@ void Core::watch_foreign_fd(const std::atomic<bool>& stop) noexcept {
       int r = 0;
       {
         // The core takes this lock before its transports' poll_events(), which
-        // may close the fd (device lost): never poll a closed shim fd.
+        // may close the fd (device lost), and around its reads and writes of
+        // the shim: never poll a closed fd, never race the shim. A poll that
+        // does not wait, so the core never waits long for the lock.
         const std::lock_guard<std::mutex> g(watch_mu_);
         if (foreign_fd_.load(std::memory_order_acquire) != fd) break;
         pollfd p{fd, POLLIN, 0};
-        r = ::poll(&p, 1, cap_ms);
+        r = ::poll(&p, 1, 0);
       }
+      if (r <= 0) std::this_thread::sleep_for(std::chrono::microseconds(kWatcherNapUs));
       if (r > 0) {
         if (w.sleeping.load(std::memory_order_acquire) == 1 && sleep_seq_.load(std::memory_order_acquire) == seen)
           w.wake();
