@@ -216,15 +216,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 namespace {
 
 SaMad sa_mad(std::uint8_t meth, std::uint16_t attr, std::uint64_t tid, std::uint64_t comp_mask) {
-  SaMad m{};
-  m.hdr.base_version = 1;
-  m.hdr.mgmt_class = static_cast<std::uint8_t>(MgmtClass::kSubnAdm);
-  m.hdr.class_version = kSaClassVersion;
-  m.hdr.method = meth;
-  m.hdr.tid = be64::from(tid);
-  m.hdr.attr_id = be16::from(attr);
-  m.comp_mask = be64::from(comp_mask);
-  return m;
+  return make_sa_request(meth, attr, tid, comp_mask, std::uint8_t{0});  // the record is filled by the caller
 }
 
 bool write(const std::string& dir, const char* name, const SaMad& m) {

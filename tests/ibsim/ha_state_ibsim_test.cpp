@@ -21,6 +21,7 @@
 #include "daemon.hpp"
 #include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
+#include "umad_sa_client.hpp"
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa_records.hpp"
@@ -63,35 +64,10 @@ TEST(HaStateIbsimChild, RegisterService) {
   const wire::SaMad sa = wire::make_sa_request(
       wire::method::kSet, wire::sa_attr::kServiceRecord, 0x00000000'6a6a0001ull,
       scm::kServiceId | scm::kServiceGid | scm::kServicePKey | scm::kServiceLease | scm::kServiceName, r);
-  MadBuf req{};
-  wire::encode(sa, std::span<std::uint8_t>(req.mad.bytes));
-  req.len = wire::kMadSize;
-  req.addr.port_num = lp.port_num;
-  req.addr.lid = lp.sm_lid;
-  req.addr.remote_qpn = 1;
-  req.addr.qkey = kGsiQkey;
-  MadBuf rx[8];
-  MadBuf* rxp[8];
-  for (int i = 0; i < 8; ++i) rxp[i] = &rx[i];
-  for (int attempt = 0; attempt < 5; ++attempt) {
-    MadBuf* out[] = {&req};
-    ASSERT_EQ(t.tx_burst(std::span<MadBuf* const>(out, 1)), 1u);
-    const auto deadline = std::chrono::steady_clock::now() + 2s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      pollfd p{t.fd(), POLLIN, 0};
-      ::poll(&p, 1, 50);
-      const std::size_t n = t.rx_burst(std::span<MadBuf*>(rxp, 8));
-      for (std::size_t i = 0; i < n; ++i) {
-        const auto& h = rx[i].hdr();
-        if (!h.is_response() || static_cast<std::uint32_t>(h.tid.get()) != 0x6a6a0001u) continue;
-        EXPECT_EQ(h.status.get(), 0);
-        t.close();
-        return;
-      }
-    }
-  }
+  const int status = ibsim::umad_sa_request(t, sa);
   t.close();
-  FAIL() << "the SA did not answer the ServiceRecord Set";
+  ASSERT_NE(status, -1) << "the SA did not answer the ServiceRecord Set";
+  EXPECT_EQ(status, 0);
 }
 
 TEST(HaStateIbsim, StandbyTakesOverWithTheMastersServiceRecord) {

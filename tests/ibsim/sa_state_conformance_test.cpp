@@ -33,6 +33,7 @@
 #include "sa/server/sa_server.hpp"
 #include "sa/snapshot.hpp"
 #include "saquery_records.hpp"
+#include "umad_sa_client.hpp"
 #include "sm/sm.hpp"
 
 namespace madengine {
@@ -67,46 +68,12 @@ constexpr std::uint16_t kTrapGidInService = 64;
 
 // One SA request and its answer's status, with our own timer (the shim never
 // reports a send timeout). Returns -1 when no answer came.
+// A request whose record is `rec_len` bytes at `rec`.
 int sa_request(UmadTransport& t, std::uint8_t method, std::uint16_t attr, std::uint64_t mask, const void* rec,
                std::size_t rec_len, std::uint32_t tid, wire::SaMad* answer) {
-  const LocalPort lp = t.local_port();
-  wire::SaMad sa{};
-  sa.hdr.base_version = 1;
-  sa.hdr.mgmt_class = static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm);
-  sa.hdr.class_version = wire::kSaClassVersion;
-  sa.hdr.method = method;
-  sa.hdr.tid = wire::be64::from(tid);
-  sa.hdr.attr_id = wire::be16::from(attr);
-  sa.comp_mask = wire::be64::from(mask);
-  std::memcpy(sa.data.data(), rec, rec_len);
-  MadBuf req{};
-  wire::encode(sa, std::span<std::uint8_t>(req.mad.bytes));
-  req.len = wire::kMadSize;
-  req.addr.port_num = lp.port_num;
-  req.addr.lid = lp.sm_lid;
-  req.addr.remote_qpn = 1;
-  req.addr.qkey = kGsiQkey;
-  MadBuf rx[8];
-  MadBuf* rxp[8];
-  for (int i = 0; i < 8; ++i) rxp[i] = &rx[i];
-  constexpr int kAttemptsMax = 5;
-  for (int attempt = 0; attempt < kAttemptsMax; ++attempt) {
-    MadBuf* out[] = {&req};
-    if (t.tx_burst(std::span<MadBuf* const>(out, 1)) != 1) return -1;
-    const auto deadline = std::chrono::steady_clock::now() + 2s;
-    while (std::chrono::steady_clock::now() < deadline) {
-      pollfd p{t.fd(), POLLIN, 0};
-      ::poll(&p, 1, 50);
-      const std::size_t n = t.rx_burst(std::span<MadBuf*>(rxp, 8));
-      for (std::size_t i = 0; i < n; ++i) {
-        const auto& h = rx[i].hdr();
-        if (!h.is_response() || static_cast<std::uint32_t>(h.tid.get()) != tid) continue;
-        if (answer != nullptr) std::memcpy(answer, rx[i].mad.bytes.data(), sizeof *answer);
-        return h.status.get();
-      }
-    }
-  }
-  return -1;
+  wire::SaMad sa = wire::make_sa_request(method, attr, tid, mask, std::uint8_t{0});
+  std::memcpy(sa.data.data(), rec, std::min(rec_len, sa.data.size()));
+  return ibsim::umad_sa_request(t, sa, answer);
 }
 
 wire::McMemberRecord join_record(const LocalPort& lp, std::uint64_t mgid_hi, std::uint64_t mgid_lo, std::uint32_t qkey,
