@@ -49,8 +49,18 @@ void futex_wake(std::atomic<std::uint32_t>& word) noexcept {
   ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
 }
 
-constexpr std::uint32_t kEventPollLoops = 64;  // poll_events() once per this many iterations
-constexpr std::uint32_t kWatcherNapUs = 50;  // between the watcher's non-waiting polls of a shim fd
+constexpr std::uint32_t kEventPollLoops = 64;
+// A receive burst this long means the transport queued MADs while the core
+// worked: spread handlers (OwnerSelector::spread_by) then go to their owners.
+constexpr std::size_t kSpreadBurstMin = 8;
+constexpr std::uint32_t kStreakAfterWait = 1u << 30;  // above any spin budget  // poll_events() once per this many iterations
+// The watcher's wait inside the shim's poll (its unit is the millisecond):
+// the bound on how long the core's shim reads and writes, stop() and a
+// device-lost close can wait for the lock the watcher holds while it waits.
+// A MAD ends the wait at once, so only a core woken by something else (a
+// timer, a ring) waits, and only when it has nothing to read.
+constexpr int kWatcherPollMs = 1;
+constexpr std::uint32_t kWatcherErrorNapUs = 50;  // after a failed shim poll, before the next
 constexpr std::size_t kNoHandlerBuckets = 64;
 
 }  // namespace
@@ -128,6 +138,7 @@ Core::Core(std::uint16_t id, CoreShared& shared)
   rx_burst_max_ = b.rx_burst_max;
   batch_.resize(std::max(b.rx_burst_max, b.tx_queue_depth));
   pollfds_.resize(std::size_t{b.transports_per_core_max} + 1);
+  set_spin_budget(shared.backoff.spin_loops_max);
 }
 
 Core::~Core() = default;
@@ -251,7 +262,7 @@ void Core::deliver(MadBuf* buf) noexcept {
   shared_.pool->free(id_, buf);
 }
 
-void Core::classify(MadBuf* buf) noexcept {
+void Core::classify(MadBuf* buf, bool backlog) noexcept {
   const Route r = shared_.dispatcher->route(*buf);
   switch (r.verdict) {
     case DispatchVerdict::kMalformed:
@@ -264,7 +275,7 @@ void Core::classify(MadBuf* buf) noexcept {
       break;
     case DispatchVerdict::kHandler:
     case DispatchVerdict::kResponse:
-      if (r.core == id_) {
+      if (r.core == id_ || (r.any_core && !backlog)) {
         if (run_handler(*r.handler, buf)) return;
         break;
       }
@@ -298,17 +309,12 @@ std::size_t Core::rx_transports() noexcept {
       }
     }
     if (lt.lost || lt.spare_len == 0) continue;
-    // The umad2sim shim is not thread-safe: while the watcher is inside its
-    // poll(), a read here lost MADs (an SMInfo never answered, replica
-    // answers timed out). Skip this turn; the watcher's wake-up or the next
-    // loop brings us back within its poll bound.
-    std::unique_lock<std::mutex> shim(watch_mu_, std::defer_lock);
-    if (watcher_.joinable() && !shim.try_lock()) continue;
     std::size_t n = lt.transport->rx_burst(std::span<MadBuf*>(lt.spare.data(), lt.spare_len));
     n = std::min<std::size_t>(n, lt.spare_len);
+    const bool backlog = n >= kSpreadBurstMin;
     for (std::size_t i = 0; i < n; ++i) {
       lt.spare[i]->owner_core = id_;
-      classify(lt.spare[i]);
+      classify(lt.spare[i], backlog);
     }
     // Unused spares move to the front for the next burst.
     std::copy(lt.spare.begin() + static_cast<std::ptrdiff_t>(n),
@@ -448,8 +454,6 @@ std::size_t Core::flush_tx() noexcept {
       lt.pending_len = 0;
       continue;
     }
-    std::unique_lock<std::mutex> shim(watch_mu_, std::defer_lock);  // see the rx path: the shim is not thread-safe
-    if (watcher_.joinable() && !shim.try_lock()) continue;          // stays pending: a backlog naps, then retries
     std::size_t n = lt.transport->tx_burst(std::span<MadBuf* const>(lt.pending.data(), lt.pending_len));
     n = std::min<std::size_t>(n, lt.pending_len);
     if (n != 0) {
@@ -642,15 +646,21 @@ std::size_t Core::poll_once() noexcept {
 void Core::run(const std::atomic<bool>& stop) noexcept {
   const IdleBackoff& bo = shared_.backoff;
   // acquire: pairs with the release store in Engine::stop().
+  const bool adapt = bo.mode == IdleMode::kBlock;
+  const std::uint32_t spin_min = std::min(bo.spin_loops_min, bo.spin_loops_max);
+  set_spin_budget(bo.spin_loops_max);
   while (!stop.load(std::memory_order_acquire)) {
     if (poll_once() != 0) {
+      if (adapt && idle_streak_ != 0 && idle_streak_ <= spin_budget_)  // the spin caught this work
+        set_spin_budget(std::min(bo.spin_loops_max, std::max(1u, spin_budget_ * 2)));
       idle_streak_ = 0;
       continue;
     }
     ++idle_streak_;
-    if (idle_streak_ <= bo.spin_loops_max) {
+    if (idle_streak_ <= spin_budget_) {
       cpu_relax();
-    } else if (bo.mode == IdleMode::kBlock) {
+    } else if (adapt) {
+      if (idle_streak_ == spin_budget_ + 1) set_spin_budget(std::max(spin_min, spin_budget_ / 2));  // it did not
       block(stop);
     } else if (idle_streak_ <= bo.spin_loops_max + bo.yield_loops_max) {
       std::this_thread::yield();
@@ -691,8 +701,6 @@ Nanos Core::idle_timeout_ns() const noexcept {
 
 void Core::watch_foreign_fd(const std::atomic<bool>& stop) noexcept {
   CoreWaker& w = *shared_.wakers[id_];
-  // Polls that do not wait, kWatcherNapUs apart: stop() joins this thread,
-  // and the core must not wait long for the lock a poll holds.
   std::uint32_t seen = 0;
   while (!stop.load(std::memory_order_acquire)) {
     // Until the core enters its next wait. A sequence, not the sleeping flag:
@@ -700,7 +708,9 @@ void Core::watch_foreign_fd(const std::atomic<bool>& stop) noexcept {
     while (sleep_seq_.load(std::memory_order_acquire) == seen && !stop.load(std::memory_order_acquire))
       futex_wait(sleep_seq_, seen);
     seen = sleep_seq_.load(std::memory_order_acquire);
-    // Poll while the core is still in wait number `seen`.
+    // Wait in the shim while the core is still in wait number `seen`: the
+    // shim's receiver thread ends the wait as soon as a MAD is queued, so a
+    // query costs one wake-up of this thread, not a poll every few us.
     while (!stop.load(std::memory_order_acquire) && w.sleeping.load(std::memory_order_acquire) == 1 &&
            sleep_seq_.load(std::memory_order_acquire) == seen) {
       const int fd = foreign_fd_.load(std::memory_order_acquire);
@@ -709,14 +719,13 @@ void Core::watch_foreign_fd(const std::atomic<bool>& stop) noexcept {
       {
         // The core takes this lock before its transports' poll_events(), which
         // may close the fd (device lost), and around its reads and writes of
-        // the shim: never poll a closed fd, never race the shim. A poll that
-        // does not wait, so the core never waits long for the lock.
+        // the shim: never poll a closed fd, never race the shim.
         const std::lock_guard<std::mutex> g(watch_mu_);
         if (foreign_fd_.load(std::memory_order_acquire) != fd) break;
         pollfd p{fd, POLLIN, 0};
-        r = ::poll(&p, 1, 0);
+        r = ::poll(&p, 1, kWatcherPollMs);
       }
-      if (r <= 0) std::this_thread::sleep_for(std::chrono::microseconds(kWatcherNapUs));
+      if (r < 0) std::this_thread::sleep_for(std::chrono::microseconds(kWatcherErrorNapUs));
       if (r > 0) {
         if (w.sleeping.load(std::memory_order_acquire) == 1 && sleep_seq_.load(std::memory_order_acquire) == seen)
           w.wake();
@@ -791,8 +800,8 @@ void Core::block(const std::atomic<bool>& stop) noexcept {
   w.sleeping.store(0, std::memory_order_release);
   events_due_ = true;  // the life cycle runs after every wait, not every 64 loops
   // Back to the blocking point at once if the next iteration finds nothing:
-  // the spin was spent before this wait.
-  idle_streak_ = bo.spin_loops_max;
+  // the spin was spent before this wait (and is not judged again).
+  idle_streak_ = kStreakAfterWait;
   if (r <= 0) {
     bump(counters_->idle_wake_timeout);
     return;
@@ -847,6 +856,7 @@ CoreSnapshot Core::snapshot() const {
                                            static_cast<std::uint16_t>(key), rd(c.bucket_count[i])});
   }
   s.no_handler_other = rd(c.bucket_other);
+  s.spin_budget = spin_budget_seen_.load(std::memory_order_relaxed);
   return s;
 }
 

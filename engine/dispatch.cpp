@@ -120,7 +120,7 @@ Route Dispatcher::route(const MadBuf& buf) const noexcept {
   }
   const Entry* e = find(h);
   if (e == nullptr) return {DispatchVerdict::kNoHandler, 0, nullptr};
-  return {DispatchVerdict::kHandler, e->owner.select(buf, cores_), e->handler};
+  return {DispatchVerdict::kHandler, e->owner.select(buf, cores_), e->handler, e->owner.spread};
 }
 
 MadHandler* Dispatcher::handler_for(const MadBuf& buf) const noexcept {

@@ -32,6 +32,8 @@ class RecordSink {
   std::uint64_t mask() const noexcept { return mask_; }
   const std::uint8_t* query() const noexcept { return query_; }
   const std::vector<std::uint8_t>& bytes() const noexcept { return bytes_; }
+  // The record the last successful offer() appended (count() > 0), to redact.
+  std::uint8_t* last() noexcept { return bytes_.data() + (count_ - 1) * stride_; }
 
  private:
   std::vector<std::uint8_t>& bytes_;

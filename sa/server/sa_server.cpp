@@ -639,7 +639,8 @@ class SaServer::CoreWorker final : public Poller {
         PathQuery pq{&pr, mask, req.addr.lid, snap_->sm.subnet_timeout, get};
         status = collect_path_records(*snap_, pq, sink);
       } else if (!collect_snapshot_records(*snap_, attr, sink)) {
-        status = collect_state_records(attr, sink);
+        const bool trusted = sa.sm_key.get() != 0 && sa.sm_key.get() == snap_->sm.sm_key;
+        status = collect_state_records(attr, trusted, sink);
       }
     } catch (...) {  // out of memory building a huge table
       status = st::kNoResources;
@@ -653,7 +654,7 @@ class SaServer::CoreWorker final : public Poller {
     answer_table(req, sink.stride(), k);
   }
 
-  std::uint16_t collect_state_records(std::uint16_t attr, RecordSink& sink) {
+  std::uint16_t collect_state_records(std::uint16_t attr, bool trusted, RecordSink& sink) {
     switch (attr) {
       case a::kServiceRecord: {
         const auto v = server_.services_.view();
@@ -662,11 +663,31 @@ class SaServer::CoreWorker final : public Poller {
         return 0;
       }
       case a::kMcMemberRecord: {
+        // Untrusted requesters (no SM_Key, or not ours) learn which groups
+        // exist, not who is in them: one record per group, its PortGID,
+        // JoinState and ProxyJoin zero (IBA 15.2.5.17, as OpenSM does).
+        // Members are still matched, so a PortGID or JoinState component
+        // selects the groups that have such a member.
         const auto v = server_.groups_.view();
         for (const auto& g : *v)
           for (const auto& mem : g.members) {
             const wire::McMemberRecord r = member_record(g, mem);
-            if (!sink.offer(&r)) return 0;
+            if (trusted) {
+              if (!sink.offer(&r)) return 0;
+              continue;
+            }
+            const std::size_t before = sink.count();
+            const bool more = sink.offer(&r);
+            if (sink.count() != before) {
+              wire::McMemberRecord shown;
+              std::memcpy(&shown, sink.last(), sizeof shown);
+              shown.port_gid = {};
+              shown.set_join_state(0);
+              shown.set_proxy_join(false);
+              std::memcpy(sink.last(), &shown, sizeof shown);
+            }
+            if (!more) return 0;
+            if (sink.count() != before) break;  // the group is listed: next group
           }
         return 0;
       }
@@ -1026,7 +1047,7 @@ SaServer::SaServer(Engine& engine, const SnapshotStore& store, SaServerConfig cf
   for (std::uint16_t c = 0; c < engine.cores(); ++c)
     workers_.push_back(std::make_unique<CoreWorker>(*this, c, engine.core(c)));
   constexpr std::uint8_t kSa = static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm);
-  engine.add_handler({kSa, m::kGet, std::nullopt}, *handler_, OwnerSelector::by(&select_get, &store_));
+  engine.add_handler({kSa, m::kGet, std::nullopt}, *handler_, OwnerSelector::spread_by(&select_get, &store_));
   engine.add_handler({kSa, m::kGetTable, std::nullopt}, *handler_, OwnerSelector::by(&select_by_tid));
   engine.add_handler({kSa, m::kGetMulti, std::nullopt}, *handler_, OwnerSelector::by(&select_by_tid));
   engine.add_handler({kSa, m::kSet, std::nullopt}, *handler_, OwnerSelector::fixed(cfg_.state_core));

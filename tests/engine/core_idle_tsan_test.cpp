@@ -140,6 +140,49 @@ TEST(CoreIdle, StopWakesABlockedCore) {
   EXPECT_EQ(engine.pool().in_use(), 0u);
 }
 
+// Reports work on every kEvery-th poll while `on` is set: work that arrives
+// within a short spin, as in a storm.
+struct PeriodicWork final : Poller {
+  static constexpr std::uint64_t kEvery = 4;
+  std::atomic<bool> on{false};
+  std::uint64_t polls = 0;
+  std::size_t poll(Nanos) noexcept override {
+    if (!on.load(std::memory_order_relaxed)) return 0;
+    return ++polls % kEvery == 0 ? 1 : 0;
+  }
+  Nanos next_deadline_ns() const noexcept override { return -1; }
+};
+
+// The spin before a wait adapts: MADs that come one at a time, each after
+// the spin has run out, shrink it to spin_loops_min; work that keeps coming
+// within the spin grows it back to spin_loops_max.
+TEST(CoreIdle, SpinShrinksWhenWorkComesAfterItAndGrowsWhenWithin) {
+  EngineConfig cfg = blocking_config(1);
+  cfg.backoff.spin_loops_max = 256;
+  cfg.backoff.spin_loops_min = 8;
+  cfg.backoff.block_max_us = 200;  // the loopback transport has no fd to wake a wait
+  Engine engine(cfg);
+  LoopbackTransport lo("lo", 1, 64);
+  engine.add_transport(lo, 0);
+  CountingHandler handler;
+  engine.add_handler({kSa, wire::method::kGet, wire::sa_attr::kPathRecord}, handler, OwnerSelector::fixed(0));
+  PeriodicWork work;
+  engine.add_poller(0, work);
+  engine.start();
+  EXPECT_EQ(engine.stats().cores[0].spin_budget, 256u);
+  for (std::uint64_t i = 1; i <= 10; ++i) {
+    ASSERT_TRUE(lo.inject(path_query(i)));
+    ASSERT_TRUE(wait_for([&] { return handler.calls.load() == i; }));
+    // A wait that began after the answer: the spin that followed it ran out.
+    const std::uint64_t blocks = counters(engine, 0).idle_blocks;
+    ASSERT_TRUE(wait_for([&] { return counters(engine, 0).idle_blocks > blocks; }));
+  }
+  EXPECT_EQ(engine.stats().cores[0].spin_budget, 8u);
+  work.on.store(true);
+  ASSERT_TRUE(wait_for([&] { return engine.stats().cores[0].spin_budget == 256u; }));
+  engine.stop();
+}
+
 TEST(CoreIdle, SpinModeNeverBlocks) {
   EngineConfig cfg = blocking_config(1);
   cfg.backoff.mode = IdleMode::kSpin;

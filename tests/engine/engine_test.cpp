@@ -180,6 +180,44 @@ TEST(Engine, TwoCoresEachMadOnItsOwnerResponsesOnce) {
   EXPECT_EQ(engine.pool().in_use(), 0u);
 }
 
+// A spread handler runs on the receiving core while MADs come one at a time
+// (no hand-off, no cross-core wake-up) and is steered by its selector once
+// the transport delivers a backlog.
+TEST(Engine, SpreadHandlerRunsWhereReceivedUnlessABacklogArrives) {
+  constexpr std::uint64_t kSingles = 40;
+  constexpr std::uint64_t kBacklog = 64;
+  Engine engine(test_config(2));
+  LoopbackTransport lo("lo", 1, 4096);
+  engine.add_transport(lo, 0);
+  EchoHandler echo;
+  engine.add_handler({kSa, wire::method::kGet, wire::sa_attr::kPathRecord}, echo,
+                     OwnerSelector::spread_by([](const MadBuf& b, const void*) noexcept -> std::uint32_t {
+                       return b.mad.bytes[kPathRecordDlidOffset + 1];
+                     }));
+  // Queued before the cores start: the first receive burst is a backlog.
+  std::uint64_t odd = 0;
+  for (std::uint64_t i = 0; i < kBacklog; ++i) {
+    odd += i % 2;
+    ASSERT_TRUE(lo.inject(path_query(static_cast<std::uint16_t>(i), 0x2000 + i)));
+  }
+  engine.start();
+  ASSERT_TRUE(wait_for([&] { return lo.tx_count() == kBacklog; })) << lo.tx_count();
+  EXPECT_EQ(echo.on_core[1].load(), odd);  // steered by DLID
+  EXPECT_EQ(echo.wrong_core.load(), 0u);
+  // One at a time: every one runs on core 0, whatever its DLID.
+  for (std::uint64_t i = 0; i < kSingles; ++i) {
+    ASSERT_TRUE(lo.inject(path_query(static_cast<std::uint16_t>(1 + 2 * i), 0x3000 + i)));  // odd: core 1's shard
+    ASSERT_TRUE(wait_for([&] { return lo.tx_count() == kBacklog + i + 1; })) << lo.tx_count();
+  }
+  engine.stop();
+  EXPECT_EQ(echo.on_core[1].load(), odd);
+  EXPECT_EQ(echo.on_core[0].load(), kBacklog - odd + kSingles);
+  EXPECT_EQ(echo.wrong_core.load(), kSingles);
+  const EngineStats s = engine.stats();
+  EXPECT_EQ(s.cores[0].counters.handed_off, odd);
+  EXPECT_EQ(engine.pool().in_use(), 0u);
+}
+
 TEST(Engine, UnknownMalformedAndUnmatchedAreCounted) {
   EngineConfig cfg = test_config(2);
   cfg.answer_unsupported = true;

@@ -22,9 +22,17 @@ struct MadengineRig {
   std::unique_ptr<sm::SubnetManager> sm;
   std::unique_ptr<sa::SaServer> sa;
 
+  // The SM_Key OpenSM and our daemon use by default (1): `saquery --smkey 1`
+  // is then a trusted request to either SM.
+  static sm::SmConfig opensm_keyed() {
+    sm::SmConfig c;
+    c.sm_key = 1;
+    return c;
+  }
+
   // `cfg.mcast` is set to the SA's groups. The SM's hook owns core 0's
   // responses: the SA installs none (its ReportResps are not needed here).
-  bool start(sm::SmConfig cfg = {}, sa::SaServerConfig sc = {}) {
+  bool start(sm::SmConfig cfg = opensm_keyed(), sa::SaServerConfig sc = {}) {
     if (!transport.open(AgentSpec{.smi = true, .is_sm = true, .sa_server = true})) return false;
     engine = std::make_unique<Engine>(EngineConfig{.cores = 1, .pin = false});
     engine->add_transport(transport, 0);

@@ -5,6 +5,8 @@
 // re-sent until the ReportResp; the multicast provider for the SM.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "sa_fixture.hpp"
 
 namespace madengine::sa {
@@ -149,9 +151,29 @@ TEST_F(SaState, IpoibBroadcastGroupCreateJoinLeave) {
   EXPECT_EQ(ask(m::kSet, a::kMcMemberRecord, mcm::kMGid | mcm::kPortGid | mcm::kJoinState, j, lids_[2])->status(),
             st::kReqInvalid);
 
-  // saquery -g / MCMR: one record per member.
+  // With the SM_Key (saquery -m --smkey, the HA replica): one record per
+  // member. Without (saquery -g / -m): one per group, members hidden (IBA
+  // 15.2.5.17); a PortGID component still finds the groups it is in.
+  MadBuf trusted = sa_request(m::kGetTable, a::kMcMemberRecord, mcm::kMGid, g, ++tid_, lids_[4]);
+  trusted.as<wire::SaMad>().sm_key = wire::be64::from(kTestSmKey);
+  r = h_.ask(trusted);
+  const auto members = r->records<wire::McMemberRecord>();
+  ASSERT_EQ(members.size(), 3u);
+  std::set<std::uint64_t> member_guids;
+  for (const auto& mem : members) member_guids.insert(mem.port_gid.guid.get());
+  EXPECT_EQ(member_guids.size(), 3u);
   r = ask(m::kGetTable, a::kMcMemberRecord, mcm::kMGid, g, lids_[4]);
-  ASSERT_EQ(r->records<wire::McMemberRecord>().size(), 3u);
+  const auto shown = r->records<wire::McMemberRecord>();
+  ASSERT_EQ(shown.size(), 1u);
+  EXPECT_EQ(shown[0].mlid.get(), 0xc000);
+  EXPECT_EQ(shown[0].port_gid, wire::Gid{});
+  EXPECT_EQ(shown[0].join_state(), 0);
+  EXPECT_FALSE(shown[0].proxy_join());
+  wire::McMemberRecord by_port{};
+  by_port.port_gid = gid(lids_[1]);
+  EXPECT_EQ(ask(m::kGetTable, a::kMcMemberRecord, mcm::kPortGid, by_port, lids_[4])->records<wire::McMemberRecord>().size(), 1u);
+  by_port.port_gid = gid(lids_[4]);  // in no group
+  EXPECT_EQ(ask(m::kGetTable, a::kMcMemberRecord, mcm::kPortGid, by_port, lids_[4])->records<wire::McMemberRecord>().size(), 0u);
   h_.pump();
   auto groups = h_.server().mcast_provider().groups();
   ASSERT_EQ(groups.size(), 1u);

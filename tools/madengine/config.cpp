@@ -107,6 +107,7 @@ Config parse_config(const std::string& text, const std::string& name) {
     if (c.engine.idle != "block" && c.engine.idle != "spin")
       fail(name, *root["engine"]["idle"].node(), "engine.idle must be block or spin");
     s.get("idle_spin_loops", c.engine.idle_spin_loops, 0, 1'000'000);
+    s.get("idle_spin_loops_min", c.engine.idle_spin_loops_min, 0, 1'000'000);
     s.reject_unknown();
   }
   {

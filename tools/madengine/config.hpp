@@ -24,6 +24,7 @@ struct EngineSection {
   // ibsim); "spin": they spin, yield and nap (lowest latency on dedicated cores).
   std::string idle = "block";
   unsigned idle_spin_loops = 256;  // idle iterations spent spinning before blocking (or yielding)
+  unsigned idle_spin_loops_min = 8;  // "block": the spin adapts between this and idle_spin_loops
 };
 
 struct TransportSection {

@@ -189,6 +189,7 @@ Daemon::Daemon(const Config& cfg) : p_(std::make_unique<Parts>()) {
       .cores = static_cast<std::uint16_t>(cfg.engine.cores), .pin = cfg.engine.pin && !p_->fabric, .clock = clock};
   engine_cfg.backoff.mode = cfg.engine.idle == "spin" ? IdleMode::kSpin : IdleMode::kBlock;
   engine_cfg.backoff.spin_loops_max = cfg.engine.idle_spin_loops;
+  engine_cfg.backoff.spin_loops_min = cfg.engine.idle_spin_loops_min;
   p_->engine = std::make_unique<Engine>(engine_cfg);
   p_->engine->add_transport(*p_->transport, 0);
 

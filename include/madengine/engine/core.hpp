@@ -70,6 +70,7 @@ struct CoreSnapshot {
   CoreCounters counters;
   std::vector<NoHandlerBucket> no_handler;  // buckets beyond the table land in no_handler_other
   std::uint64_t no_handler_other = 0;
+  std::uint32_t spin_budget = 0;  // idle iterations it spins before its next wait (IdleBackoff)
 };
 
 // kBlock: after a short spin an idle core blocks in ppoll() on its
@@ -82,7 +83,13 @@ enum class IdleMode : std::uint8_t { kBlock, kSpin };
 // How a core waits when an iteration found nothing to do; any work resets it.
 struct IdleBackoff {
   IdleMode mode = IdleMode::kBlock;
-  std::uint32_t spin_loops_max = 256;   // idle iterations with a pause before yielding or blocking
+  // Idle iterations with a pause before yielding or blocking. kBlock adapts
+  // the spin between spin_loops_min and this: halved each time a spin ends
+  // in a wait, doubled each time work arrives during one. Spinning pays
+  // only when the next MAD comes sooner than a wake-up would take (a storm),
+  // and costs a query's CPU several times over when it does not (window 1).
+  std::uint32_t spin_loops_max = 256;
+  std::uint32_t spin_loops_min = 8;
   std::uint32_t yield_loops_max = 256;  // kSpin: then this many with a yield
   std::uint32_t sleep_us = 50;          // kSpin: then naps this long; kBlock: the nap while tx waits
   // kBlock: the longest one wait lasts, whatever the deadlines say, so the
@@ -204,13 +211,18 @@ class Core final : public CoreContext, public TxSink {
   void drop_held(LocalTransport& lt) noexcept;
   std::size_t watch_transports(Nanos now_ns) noexcept;
   void report(const TxnReport& r) noexcept;
-  void classify(MadBuf* buf) noexcept;
+  // `backlog`: it came in a burst of kSpreadBurstMin or more (see OwnerSelector::spread_by).
+  void classify(MadBuf* buf, bool backlog) noexcept;
   void deliver(MadBuf* buf) noexcept;
   // Runs `h` on the lent `buf`; true if the handler kept it.
   bool run_handler(MadHandler& h, MadBuf* buf) noexcept;
   void count_no_handler(const MadBuf& buf) noexcept;
   Nanos idle_timeout_ns() const noexcept;
   void block(const std::atomic<bool>& stop) noexcept;
+  void set_spin_budget(std::uint32_t loops) noexcept {
+    spin_budget_ = loops;
+    spin_budget_seen_.store(loops, std::memory_order_relaxed);
+  }
   void watch_foreign_fd(const std::atomic<bool>& stop) noexcept;
 
   const std::uint16_t id_;
@@ -252,6 +264,8 @@ class Core final : public CoreContext, public TxSink {
   std::uint32_t kept_ = 0;     // kept buffers handlers hold (<= handler_kept_max)
   std::size_t early_tx_work_ = 0;  // MADs sent by flushes that made room mid-iteration
   std::uint32_t idle_streak_ = 0;
+  std::uint32_t spin_budget_ = 0;  // kBlock: the current spin (see IdleBackoff)
+  std::atomic<std::uint32_t> spin_budget_seen_{0};  // its copy for snapshot()
   bool events_due_ = false;  // poll_events() on the next iteration (after a wait)
   // A wait_fd() that is not a kernel fd (umad2sim's LD_PRELOAD shim serves
   // it, and its poll() watches only that fd): a watcher thread polls it

@@ -80,15 +80,22 @@ struct DispatchKey {
 };
 
 // Chooses the owner core of a request. A function selector returns any
-// value; the core is that value modulo the number of cores.
+// value; the core is that value modulo the number of cores. A spread
+// selector names a handler any core can run (it reads only shared,
+// read-only state): the core that received the MAD runs it itself while it
+// keeps up, and steers it by the function only when it receives a backlog.
+// A hand-off costs a cross-core wake-up, tens of times a lookup's cost, so
+// steering pays only when the receiving core is the bottleneck.
 struct OwnerSelector {
   using Fn = std::uint32_t (*)(const MadBuf& buf, const void* arg) noexcept;
   Fn fn = nullptr;            // nullptr: the fixed core
   const void* arg = nullptr;  // passed to fn
   std::uint16_t core = 0;
+  bool spread = false;
 
-  static constexpr OwnerSelector fixed(std::uint16_t c) noexcept { return {nullptr, nullptr, c}; }
-  static constexpr OwnerSelector by(Fn f, const void* a = nullptr) noexcept { return {f, a, 0}; }
+  static constexpr OwnerSelector fixed(std::uint16_t c) noexcept { return {nullptr, nullptr, c, false}; }
+  static constexpr OwnerSelector by(Fn f, const void* a = nullptr) noexcept { return {f, a, 0, false}; }
+  static constexpr OwnerSelector spread_by(Fn f, const void* a = nullptr) noexcept { return {f, a, 0, true}; }
   // Shards by the big-endian 16-bit field at byte `offset` of the MAD (e.g.
   // a PathRecord's DLID) or by a 64-bit one (e.g. the GUID half of its DGID).
   static OwnerSelector by_be16_at(std::size_t offset) noexcept;
@@ -112,6 +119,7 @@ struct Route {
   DispatchVerdict verdict = DispatchVerdict::kNoHandler;
   std::uint16_t core = 0;          // owner core (kHandler, kResponse)
   MadHandler* handler = nullptr;   // kHandler
+  bool any_core = false;           // kHandler: a spread selector's (any core may run it)
 };
 
 // The handler table. Registration happens before the engine starts; lookups
