@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <linux/futex.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
@@ -16,6 +17,7 @@
 #include <cerrno>
 #include <chrono>
 #include <stdexcept>
+#include <string>
 #include <system_error>
 #include <thread>
 
@@ -718,8 +720,9 @@ void Core::watch_foreign_fd(const std::atomic<bool>& stop) noexcept {
       int r = 0;
       {
         // The core takes this lock before its transports' poll_events(), which
-        // may close the fd (device lost), and around its reads and writes of
-        // the shim: never poll a closed fd, never race the shim.
+        // may close the fd (device lost): never poll a closed fd. Reads and
+        // writes need no lock: umad2sim's poll, read and write each take
+        // the shim's own locks around its receive queue (ibsim 0.10).
         const std::lock_guard<std::mutex> g(watch_mu_);
         if (foreign_fd_.load(std::memory_order_acquire) != fd) break;
         pollfd p{fd, POLLIN, 0};
@@ -773,6 +776,8 @@ void Core::block(const std::atomic<bool>& stop) noexcept {
   if (foreign >= 0 && !watcher_.joinable() && !watcher_failed_) {
     try {
       watcher_ = std::thread([this, &stop] { watch_foreign_fd(stop); });
+      const std::string name = "mad-watch" + std::to_string(id_);
+      ::pthread_setname_np(watcher_.native_handle(), name.c_str());
     } catch (...) {
       watcher_failed_ = true;  // no thread: fall back to short waits
     }

@@ -186,6 +186,9 @@ void Engine::start() {
   for (std::uint16_t c = 0; c < shared_.cores; ++c) {
     Core* core = cores_[c].get();
     threads_.emplace_back([this, core] { core->run(stop_); });
+    // Named for top -H, perf and /proc/PID/task/*/comm: "mad-core3".
+    const std::string name = "mad-core" + std::to_string(c);
+    ::pthread_setname_np(threads_.back().native_handle(), name.c_str());
     if (config_.pin) pin_thread(threads_.back(), cpus, config_.first_cpu + c, c);
   }
 }

@@ -5,7 +5,10 @@
 // asked when the port is known to cut MADs, and the scan answers instead.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <vector>
@@ -210,6 +213,18 @@ TEST(Discover, AutoOnAPortThatCutsMadsScansWithoutAskingForATable) {
   EXPECT_TRUE(r.error.empty()) << r.error;
   EXPECT_TRUE(same(r.hosts, expected_hosts(make_fabric())));
   EXPECT_EQ(r.tables, 0u);
+}
+
+// --save-hosts writes what --hosts-file reads: the hosts a scan found come
+// back from the file unchanged.
+TEST(Discover, SavedHostsFileReadsBackTheSameHosts) {
+  const Outcome r = discover(DiscoverOptions{}, false);
+  ASSERT_FALSE(r.hosts.empty()) << r.error;
+  const std::string path = ::testing::TempDir() + "madstorm_hosts_" + std::to_string(::getpid());
+  save_hosts_file(path, r.hosts);
+  EXPECT_TRUE(same(load_hosts_file(path), r.hosts));
+  std::remove(path.c_str());
+  EXPECT_THROW(save_hosts_file("/nonexistent-dir/hosts", r.hosts), std::runtime_error);
 }
 
 }  // namespace

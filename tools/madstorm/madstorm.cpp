@@ -73,6 +73,7 @@ struct Options {
   std::string pattern = "job-start";
   bool by_gid = false;
   std::string hosts_file;
+  std::string save_hosts;
   std::string mix = "pr:8,nr:1";
   std::string shard = "0/1";
   StormConfig storm{};
@@ -109,6 +110,7 @@ std::optional<nlohmann::json> run_once(const Options& o, madengine::Transport& t
   req.info.storm.sa.subnet_prefix = t.local_port().subnet_prefix;
   req.info.workload = o.workload;
   req.hosts_file = o.hosts_file;
+  req.save_hosts = o.save_hosts;
   req.discover.method = o.discover == "table" ? DiscoverMethod::kTable
                         : o.discover == "scan" ? DiscoverMethod::kScan
                                                : DiscoverMethod::kAuto;
@@ -216,6 +218,7 @@ int real_main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--by-gid", o.by_gid, "name hosts by GID in PathRecords (default: by LID)");
   app.add_option("--hosts-file", o.hosts_file, "LID PORT_GUID [NODE_GUID] lines instead of asking the SA");
+  app.add_option("--save-hosts", o.save_hosts, "write the hosts found to this file (--hosts-file's format)");
   app.add_option("--job-size", o.workload.job_size, "job start: hosts in the job (default: all)");
   app.add_option("--hot-dests", o.workload.hot_dests, "hot spot: destinations")->capture_default_str();
   app.add_option("--mix", o.mix, "mix weights: pr:N,table:N,nr:N,mc:N")->capture_default_str();

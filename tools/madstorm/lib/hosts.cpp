@@ -273,6 +273,13 @@ std::vector<Host> discover_hosts(madengine::Transport& transport, const madengin
   return hosts;
 }
 
+void save_hosts_file(const std::string& path, const std::vector<Host>& hosts) {
+  std::ofstream out(path);
+  out << "# LID PORT_GUID NODE_GUID (madstorm --save-hosts)\n";
+  for (const Host& h : hosts) out << h.lid << " 0x" << std::hex << h.port_guid << " 0x" << h.node_guid << std::dec << "\n";
+  if (!out) throw std::runtime_error("cannot write hosts file " + path);
+}
+
 std::vector<Host> load_hosts_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot open hosts file " + path);

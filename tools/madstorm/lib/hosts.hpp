@@ -48,5 +48,8 @@ std::vector<Host> discover_hosts(madengine::Transport& transport, const madengin
 // Reads "LID PORT_GUID [NODE_GUID]" lines ('#' comments, numbers in decimal
 // or 0x hex). Throws std::runtime_error naming the file and line on bad input.
 std::vector<Host> load_hosts_file(const std::string& path);
+// Writes `hosts` in that format (a later run can skip discovery, or storm an
+// SA that answers no NodeRecords). Throws std::runtime_error if it cannot.
+void save_hosts_file(const std::string& path, const std::vector<Host>& hosts);
 
 }  // namespace madstorm

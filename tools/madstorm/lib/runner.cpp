@@ -18,6 +18,7 @@ std::optional<nlohmann::json> run_storm(const RunRequest& req, madengine::Transp
       return std::nullopt;
     }
   }
+  if (!req.save_hosts.empty()) save_hosts_file(req.save_hosts, hosts);
   Workload workload(req.info.workload, hosts);
   Storm storm(req.info.storm, transport, clock, hosts, workload);
   storm.set_idle(idle);

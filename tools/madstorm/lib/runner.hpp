@@ -18,6 +18,7 @@ namespace madstorm {
 struct RunRequest {
   RunInfo info;                  // label, transport name, storm and workload configuration (sa.lid set)
   std::string hosts_file;        // empty: ask the SA
+  std::string save_hosts;        // non-empty: write the hosts found, in hosts_file's format
   DiscoverOptions discover{};
   std::string plot_path;         // empty: no SVG
   bool progress = false;         // live progress line on stdout (callers check isatty)
