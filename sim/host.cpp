@@ -18,7 +18,8 @@ Host::Host(Fabric& fabric, std::uint32_t node, std::uint8_t port_num, std::uint3
 }
 
 std::optional<std::uint64_t> Host::query(std::uint8_t method, std::uint16_t attr_id, std::uint64_t comp_mask,
-                                         std::span<const std::uint8_t> record, std::uint32_t attr_mod) {
+                                         std::span<const std::uint8_t> record, std::uint32_t attr_mod,
+                                         std::uint64_t sm_key) {
   const LocalPort lp = fabric_.local_port(ep_);
   if (lp.sm_lid == 0 || !fabric_.device_present(ep_)) {
     ++counters_.send_refused;
@@ -35,6 +36,7 @@ std::optional<std::uint64_t> Host::query(std::uint8_t method, std::uint16_t attr
   sa.hdr.attr_id = wire::be16::from(attr_id);
   sa.hdr.attr_mod = wire::be32::from(attr_mod);
   sa.comp_mask = wire::be64::from(comp_mask);
+  sa.sm_key = wire::be64::from(sm_key);
   if (!record.empty()) std::memcpy(sa.data.data(), record.data(), std::min(record.size(), sa.data.size()));
   b.addr.lid = lp.sm_lid;
   b.addr.remote_qpn = 1;

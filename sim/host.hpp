@@ -26,9 +26,11 @@ class Host {
   Host(Fabric& fabric, std::uint32_t node, std::uint8_t port_num = 1, std::uint32_t inbox_max = 1024);
 
   // Sends an SA request to the SM LID; returns its TID, or nullopt when the
-  // port has no SM LID (not configured yet) or its device is gone.
+  // port has no SM LID (not configured yet) or its device is gone. A
+  // non-zero `sm_key` makes it a trusted request (if it is the SM's key).
   std::optional<std::uint64_t> query(std::uint8_t method, std::uint16_t attr_id, std::uint64_t comp_mask,
-                                     std::span<const std::uint8_t> record, std::uint32_t attr_mod = 0);
+                                     std::span<const std::uint8_t> record, std::uint32_t attr_mod = 0,
+                                     std::uint64_t sm_key = 0);
   // Moves what arrived into the inbox (answering Reports); returns how many.
   std::size_t poll();
   // The response with this TID, removed from the inbox.

@@ -133,8 +133,10 @@ TEST_F(HaReplica, RoundKeepsServicesGroupsAndSubscriptions) {
   EXPECT_EQ((*services.view())[1].expires_ns, now + 60 * kNanosPerSecond);
   EXPECT_EQ((*services.view())[1].owner, gid(lids_[1]));
 
-  const auto want_mc = ask(m::kGetTable, a::kMcMemberRecord, 0, wire::McMemberRecord{}, lids_[5])
-                           ->records<wire::McMemberRecord>();
+  // With the SM_Key, as the replica asks: every member (untrusted requesters see one record per group).
+  MadBuf mc_query = sa_request(m::kGetTable, a::kMcMemberRecord, 0, wire::McMemberRecord{}, ++tid_, lids_[5]);
+  mc_query.as<wire::SaMad>().sm_key = wire::be64::from(kTestSmKey);
+  const auto want_mc = h_.ask(mc_query)->records<wire::McMemberRecord>();
   ASSERT_EQ(want_mc.size(), 3u);
   ASSERT_EQ(groups.groups(), 2u);
   std::vector<wire::McMemberRecord> got_mc;

@@ -95,8 +95,8 @@ struct Rig {
   }
   // One SA request from `host`, answered within `sim_ms`.
   std::optional<MadBuf> ask(sim::Host& host, std::uint8_t method, std::uint16_t attr, std::uint64_t mask,
-                            std::span<const std::uint8_t> rec, Nanos sim_ms = 1000) {
-    const auto tid = host.query(method, attr, mask, rec);
+                            std::span<const std::uint8_t> rec, Nanos sim_ms = 1000, std::uint64_t sm_key = 0) {
+    const auto tid = host.query(method, attr, mask, rec, 0, sm_key);
     if (!tid) return std::nullopt;
     std::optional<MadBuf> got;
     run_until([&] { return (got = host.take_response(*tid)).has_value(); }, sim_ms, &host);
@@ -213,7 +213,8 @@ TEST(HaStateSim, TakeoverKeepsServicesAndGroupsWithoutReregistration) {
 
   wire::McMemberRecord q{};
   q.mgid = kMgid;
-  const auto mcs = rig.ask(host, m::kGetTable, a::kMcMemberRecord, mcm::kMGid, bytes(q));
+  // With the SM_Key: an untrusted requester would not see who the members are.
+  const auto mcs = rig.ask(host, m::kGetTable, a::kMcMemberRecord, mcm::kMGid, bytes(q), 1000, 1);
   ASSERT_TRUE(mcs.has_value());
   ASSERT_EQ(mcs->hdr().status.get(), 0);
   const auto got_mc = records<wire::McMemberRecord>(*mcs);

@@ -72,8 +72,8 @@ class DaemonHa : public ::testing::Test {
     return pred();
   }
   static std::optional<MadBuf> ask(Daemon& d, sim::Host& host, std::uint8_t method, std::uint16_t attr,
-                                   std::uint64_t mask, std::span<const std::uint8_t> rec) {
-    const auto tid = host.query(method, attr, mask, rec);
+                                   std::uint64_t mask, std::span<const std::uint8_t> rec, std::uint64_t sm_key = 0) {
+    const auto tid = host.query(method, attr, mask, rec, 0, sm_key);
     if (!tid) return std::nullopt;
     std::optional<MadBuf> got;
     pump_until(d, &host, [&] { return (got = host.take_response(*tid)).has_value(); }, 1000);
@@ -170,7 +170,7 @@ TEST_F(DaemonHa, RestartKeepsLidsAndRecordsWithoutReregistration) {
   wire::McMemberRecord q{};
   q.mgid = kMgid;
   const auto mcs = ask(d, host, m::kGetTable, a::kMcMemberRecord, mcm::kMGid,
-                       {reinterpret_cast<const std::uint8_t*>(&q), sizeof(q)});
+                       {reinterpret_cast<const std::uint8_t*>(&q), sizeof(q)}, 1);  // the daemon's SM_Key: members shown
   ASSERT_TRUE(mcs.has_value());
   ASSERT_EQ(mcs->hdr().status.get(), 0);
   const auto got_mc = records<wire::McMemberRecord>(*mcs);
