@@ -8,7 +8,10 @@
 #   SA_B_CMD='madengine --transport umad ...' SA_B_LABEL=madengine perf/madstorm/ibsim_side_by_side.sh
 #
 # Env: MADSTORM (binary), SIM_HOST_SA (node the SAs run on, H1), SIM_HOST_STORM
-# (node madstorm runs on, H2), SA_A_LABEL/SA_B_LABEL, OUT (results dir).
+# (node madstorm runs on, H2), SA_A_LABEL/SA_B_LABEL, OUT (results dir),
+# HOSTS_FROM_A=1: storm B with the hosts storm A found, for an SA B that
+# answers no NodeRecords, such as echo_sa (the shim's ceiling):
+#   SA_B_CMD="build-release/perf/madstorm/echo_sa $OUT/hosts" SA_B_LABEL=echo HOSTS_FROM_A=1 ...
 # Besides madstorm's JSON, each storm writes $OUT/LABEL.cpu: the CPU time the
 # SA process (with its children) and ibsim used during the storm, from
 # /proc/PID/stat utime+stime, and per query issued.
@@ -97,7 +100,7 @@ PY
 }
 
 start_opensm "$SA_A_LABEL"
-storm "$SA_A_LABEL" "$@"
+storm "$SA_A_LABEL" --save-hosts "$OUT/hosts" "$@"
 stop "$sa_pid"; sa_pid=
 if [ -n "${SA_B_CMD:-}" ]; then
   # exec twice: the SA itself gets $sa_pid (stop() and the CPU figures act on it)
@@ -107,7 +110,11 @@ if [ -n "${SA_B_CMD:-}" ]; then
 else
   start_opensm "$SA_B_LABEL"
 fi
-storm "$SA_B_LABEL" "$@"
+if [ "${HOSTS_FROM_A:-0}" = 1 ]; then
+  storm "$SA_B_LABEL" --hosts-file "$OUT/hosts" "$@"
+else
+  storm "$SA_B_LABEL" "$@"
+fi
 echo "side by side ($OUT):"
 "$MADSTORM" --compare-files "$OUT/$SA_A_LABEL.json" "$OUT/$SA_B_LABEL.json"
 cat "$OUT/$SA_A_LABEL.cpu" "$OUT/$SA_B_LABEL.cpu"
