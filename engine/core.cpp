@@ -52,9 +52,6 @@ void futex_wake(std::atomic<std::uint32_t>& word) noexcept {
 }
 
 constexpr std::uint32_t kEventPollLoops = 64;
-// A receive burst this long means the transport queued MADs while the core
-// worked: spread handlers (OwnerSelector::spread_by) then go to their owners.
-constexpr std::size_t kSpreadBurstMin = 8;
 constexpr std::uint32_t kStreakAfterWait = 1u << 30;  // above any spin budget  // poll_events() once per this many iterations
 // The watcher's wait inside the shim's poll (its unit is the millisecond):
 // the bound on how long the core's shim reads and writes, stop() and a
@@ -313,7 +310,10 @@ std::size_t Core::rx_transports() noexcept {
     if (lt.lost || lt.spare_len == 0) continue;
     std::size_t n = lt.transport->rx_burst(std::span<MadBuf*>(lt.spare.data(), lt.spare_len));
     n = std::min<std::size_t>(n, lt.spare_len);
-    const bool backlog = n >= kSpreadBurstMin;
+    // A full burst: the transport queued more than one burst takes while the
+    // core worked, so spread handlers (OwnerSelector::spread_by) go to their
+    // owners. Anything less, this core keeps up.
+    const bool backlog = n >= lt.spare.size();
     for (std::size_t i = 0; i < n; ++i) {
       lt.spare[i]->owner_core = id_;
       classify(lt.spare[i], backlog);

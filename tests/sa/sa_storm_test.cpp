@@ -178,13 +178,16 @@ TEST(SaStorm, TwoCoresShardPathsAndKeepTransfersWithTheirTid) {
     EXPECT_EQ(r->record<wire::PathRecord>().dlid.get(), d);
   }
   EXPECT_EQ(h.engine().stats().cores[1].counters.handled, 0u);
-  // A storm (every query queued before the engine runs): each core runs the
-  // queries of its shard (DLID modulo the cores).
+  // A storm (every query queued before the engine runs, more than one
+  // receive burst takes): each core runs the queries of its shard (DLID
+  // modulo the cores).
   std::size_t even = 0, odd = 0;
   const std::uint64_t first_tid = tid + 1;
-  for (const auto d : lids) {
-    (d % 2 == 0 ? even : odd)++;
-    ASSERT_TRUE(h.inject(path_get(lids[0], d, ++tid, lids[0])));
+  for (int round = 0; round < 8; ++round) {
+    for (const auto d : lids) {
+      (d % 2 == 0 ? even : odd)++;
+      ASSERT_TRUE(h.inject(path_get(lids[0], d, ++tid, lids[0])));
+    }
   }
   h.pump();
   for (std::uint64_t t = first_tid; t <= tid; ++t) {

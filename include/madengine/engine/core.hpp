@@ -211,7 +211,7 @@ class Core final : public CoreContext, public TxSink {
   void drop_held(LocalTransport& lt) noexcept;
   std::size_t watch_transports(Nanos now_ns) noexcept;
   void report(const TxnReport& r) noexcept;
-  // `backlog`: it came in a burst of kSpreadBurstMin or more (see OwnerSelector::spread_by).
+  // `backlog`: it came in a full receive burst (see OwnerSelector::spread_by).
   void classify(MadBuf* buf, bool backlog) noexcept;
   void deliver(MadBuf* buf) noexcept;
   // Runs `h` on the lent `buf`; true if the handler kept it.
