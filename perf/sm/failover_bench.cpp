@@ -31,7 +31,6 @@
 #include "madengine/engine/engine.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa_records.hpp"
-#include "sa/server/response_chain.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sa/snapshot.hpp"
 #include "sim/fabric.hpp"
@@ -39,25 +38,14 @@
 #include "sim/host.hpp"
 #include "sim/sim_transport.hpp"
 #include "sm/sm.hpp"
+#include "sm_sa_node.hpp"
 
 namespace {
 
 using namespace madengine;
 
 
-struct SmNode {
-  std::unique_ptr<sim::SimTransport> transport;
-  std::unique_ptr<Engine> engine;
-  sa::SnapshotStore store;
-  std::unique_ptr<sa::SaServer> sa;
-  std::unique_ptr<sm::SubnetManager> sm;
-  std::unique_ptr<sa::ResponseChain> chain;
-  ~SmNode() {
-    sm.reset();
-    sa.reset();
-    if (engine) engine->quiesce();
-  }
-};
+using SmNode = testing::SmSaNode;
 
 struct Rig {
   sim::Fabric fabric;
@@ -73,13 +61,6 @@ struct Rig {
   }
   SmNode& node(std::size_t i) { return *sms[i]; }
   sm::SubnetManager& add(std::uint32_t node, std::uint8_t prio) {
-    auto n = std::make_unique<SmNode>();
-    n->transport = std::make_unique<sim::SimTransport>(fabric, node, 1);
-    if (!n->transport->open(AgentSpec{.smi = true, .is_sm = true, .sa_server = true, .gsi_client = true}))
-      throw std::runtime_error("sim transport did not open");
-    n->engine = std::make_unique<Engine>(EngineConfig{.cores = 1, .pin = false, .clock = &fabric.clock()});
-    n->engine->add_transport(*n->transport, 0);
-    n->sa = std::make_unique<sa::SaServer>(*n->engine, n->store, sa::SaServerConfig{.install_response_hooks = false});
     sm::SmConfig cfg;
     cfg.priority = prio;
     cfg.sm_key = 1;
@@ -88,14 +69,8 @@ struct Rig {
     cfg.light_sweep_interval_ms = 10'000;
     cfg.routing_threads = threads;
     cfg.path_db_threads = threads;
-    cfg.mcast = &n->sa->mcast_provider();
     cfg.ha_replica_interval_ms = replica_ms;
-    sa::SaServer* sa = n->sa.get();
-    cfg.restore_sa_state = [sa](sa::SaStateImage img) { sa->restore_state(std::move(img)); };
-    n->sm = std::make_unique<sm::SubnetManager>(*n->engine, *n->transport, cfg, n->store);
-    n->chain = std::make_unique<sa::ResponseChain>(*n->sa, n->engine->dispatcher().response_hook(0));
-    n->engine->set_response_hook(0, *n->chain);
-    sms.push_back(std::move(n));
+    sms.push_back(testing::make_sm_sa_node(fabric, node, cfg, true));
     return *sms.back()->sm;
   }
   bool run_until(const std::function<bool()>& pred, Nanos sim_ms) {

@@ -17,7 +17,6 @@
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa/get_table.hpp"
 #include "madengine/wire/sa_records.hpp"
-#include "sa/server/response_chain.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sa/snapshot.hpp"
 #include "sim/fabric.hpp"
@@ -25,6 +24,7 @@
 #include "sim/host.hpp"
 #include "sim/sim_transport.hpp"
 #include "sm/sm.hpp"
+#include "sm_sa_node.hpp"
 
 namespace madengine {
 namespace {
@@ -36,19 +36,7 @@ namespace scm = wire::service_record_cm;
 namespace mcm = wire::mc_member_record_cm;
 
 
-struct Node {
-  std::unique_ptr<sim::SimTransport> transport;
-  std::unique_ptr<Engine> engine;
-  sa::SnapshotStore store;
-  std::unique_ptr<sa::SaServer> sa;
-  std::unique_ptr<sm::SubnetManager> sm;
-  std::unique_ptr<sa::ResponseChain> chain;
-  ~Node() {
-    sm.reset();
-    sa.reset();
-    if (engine) engine->quiesce();
-  }
-};
+using Node = testing::SmSaNode;
 
 struct Rig {
   sim::Fabric fabric;
@@ -56,29 +44,14 @@ struct Rig {
   explicit Rig(const sim::Topology& t) : fabric(t, sim::FabricConfig{.seed = 11}) {}
   ~Rig() { nodes.clear(); }
   Node& add(std::uint32_t node, std::uint8_t prio, bool replicate) {
-    auto n = std::make_unique<Node>();
-    n->transport = std::make_unique<sim::SimTransport>(fabric, node, 1);
-    if (!n->transport->open(AgentSpec{.smi = true, .is_sm = true, .sa_server = true, .gsi_client = true}))
-      throw std::runtime_error("sim transport did not open");
-    n->engine = std::make_unique<Engine>(EngineConfig{.cores = 1, .pin = false, .clock = &fabric.clock()});
-    n->engine->add_transport(*n->transport, 0);
-    n->sa = std::make_unique<sa::SaServer>(*n->engine, n->store, sa::SaServerConfig{.install_response_hooks = false});
     sm::SmConfig cfg;
     cfg.priority = prio;
     cfg.sm_key = 1;
     cfg.ha_poll_interval_ms = 100;
     cfg.ha_poll_retries = 3;
     cfg.light_sweep_interval_ms = 200;
-    cfg.mcast = &n->sa->mcast_provider();
     cfg.ha_replica_interval_ms = 200;
-    if (replicate) {
-      sa::SaServer* sa = n->sa.get();
-      cfg.restore_sa_state = [sa](sa::SaStateImage img) { sa->restore_state(std::move(img)); };
-    }
-    n->sm = std::make_unique<sm::SubnetManager>(*n->engine, *n->transport, cfg, n->store);
-    n->chain = std::make_unique<sa::ResponseChain>(*n->sa, n->engine->dispatcher().response_hook(0));
-    n->engine->set_response_hook(0, *n->chain);
-    nodes.push_back(std::move(n));
+    nodes.push_back(testing::make_sm_sa_node(fabric, node, cfg, replicate));
     return *nodes.back();
   }
   bool run_until(const std::function<bool()>& pred, Nanos sim_ms, sim::Host* host = nullptr) {
