@@ -180,6 +180,30 @@ std::string gid_string(const wire::Gid& g) {
   return buf;
 }
 
+// A PathRecord Get from `lp` to the SM LID's QP1 for the path to `dlid`.
+MadBuf path_record_get(const LocalPort& lp, std::uint16_t dlid, std::uint64_t tid) {
+  MadBuf req{};
+  wire::PathRecord q{};
+  q.slid = wire::be16::from(lp.lid);
+  q.dlid = wire::be16::from(dlid);
+  const wire::SaMad sa = wire::make_sa_request(wire::method::kGet, wire::sa_attr::kPathRecord, tid,
+                                               wire::path_record_cm::kSLid | wire::path_record_cm::kDLid, q);
+  wire::encode(sa, std::span<std::uint8_t>(req.mad.bytes));
+  req.len = wire::kMadSize;
+  req.addr.port_num = lp.port_num;
+  req.addr.lid = lp.sm_lid;
+  req.addr.remote_qpn = 1;
+  req.addr.qkey = kGsiQkey;
+  return req;
+}
+
+// Routes a core's responses to its TransactionManager.
+struct TxnHook final : MadHandler {
+  explicit TxnHook(TransactionManager* t) : txn(t) {}
+  TransactionManager* txn;
+  void on_mad(MadBuf& buf, CoreContext&) noexcept override { txn->on_response(buf); }
+};
+
 TEST(UmadIbsim, PathRecordGetMatchesSaquery) {
   SKIP_WITHOUT_SHIM();
   IbsimFabric fabric(ibsim::topology_path("chain3.topo"));
@@ -206,11 +230,7 @@ TEST(UmadIbsim, PathRecordGetMatchesSaquery) {
   Engine engine(cfg);
   engine.add_transport(t, 0);
   TransactionManager txn(clock, engine.core(0), TransactionConfig{.core_id = 0});
-  struct Hook final : MadHandler {
-    TransactionManager* txn;
-    void on_mad(MadBuf& buf, CoreContext&) noexcept override { txn->on_response(buf); }
-  } hook;
-  hook.txn = &txn;
+  TxnHook hook{&txn};
   engine.set_response_hook(0, hook);
   engine.add_transaction_manager(0, txn, t.local_port().port_num);
 
@@ -221,18 +241,7 @@ TEST(UmadIbsim, PathRecordGetMatchesSaquery) {
   ASSERT_NE(lp.sm_lid, 0);
   EXPECT_EQ(lp.state, PortState::kActive);
 
-  MadBuf req{};
-  wire::PathRecord q{};
-  q.slid = wire::be16::from(lp.lid);
-  q.dlid = wire::be16::from(dlid);
-  const wire::SaMad sa = wire::make_sa_request(wire::method::kGet, wire::sa_attr::kPathRecord, 0x00000000'5a5a0001ull,
-                                               wire::path_record_cm::kSLid | wire::path_record_cm::kDLid, q);
-  wire::encode(sa, std::span<std::uint8_t>(req.mad.bytes));
-  req.len = wire::kMadSize;
-  req.addr.port_num = lp.port_num;
-  req.addr.lid = lp.sm_lid;
-  req.addr.remote_qpn = 1;
-  req.addr.qkey = kGsiQkey;
+  const MadBuf req = path_record_get(lp, dlid, 0x00000000'5a5a0001ull);
 
   struct Outcome {
     int calls = 0;
@@ -331,28 +340,13 @@ TEST(UmadIbsim, BlockedEngineCoresWakeForShimMads) {
   Engine engine(cfg);
   engine.add_transport(t, 0);
   TransactionManager txn(clock, engine.core(1), TransactionConfig{.core_id = 1});
-  struct Hook final : MadHandler {
-    TransactionManager* txn;
-    void on_mad(MadBuf& buf, CoreContext&) noexcept override { txn->on_response(buf); }
-  } hook;
-  hook.txn = &txn;
+  TxnHook hook{&txn};
   engine.set_response_hook(1, hook);
   engine.add_transaction_manager(1, txn, t.local_port().port_num);
   const LocalPort lp = t.local_port();
   ASSERT_NE(lp.sm_lid, 0);
 
-  MadBuf req{};
-  wire::PathRecord q{};
-  q.slid = wire::be16::from(lp.lid);
-  q.dlid = wire::be16::from(dlid);
-  const wire::SaMad sa = wire::make_sa_request(wire::method::kGet, wire::sa_attr::kPathRecord, 0x00000000'5a5a0002ull,
-                                               wire::path_record_cm::kSLid | wire::path_record_cm::kDLid, q);
-  wire::encode(sa, std::span<std::uint8_t>(req.mad.bytes));
-  req.len = wire::kMadSize;
-  req.addr.port_num = lp.port_num;
-  req.addr.lid = lp.sm_lid;
-  req.addr.remote_qpn = 1;
-  req.addr.qkey = kGsiQkey;
+  const MadBuf req = path_record_get(lp, dlid, 0x00000000'5a5a0002ull);
 
   // The request is made on core 1's thread, by a poller (the manager is
   // single-threaded); both cores then block until the MADs wake them.
@@ -536,11 +530,7 @@ TEST(UmadIbsim, EngineFailsRequestsWhenIbsimStaysAway) {
   Engine engine(cfg);
   engine.add_transport(t, 0);
   TransactionManager txn(clock, engine.core(0), TransactionConfig{.core_id = 0});
-  struct Hook final : MadHandler {
-    TransactionManager* txn;
-    void on_mad(MadBuf& buf, CoreContext&) noexcept override { txn->on_response(buf); }
-  } hook;
-  hook.txn = &txn;
+  TxnHook hook{&txn};
   engine.set_response_hook(0, hook);
   engine.add_transaction_manager(0, txn, 1);
   struct Reports final : LifecycleListener {
