@@ -120,8 +120,9 @@ void BM_PathRecordGet_1core(benchmark::State& state) {
 BENCHMARK(BM_PathRecordGet_1core)->Unit(benchmark::kMicrosecond);
 
 // Two worker threads: core 0 owns the transport and hands queries of odd
-// DLIDs to core 1 (the owner of that shard), which sends its answers back
-// through the tx mesh. Each iteration is 100 ms of wall time.
+// DLIDs to core 1 (the owner of that shard: the replay's bursts are always
+// full, a backlog, so the SA's spread Gets go to their owners), which sends
+// its answers back through the tx mesh. Each iteration is 100 ms of wall time.
 void BM_PathRecordGet_2cores(benchmark::State& state) {
   const Fixture& fx = fixture();
   EngineConfig ec;
