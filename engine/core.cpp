@@ -8,9 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
-#include <linux/futex.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,27 +37,12 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
-// A plain futex on the watcher's wait sequence: std::atomic::wait spins and
-// calls sched_yield() before it sleeps (libstdc++ 12), which costs the shared
-// CPUs more than the one wait it saves.
-void futex_wait(const std::atomic<std::uint32_t>& word, std::uint32_t seen) noexcept {
-  static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t));
-  ::syscall(SYS_futex, reinterpret_cast<const std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
-}
-
-void futex_wake(std::atomic<std::uint32_t>& word) noexcept {
-  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
-}
-
 constexpr std::uint32_t kEventPollLoops = 64;
 constexpr std::uint32_t kStreakAfterWait = 1u << 30;  // above any spin budget  // poll_events() once per this many iterations
-// The watcher's wait inside the shim's poll (its unit is the millisecond):
-// the bound on how long the core's shim reads and writes, stop() and a
-// device-lost close can wait for the lock the watcher holds while it waits.
-// A MAD ends the wait at once, so only a core woken by something else (a
-// timer, a ring) waits, and only when it has nothing to read.
-constexpr int kWatcherPollMs = 1;
-constexpr std::uint32_t kWatcherErrorNapUs = 50;  // after a failed shim poll, before the next
+// How long a core waits inside umad2sim's poll() (its unit is the
+// millisecond): the bound on how late it sees a ring push, a due timer or
+// stop() while it waits there (see block()).
+constexpr int kShimWaitMs = 1;
 constexpr std::size_t kNoHandlerBuckets = 64;
 
 }  // namespace
@@ -599,20 +582,12 @@ std::size_t Core::watch_transports(Nanos now_ns) noexcept {
 
 std::size_t Core::poll_events() noexcept {
   std::size_t events = 0;
-  // The watcher may be polling a shim fd that poll_events() would close. Its
-  // poll ends within the cap (or at the next MAD): until then try again each
-  // iteration rather than wait for it.
-  std::unique_lock<std::mutex> watch_lock(watch_mu_, std::defer_lock);
-  const bool skip = watcher_.joinable() && !watch_lock.try_lock();
-  if (skip) events_due_ = true;
   for (LocalTransport& lt : local_) {
-    if (skip) break;
     const DeviceEvent ev = lt.transport->poll_events();
     if (ev == DeviceEvent::kNone) continue;
     ++events;
     on_device_event(lt, ev);
   }
-  if (watch_lock.owns_lock()) watch_lock.unlock();
   if (events != 0) bump(counters_->device_events, events);
   if (!managed_.empty() || !listeners_.empty()) events += watch_transports(shared_.clock->now_ns());
   return events;
@@ -670,12 +645,6 @@ void Core::run(const std::atomic<bool>& stop) noexcept {
       std::this_thread::sleep_for(std::chrono::microseconds(bo.sleep_us));
     }
   }
-  if (watcher_.joinable()) {
-    foreign_fd_.store(-1, std::memory_order_release);
-    sleep_seq_.fetch_add(1, std::memory_order_release);  // it sees `stop` (or ends its poll within the cap)
-    futex_wake(sleep_seq_);
-    watcher_.join();
-  }
   release();
 }
 
@@ -684,9 +653,13 @@ void Core::run(const std::atomic<bool>& stop) noexcept {
 // (kernel fds only) until the earliest poller deadline or the cap. Producers
 // wake it through CoreWaker. A wait fd that is not a kernel fd belongs to
 // umad2sim's LD_PRELOAD shim, whose poll() can only wait on that one fd (it
-// ignores every other fd in the set, and ppoll() does not know the fd): a
-// watcher thread polls it through the shim while the core sleeps and writes
-// the core's eventfd when it turns readable.
+// ignores every other fd in the set, and ppoll() does not know the fd): the
+// core then waits inside the shim's poll() itself, kShimWaitMs at most, and
+// sees ring pushes, timers and stop() when that wait ends. A MAD ends it at
+// once (the shim's receiver thread signals it), so a query costs the core
+// one wake-up; work from other threads waits up to a millisecond, which only
+// ever happens under ibsim. (A watcher thread that waited in the shim and
+// woke the core's eventfd cost a second thread two wake-ups per query.)
 
 Nanos Core::idle_timeout_ns() const noexcept {
   Nanos t = Nanos{shared_.backoff.block_max_us} * kNanosPerMicro;
@@ -699,43 +672,6 @@ Nanos Core::idle_timeout_ns() const noexcept {
     if (!m.paused) bound(m.txn->next_deadline_ns());
   for (const Poller* p : pollers_) bound(p->next_deadline_ns());
   return t;
-}
-
-void Core::watch_foreign_fd(const std::atomic<bool>& stop) noexcept {
-  CoreWaker& w = *shared_.wakers[id_];
-  std::uint32_t seen = 0;
-  while (!stop.load(std::memory_order_acquire)) {
-    // Until the core enters its next wait. A sequence, not the sleeping flag:
-    // the core may be up and asleep again before this thread runs.
-    while (sleep_seq_.load(std::memory_order_acquire) == seen && !stop.load(std::memory_order_acquire))
-      futex_wait(sleep_seq_, seen);
-    seen = sleep_seq_.load(std::memory_order_acquire);
-    // Wait in the shim while the core is still in wait number `seen`: the
-    // shim's receiver thread ends the wait as soon as a MAD is queued, so a
-    // query costs one wake-up of this thread, not a poll every few us.
-    while (!stop.load(std::memory_order_acquire) && w.sleeping.load(std::memory_order_acquire) == 1 &&
-           sleep_seq_.load(std::memory_order_acquire) == seen) {
-      const int fd = foreign_fd_.load(std::memory_order_acquire);
-      if (fd < 0) break;
-      int r = 0;
-      {
-        // The core takes this lock before its transports' poll_events(), which
-        // may close the fd (device lost): never poll a closed fd. Reads and
-        // writes need no lock: umad2sim's poll, read and write each take
-        // the shim's own locks around its receive queue (ibsim 0.10).
-        const std::lock_guard<std::mutex> g(watch_mu_);
-        if (foreign_fd_.load(std::memory_order_acquire) != fd) break;
-        pollfd p{fd, POLLIN, 0};
-        r = ::poll(&p, 1, kWatcherPollMs);
-      }
-      if (r < 0) std::this_thread::sleep_for(std::chrono::microseconds(kWatcherErrorNapUs));
-      if (r > 0) {
-        if (w.sleeping.load(std::memory_order_acquire) == 1 && sleep_seq_.load(std::memory_order_acquire) == seen)
-          w.wake();
-        break;
-      }
-    }
-  }
 }
 
 void Core::block(const std::atomic<bool>& stop) noexcept {
@@ -772,18 +708,10 @@ void Core::block(const std::atomic<bool>& stop) noexcept {
     }
     pollfds_[n++] = pollfd{fd, POLLIN, 0};
   }
-  Nanos wait_ns = timeout_ns;
-  if (foreign >= 0 && !watcher_.joinable() && !watcher_failed_) {
-    try {
-      watcher_ = std::thread([this, &stop] { watch_foreign_fd(stop); });
-      const std::string name = "mad-watch" + std::to_string(id_);
-      ::pthread_setname_np(watcher_.native_handle(), name.c_str());
-    } catch (...) {
-      watcher_failed_ = true;  // no thread: fall back to short waits
-    }
+  if (foreign >= 0) {
+    shim_wait(foreign, stop);
+    return;
   }
-  if (foreign >= 0 && watcher_failed_) wait_ns = std::min<Nanos>(wait_ns, 100 * kNanosPerMicro);
-  foreign_fd_.store(watcher_.joinable() ? foreign : -1, std::memory_order_release);
 
   // Pairs with the RMW in CoreWaker::wake_if_sleeping(): a push we do not
   // see below is followed by a producer that reads our 1. The re-check
@@ -795,12 +723,8 @@ void Core::block(const std::atomic<bool>& stop) noexcept {
     idle_streak_ = 0;
     return;
   }
-  if (watcher_.joinable()) {
-    sleep_seq_.fetch_add(1, std::memory_order_release);  // the watcher polls for this wait
-    futex_wake(sleep_seq_);
-  }
   bump(counters_->idle_blocks);
-  const timespec ts{static_cast<time_t>(wait_ns / kNanosPerSecond), static_cast<long>(wait_ns % kNanosPerSecond)};
+  const timespec ts{static_cast<time_t>(timeout_ns / kNanosPerSecond), static_cast<long>(timeout_ns % kNanosPerSecond)};
   const int r = ::ppoll(pollfds_.data(), n, &ts, nullptr);
   w.sleeping.store(0, std::memory_order_release);
   events_due_ = true;  // the life cycle runs after every wait, not every 64 loops
@@ -822,6 +746,21 @@ void Core::block(const std::atomic<bool>& stop) noexcept {
       break;
     }
   }
+}
+
+void Core::shim_wait(int fd, const std::atomic<bool>& stop) noexcept {
+  // `sleeping` stays 0: producers cannot end this wait, so they need not
+  // write the eventfd; the rings are drained when it ends instead.
+  if (stop.load(std::memory_order_acquire) || drain_inbound() != 0) {
+    idle_streak_ = 0;
+    return;
+  }
+  bump(counters_->idle_blocks);
+  pollfd p{fd, POLLIN, 0};
+  const int r = ::poll(&p, 1, kShimWaitMs);
+  events_due_ = true;
+  idle_streak_ = kStreakAfterWait;
+  bump(r > 0 ? counters_->idle_wake_fd : counters_->idle_wake_timeout);
 }
 
 void Core::release() noexcept {

@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include <poll.h>
@@ -223,7 +222,7 @@ class Core final : public CoreContext, public TxSink {
     spin_budget_ = loops;
     spin_budget_seen_.store(loops, std::memory_order_relaxed);
   }
-  void watch_foreign_fd(const std::atomic<bool>& stop) noexcept;
+  void shim_wait(int fd, const std::atomic<bool>& stop) noexcept;  // block() on a umad2sim fd
 
   const std::uint16_t id_;
   CoreShared& shared_;
@@ -267,14 +266,7 @@ class Core final : public CoreContext, public TxSink {
   std::uint32_t spin_budget_ = 0;  // kBlock: the current spin (see IdleBackoff)
   std::atomic<std::uint32_t> spin_budget_seen_{0};  // its copy for snapshot()
   bool events_due_ = false;  // poll_events() on the next iteration (after a wait)
-  // A wait_fd() that is not a kernel fd (umad2sim's LD_PRELOAD shim serves
-  // it, and its poll() watches only that fd): a watcher thread polls it
-  // while the core sleeps and writes the core's eventfd (core.cpp, block()).
-  std::atomic<int> foreign_fd_{-1};
-  std::atomic<std::uint32_t> sleep_seq_{0};  // +1 at each wait the watcher should poll for
-  std::mutex watch_mu_;  // held by the watcher while it polls; by the core around poll_events()
-  std::thread watcher_;  // started by the first wait that finds a foreign fd
-  bool watcher_failed_ = false;
+  // Whether the last wait fd seen is a kernel fd (umad2sim's are not: block()).
   int checked_fd_ = -1;          // the last wait fd asked whether it is a kernel fd
   bool checked_foreign_ = false;
   std::vector<pollfd> pollfds_;  // eventfd + transports_per_core_max
