@@ -19,6 +19,7 @@
 
 #include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
+#include "umad_sa_client.hpp"
 #include "madengine/engine/clock.hpp"
 #include "madengine/engine/engine.hpp"
 #include "madengine/engine/lifecycle.hpp"
@@ -182,19 +183,12 @@ std::string gid_string(const wire::Gid& g) {
 
 // A PathRecord Get from `lp` to the SM LID's QP1 for the path to `dlid`.
 MadBuf path_record_get(const LocalPort& lp, std::uint16_t dlid, std::uint64_t tid) {
-  MadBuf req{};
   wire::PathRecord q{};
   q.slid = wire::be16::from(lp.lid);
   q.dlid = wire::be16::from(dlid);
-  const wire::SaMad sa = wire::make_sa_request(wire::method::kGet, wire::sa_attr::kPathRecord, tid,
-                                               wire::path_record_cm::kSLid | wire::path_record_cm::kDLid, q);
-  wire::encode(sa, std::span<std::uint8_t>(req.mad.bytes));
-  req.len = wire::kMadSize;
-  req.addr.port_num = lp.port_num;
-  req.addr.lid = lp.sm_lid;
-  req.addr.remote_qpn = 1;
-  req.addr.qkey = kGsiQkey;
-  return req;
+  return ibsim::sa_request_to_sm(wire::make_sa_request(wire::method::kGet, wire::sa_attr::kPathRecord, tid,
+                                                       wire::path_record_cm::kSLid | wire::path_record_cm::kDLid, q),
+                                 lp);
 }
 
 // Routes a core's responses to its TransactionManager.

@@ -17,11 +17,8 @@
 
 namespace madengine::ibsim {
 
-// The response's SA status, or -1 when none came. `answer` (optional) gets
-// the response MAD.
-inline int umad_sa_request(UmadTransport& t, const wire::SaMad& sa, wire::SaMad* answer = nullptr) {
-  const LocalPort lp = t.local_port();
-  const auto tid = static_cast<std::uint32_t>(sa.hdr.tid.get());
+// `sa` as a MAD from port `lp` to the SA: the SM LID's QP1.
+inline MadBuf sa_request_to_sm(const wire::SaMad& sa, const LocalPort& lp) {
   MadBuf req{};
   wire::encode(sa, std::span<std::uint8_t>(req.mad.bytes));
   req.len = wire::kMadSize;
@@ -29,6 +26,14 @@ inline int umad_sa_request(UmadTransport& t, const wire::SaMad& sa, wire::SaMad*
   req.addr.lid = lp.sm_lid;
   req.addr.remote_qpn = 1;
   req.addr.qkey = kGsiQkey;
+  return req;
+}
+
+// The response's SA status, or -1 when none came. `answer` (optional) gets
+// the response MAD.
+inline int umad_sa_request(UmadTransport& t, const wire::SaMad& sa, wire::SaMad* answer = nullptr) {
+  const auto tid = static_cast<std::uint32_t>(sa.hdr.tid.get());
+  MadBuf req = sa_request_to_sm(sa, t.local_port());
   MadBuf rx[8];
   MadBuf* rxp[8];
   for (int i = 0; i < 8; ++i) rxp[i] = &rx[i];
