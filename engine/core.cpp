@@ -39,10 +39,10 @@ inline void cpu_relax() noexcept {
 
 constexpr std::uint32_t kEventPollLoops = 64;
 constexpr std::uint32_t kStreakAfterWait = 1u << 30;  // above any spin budget  // poll_events() once per this many iterations
-// How long a core waits inside umad2sim's poll() (its unit is the
-// millisecond): the bound on how late it sees a ring push, a due timer or
-// stop() while it waits there (see block()).
-constexpr int kShimWaitMs = 1;
+// The longest wait inside umad2sim's poll() (its unit is the millisecond):
+// how late a core waiting there sees a ring push or stop(), whatever
+// block_max_us says (see block()).
+constexpr Nanos kShimWaitMaxNs = 2 * kNanosPerMilli;
 constexpr std::size_t kNoHandlerBuckets = 64;
 
 }  // namespace
@@ -654,11 +654,11 @@ void Core::run(const std::atomic<bool>& stop) noexcept {
 // wake it through CoreWaker. A wait fd that is not a kernel fd belongs to
 // umad2sim's LD_PRELOAD shim, whose poll() can only wait on that one fd (it
 // ignores every other fd in the set, and ppoll() does not know the fd): the
-// core then waits inside the shim's poll() itself, kShimWaitMs at most, and
-// sees ring pushes, timers and stop() when that wait ends. A MAD ends it at
-// once (the shim's receiver thread signals it), so a query costs the core
-// one wake-up; work from other threads waits up to a millisecond, which only
-// ever happens under ibsim. (A watcher thread that waited in the shim and
+// core then waits inside the shim's poll() itself, until the same deadline
+// but kShimWaitMaxNs (2 ms) at most, and sees ring pushes and stop() when
+// that wait ends. A MAD ends it at once (the shim's receiver thread signals
+// it), so a query costs the core one wake-up; work from other threads waits
+// up to 2 ms, which only ever happens under ibsim. (A watcher thread that waited in the shim and
 // woke the core's eventfd cost a second thread two wake-ups per query.)
 
 Nanos Core::idle_timeout_ns() const noexcept {
@@ -709,7 +709,7 @@ void Core::block(const std::atomic<bool>& stop) noexcept {
     pollfds_[n++] = pollfd{fd, POLLIN, 0};
   }
   if (foreign >= 0) {
-    shim_wait(foreign, stop);
+    shim_wait(foreign, timeout_ns, stop);
     return;
   }
 
@@ -748,7 +748,7 @@ void Core::block(const std::atomic<bool>& stop) noexcept {
   }
 }
 
-void Core::shim_wait(int fd, const std::atomic<bool>& stop) noexcept {
+void Core::shim_wait(int fd, Nanos timeout_ns, const std::atomic<bool>& stop) noexcept {
   // `sleeping` stays 0: producers cannot end this wait, so they need not
   // write the eventfd; the rings are drained when it ends instead.
   if (stop.load(std::memory_order_acquire) || drain_inbound() != 0) {
@@ -757,7 +757,9 @@ void Core::shim_wait(int fd, const std::atomic<bool>& stop) noexcept {
   }
   bump(counters_->idle_blocks);
   pollfd p{fd, POLLIN, 0};
-  const int r = ::poll(&p, 1, kShimWaitMs);
+  const Nanos wait_ns = std::min(timeout_ns, kShimWaitMaxNs);
+  const auto ms = static_cast<int>(std::max<Nanos>(1, (wait_ns + kNanosPerMilli - 1) / kNanosPerMilli));
+  const int r = ::poll(&p, 1, ms);
   events_due_ = true;
   idle_streak_ = kStreakAfterWait;
   bump(r > 0 ? counters_->idle_wake_fd : counters_->idle_wake_timeout);

@@ -306,7 +306,7 @@ TEST(UmadIbsim, PathRecordGetMatchesSaquery) {
 // The daemon's shape on ibsim: engine threads (not poll_all_once), blocking
 // idle, the transport on core 0 and the requester on core 1, so the request
 // crosses the tx ring and the response the rx ring. umad2sim's fd is not a
-// kernel fd: core 0 waits inside the shim's poll() (a millisecond at a time:
+// kernel fd: core 0 waits inside the shim's poll() (2 ms at most at a time:
 // the response ends its wait, the request from core 1 waits for the bound);
 // core 1 sleeps on its eventfd. The cap on one eventfd wait is a minute, so
 // a response that only the cap could deliver to core 1 would miss the first

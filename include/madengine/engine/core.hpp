@@ -222,7 +222,7 @@ class Core final : public CoreContext, public TxSink {
     spin_budget_ = loops;
     spin_budget_seen_.store(loops, std::memory_order_relaxed);
   }
-  void shim_wait(int fd, const std::atomic<bool>& stop) noexcept;  // block() on a umad2sim fd
+  void shim_wait(int fd, Nanos timeout_ns, const std::atomic<bool>& stop) noexcept;  // block() on a umad2sim fd
 
   const std::uint16_t id_;
   CoreShared& shared_;
