@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <chrono>
 #include <stdexcept>
+#include <mutex>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -37,8 +38,8 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
-constexpr std::uint32_t kEventPollLoops = 64;
-constexpr std::uint32_t kStreakAfterWait = 1u << 30;  // above any spin budget  // poll_events() once per this many iterations
+constexpr std::uint32_t kEventPollLoops = 64;         // poll_events() once per this many iterations
+constexpr std::uint32_t kStreakAfterWait = 1u << 30;  // above any spin budget
 // The longest wait inside umad2sim's poll() (its unit is the millisecond):
 // how late a core waiting there sees a ring push or stop(), whatever
 // block_max_us says (see block()).
@@ -106,6 +107,8 @@ struct Core::LocalTransport {
   std::vector<MadBuf*> pending;  // tx backlog for this transport, tx_queue_depth
   std::uint32_t pending_len = 0;
   bool lost = false;  // kDeviceLost seen, kDeviceBack not yet: no rx, tx dropped
+  int checked_fd = -1;   // the wait_fd() last asked whether it is a kernel fd ...
+  bool foreign = false;  // ... and it is not (umad2sim's: see block())
 };
 
 Core::Core(std::uint16_t id, CoreShared& shared)
@@ -658,8 +661,9 @@ void Core::run(const std::atomic<bool>& stop) noexcept {
 // but kShimWaitMaxNs (2 ms) at most, and sees ring pushes and stop() when
 // that wait ends. A MAD ends it at once (the shim's receiver thread signals
 // it), so a query costs the core one wake-up; work from other threads waits
-// up to 2 ms, which only ever happens under ibsim. (A watcher thread that waited in the shim and
-// woke the core's eventfd cost a second thread two wake-ups per query.)
+// up to 2 ms, which only ever happens under ibsim. (A watcher thread that
+// waited in the shim and woke the core's eventfd cost a second thread two
+// wake-ups per query.)
 
 Nanos Core::idle_timeout_ns() const noexcept {
   Nanos t = Nanos{shared_.backoff.block_max_us} * kNanosPerMicro;
@@ -691,48 +695,59 @@ void Core::block(const std::atomic<bool>& stop) noexcept {
   pollfds_[0] = pollfd{w.event_fd, POLLIN, 0};
   nfds_t n = 1;
   int foreign = -1;
-  for (const LocalTransport& lt : local_) {
+  for (LocalTransport& lt : local_) {
     if (lt.lost) continue;
     const int fd = lt.transport->wait_fd();
     if (fd < 0) continue;
     // F_GETFD fails with EBADF on a number the kernel never gave out: a
     // preload shim's fd (umad2sim numbers its fds from 1024). Asked again
     // only when the fd changes (a reopen).
-    if (fd != checked_fd_) {
-      checked_fd_ = fd;
-      checked_foreign_ = ::fcntl(fd, F_GETFD) == -1 && errno == EBADF;
+    if (fd != lt.checked_fd) {
+      lt.checked_fd = fd;
+      lt.foreign = ::fcntl(fd, F_GETFD) == -1 && errno == EBADF;
     }
-    if (checked_foreign_) {
+    if (lt.foreign) {
       foreign = fd;
       continue;
     }
     pollfds_[n++] = pollfd{fd, POLLIN, 0};
   }
-  if (foreign >= 0) {
-    shim_wait(foreign, timeout_ns, stop);
-    return;
-  }
+  // In the shim's poll() `sleeping` stays 0: producers cannot end that wait,
+  // so they need not write the eventfd; the rings are drained when it ends.
+  const bool shim = foreign >= 0;
 
   // Pairs with the RMW in CoreWaker::wake_if_sleeping(): a push we do not
   // see below is followed by a producer that reads our 1. The re-check
   // drains the rings (a dequeue, not rte_ring_count(), whose plain read of
   // the producer's tail TSan rightly reports); what it finds is work done.
-  w.sleeping.exchange(1, std::memory_order_acq_rel);
+  if (!shim) w.sleeping.exchange(1, std::memory_order_acq_rel);
   if (stop.load(std::memory_order_acquire) || drain_inbound() != 0) {
-    w.sleeping.store(0, std::memory_order_release);
+    if (!shim) w.sleeping.store(0, std::memory_order_release);
     idle_streak_ = 0;
     return;
   }
   bump(counters_->idle_blocks);
-  const timespec ts{static_cast<time_t>(timeout_ns / kNanosPerSecond), static_cast<long>(timeout_ns % kNanosPerSecond)};
-  const int r = ::ppoll(pollfds_.data(), n, &ts, nullptr);
-  w.sleeping.store(0, std::memory_order_release);
+  int r = 0;
+  if (shim) {
+    pollfd p{foreign, POLLIN, 0};
+    const Nanos wait_ns = std::min(timeout_ns, kShimWaitMaxNs);
+    r = ::poll(&p, 1, static_cast<int>(std::max<Nanos>(1, (wait_ns + kNanosPerMilli - 1) / kNanosPerMilli)));
+  } else {
+    const timespec ts{static_cast<time_t>(timeout_ns / kNanosPerSecond),
+                      static_cast<long>(timeout_ns % kNanosPerSecond)};
+    r = ::ppoll(pollfds_.data(), n, &ts, nullptr);
+    w.sleeping.store(0, std::memory_order_release);
+  }
   events_due_ = true;  // the life cycle runs after every wait, not every 64 loops
   // Back to the blocking point at once if the next iteration finds nothing:
   // the spin was spent before this wait (and is not judged again).
   idle_streak_ = kStreakAfterWait;
   if (r <= 0) {
     bump(counters_->idle_wake_timeout);
+    return;
+  }
+  if (shim) {
+    bump(counters_->idle_wake_fd);
     return;
   }
   if ((pollfds_[0].revents & POLLIN) != 0) {
@@ -746,23 +761,6 @@ void Core::block(const std::atomic<bool>& stop) noexcept {
       break;
     }
   }
-}
-
-void Core::shim_wait(int fd, Nanos timeout_ns, const std::atomic<bool>& stop) noexcept {
-  // `sleeping` stays 0: producers cannot end this wait, so they need not
-  // write the eventfd; the rings are drained when it ends instead.
-  if (stop.load(std::memory_order_acquire) || drain_inbound() != 0) {
-    idle_streak_ = 0;
-    return;
-  }
-  bump(counters_->idle_blocks);
-  pollfd p{fd, POLLIN, 0};
-  const Nanos wait_ns = std::min(timeout_ns, kShimWaitMaxNs);
-  const auto ms = static_cast<int>(std::max<Nanos>(1, (wait_ns + kNanosPerMilli - 1) / kNanosPerMilli));
-  const int r = ::poll(&p, 1, ms);
-  events_due_ = true;
-  idle_streak_ = kStreakAfterWait;
-  bump(r > 0 ? counters_->idle_wake_fd : counters_->idle_wake_timeout);
 }
 
 void Core::release() noexcept {

@@ -9,7 +9,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include <poll.h>
@@ -222,7 +221,6 @@ class Core final : public CoreContext, public TxSink {
     spin_budget_ = loops;
     spin_budget_seen_.store(loops, std::memory_order_relaxed);
   }
-  void shim_wait(int fd, Nanos timeout_ns, const std::atomic<bool>& stop) noexcept;  // block() on a umad2sim fd
 
   const std::uint16_t id_;
   CoreShared& shared_;
@@ -266,9 +264,6 @@ class Core final : public CoreContext, public TxSink {
   std::uint32_t spin_budget_ = 0;  // kBlock: the current spin (see IdleBackoff)
   std::atomic<std::uint32_t> spin_budget_seen_{0};  // its copy for snapshot()
   bool events_due_ = false;  // poll_events() on the next iteration (after a wait)
-  // Whether the last wait fd seen is a kernel fd (umad2sim's are not: block()).
-  int checked_fd_ = -1;          // the last wait fd asked whether it is a kernel fd
-  bool checked_foreign_ = false;
   std::vector<pollfd> pollfds_;  // eventfd + transports_per_core_max
 };
 
