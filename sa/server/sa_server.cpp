@@ -487,6 +487,13 @@ class SaServer::CoreWorker final : public Poller {
     finish(req, status, k, true);
   }
 
+  // A Set or Delete that changed the state: answered, and the replica and
+  // journal see a new generation.
+  void answer_changed(MadBuf& req, const void* rec, std::size_t len, AtomicCounters::Kind& k) noexcept {
+    server_.bump_state_generation();
+    answer_one(req, rec, len, k);
+  }
+
   // A one-MAD answer carrying `rec` (or nothing).
   void answer_one(MadBuf& req, const void* rec, std::size_t len, AtomicCounters::Kind& k) noexcept {
     wire::SaMad& sa = begin_answer(req);
@@ -496,10 +503,10 @@ class SaServer::CoreWorker final : public Poller {
     finish(req, 0, k, true, n);
   }
 
-  // The same for the record a Get collected into scratch_ (`len` bytes of it). The record, then zeros: each byte written once; a
-  // PathRecord, the common answer, with constant sizes so the copy and fill
-  // are plain vector stores instead of rep-string instructions, slow to
-  // start. (Kept apart from answer_one: with a smaller typed record inlined
+  // The same for the record a Get collected into scratch_ (`len` bytes of
+  // it). The record, then zeros: each byte written once; a PathRecord, the
+  // common answer, with constant sizes so the copy and fill are plain vector
+  // stores instead of rep-string instructions, slow to start. (Kept apart from answer_one: with a smaller typed record inlined
   // there, g++ flags the constant-size branch it can never take.)
   void answer_one_scratch(MadBuf& req, std::size_t len, AtomicCounters::Kind& k) noexcept {
     wire::SaMad& sa = begin_answer(req);
@@ -672,22 +679,12 @@ class SaServer::CoreWorker final : public Poller {
         for (const auto& g : *v)
           for (const auto& mem : g.members) {
             const wire::McMemberRecord r = member_record(g, mem);
-            if (trusted) {
-              if (!sink.offer(&r)) return 0;
-              continue;
-            }
             const std::size_t before = sink.count();
             const bool more = sink.offer(&r);
-            if (sink.count() != before) {
-              wire::McMemberRecord shown;
-              std::memcpy(&shown, sink.last(), sizeof shown);
-              shown.port_gid = {};
-              shown.set_join_state(0);
-              shown.set_proxy_join(false);
-              std::memcpy(sink.last(), &shown, sizeof shown);
-            }
+            const bool hidden = !trusted && sink.count() != before;
+            if (hidden) hide_member(sink.last());
             if (!more) return 0;
-            if (sink.count() != before) break;  // the group is listed: next group
+            if (hidden) break;  // the group is listed once: next group
           }
         return 0;
       }
@@ -701,6 +698,16 @@ class SaServer::CoreWorker final : public Poller {
       }
       default: return wire::status::kMethodAttrUnsupported;
     }
+  }
+
+  // Zeroes the member fields of the MCMemberRecord at `rec` (as stored in a sink).
+  static void hide_member(std::uint8_t* rec) noexcept {
+    wire::McMemberRecord r;
+    std::memcpy(&r, rec, sizeof r);
+    r.port_gid = {};
+    r.set_join_state(0);
+    r.set_proxy_join(false);
+    std::memcpy(rec, &r, sizeof r);
   }
 
   void multi_path(MadBuf& req, AtomicCounters::Kind& k) noexcept {
@@ -739,20 +746,14 @@ class SaServer::CoreWorker final : public Poller {
           wire::ServiceRecord r, out{};
           std::memcpy(&r, sa.data.data(), sizeof(r));
           status = set ? server_.services_.set(r, mask, who, now_ns, out) : server_.services_.erase(r, mask, who, out);
-          if (status == 0) {
-            server_.bump_state_generation();
-            return answer_one(req, &out, sizeof(out), k);
-          }
+          if (status == 0) return answer_changed(req, &out, sizeof(out), k);
           break;
         }
         case a::kMcMemberRecord: {
           wire::McMemberRecord r, out{};
           std::memcpy(&r, sa.data.data(), sizeof(r));
           status = set ? server_.groups_.join(r, mask, join_context(r, who), out) : server_.groups_.leave(r, mask, who, out);
-          if (status == 0) {
-            server_.bump_state_generation();
-            return answer_one(req, &out, sizeof(out), k);
-          }
+          if (status == 0) return answer_changed(req, &out, sizeof(out), k);
           break;
         }
         case a::kInformInfo: {
@@ -760,10 +761,7 @@ class SaServer::CoreWorker final : public Poller {
           wire::InformInfo r;
           std::memcpy(&r, sa.data.data(), sizeof(r));
           status = server_.subs_.set(r, who, req.addr);
-          if (status == 0) {
-            server_.bump_state_generation();
-            return answer_one(req, &r, sizeof(r), k);
-          }
+          if (status == 0) return answer_changed(req, &r, sizeof(r), k);
           break;
         }
         default: return error(req, wire::status::kMethodAttrUnsupported, k);
