@@ -15,16 +15,13 @@
 #include "madengine/engine/scheduler.hpp"
 #include "madengine/wire/sa.hpp"
 
-// Same third-party suppressions as engine_test.cpp (Boost.Lockfree's node
-// recycling, DPDK's HTS ring), so our own code stays checked under TSan.
-extern "C" const char* __tsan_default_suppressions() {
-  return "race:boost/lockfree/\n"
-         "race:__rte_ring_do_hts_enqueue_elem\n"
-         "race:__rte_ring_do_hts_dequeue_elem\n";
-}
+#include "tsan_suppressions.hpp"
+#include "wait_for.hpp"
 
 namespace madengine {
 namespace {
+
+using testing::wait_for;
 
 constexpr std::uint8_t kSa = 0x03;
 constexpr std::uint32_t kCapUs = 60'000'000;  // one wait may last a minute
@@ -59,17 +56,6 @@ EngineConfig blocking_config(std::uint16_t cores) {
   c.backoff.spin_loops_max = 4;
   c.backoff.block_max_us = kCapUs;
   return c;
-}
-
-// Waits for a state the engine threads will reach; the bound only keeps a
-// broken build from hanging CI, it is not a timing assertion.
-template <typename F>
-bool wait_for(F&& done) {
-  for (int i = 0; i < 30'000; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return done();
 }
 
 CoreCounters counters(Engine& e, std::uint16_t core) { return e.stats().cores[core].counters; }

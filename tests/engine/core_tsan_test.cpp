@@ -17,12 +17,7 @@
 #include "engine/loopback_transport.hpp"
 #include "madengine/wire/sa.hpp"
 
-// See ring_tsan_test.cpp: third-party lock-free internals only.
-extern "C" const char* __tsan_default_suppressions() {
-  return "race:boost/lockfree/\n"
-         "race:__rte_ring_do_hts_enqueue_elem\n"
-         "race:__rte_ring_do_hts_dequeue_elem\n";
-}
+#include "tsan_suppressions.hpp"
 
 namespace madengine {
 namespace {

@@ -15,19 +15,13 @@
 #include "engine/loopback_transport.hpp"
 #include "madengine/wire/sa.hpp"
 
-// Known reports in third-party lock-free code, each silenced by path so our
-// own code and the SPSC rings stay checked: Boost.Lockfree's queue reads a
-// node's link while another thread may recycle the node (its tagged indices
-// make the stale read harmless); DPDK's HTS (MPMC) ring mixes an 8-byte CAS
-// with a 4-byte tail store, which TSan cannot pair (see ring.hpp).
-extern "C" const char* __tsan_default_suppressions() {
-  return "race:boost/lockfree/\n"
-         "race:__rte_ring_do_hts_enqueue_elem\n"
-         "race:__rte_ring_do_hts_dequeue_elem\n";
-}
+#include "tsan_suppressions.hpp"
+#include "wait_for.hpp"
 
 namespace madengine {
 namespace {
+
+using testing::wait_for;
 
 constexpr std::uint8_t kSa = 0x03;
 
@@ -89,17 +83,6 @@ EngineConfig test_config(std::uint16_t cores) {
   c.pin = false;  // tests share the machine
   c.backoff.sleep_us = 10;
   return c;
-}
-
-// Waits for a condition the engine threads will reach; the bound only keeps
-// a broken build from hanging CI, it is not a timing assertion.
-template <typename F>
-bool wait_for(F&& done) {
-  for (int i = 0; i < 30'000; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return done();
 }
 
 TEST(Engine, StartStopReturnsEveryBuffer) {

@@ -20,17 +20,13 @@
 #include "madengine/engine/transaction.hpp"
 #include "madengine/wire/sa.hpp"
 
-// The same third-party reports engine_test.cpp silences (Boost.Lockfree's
-// node recycling; DPDK HTS's 8-byte CAS against 4-byte loads, here in the
-// pool's shared free ring); our rings, cores and the life cycle stay checked.
-extern "C" const char* __tsan_default_suppressions() {
-  return "race:boost/lockfree/\n"
-         "race:__rte_ring_do_hts_enqueue_elem\n"
-         "race:__rte_ring_do_hts_dequeue_elem\n";
-}
+#include "tsan_suppressions.hpp"
+#include "wait_for.hpp"
 
 namespace madengine {
 namespace {
+
+using testing::wait_for;
 
 using namespace std::chrono_literals;
 
@@ -147,16 +143,6 @@ struct Listener final : LifecycleListener {
     for (std::uint64_t t : r.tids) (r.resent ? resent : failed).push_back(t);
   }
 };
-
-// The bound only keeps a broken build from hanging; it is not a timing assertion.
-template <typename F>
-bool wait_for(F&& cond) {
-  for (int i = 0; i < 30'000; ++i) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return cond();
-}
 
 // Answers every request the transport sent (the remote SA).
 void answer(LoopbackTransport& lo) {

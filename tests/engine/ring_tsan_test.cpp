@@ -11,16 +11,7 @@
 #include <thread>
 #include <vector>
 
-// Known reports in third-party lock-free code, each silenced by path so our
-// own code and the SPSC rings stay checked: Boost.Lockfree's queue reads a
-// node's link while another thread may recycle the node (its tagged indices
-// make the stale read harmless); DPDK's HTS (MPMC) ring mixes an 8-byte CAS
-// with a 4-byte tail store, which TSan cannot pair (see ring.hpp).
-extern "C" const char* __tsan_default_suppressions() {
-  return "race:boost/lockfree/\n"
-         "race:__rte_ring_do_hts_enqueue_elem\n"
-         "race:__rte_ring_do_hts_dequeue_elem\n";
-}
+#include "tsan_suppressions.hpp"
 
 namespace madengine {
 namespace {
