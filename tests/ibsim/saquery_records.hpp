@@ -1,6 +1,7 @@
 // saquery output as records, shared by the SA conformance tests on ibsim:
 // parses saquery's "key....value" lines and table rows into one map per
-// record, and runs one saquery on a fabric (repeating a run the shim crashed).
+// record, and runs one saquery on a fabric (repeating a run the shim crashed);
+// and one smpquery/saquery answer of "key....value" lines as one map.
 #pragma once
 
 #include <chrono>
@@ -12,6 +13,25 @@
 #include "ibsim_harness.hpp"
 
 namespace madengine::ibsim {
+
+// "Key:....value" (smpquery) and "\t\tkey....value" (saquery) lines into a map.
+inline std::map<std::string, std::string> parse_dotted(const std::string& text) {
+  std::map<std::string, std::string> m;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const auto key_begin = line.find_first_not_of(" \t");
+    if (key_begin == std::string::npos) continue;
+    const auto dots = line.find("..", key_begin);
+    if (dots == std::string::npos) continue;
+    std::string key = line.substr(key_begin, dots - key_begin);
+    if (!key.empty() && key.back() == ':') key.pop_back();
+    const auto val_begin = line.find_first_not_of('.', dots);
+    if (val_begin == std::string::npos) continue;
+    m.emplace(key, line.substr(val_begin));
+  }
+  return m;
+}
 
 // A saquery record: "key....value" lines under a "... dump:" header; table
 // rows "SL: 0| 1|..." / "VL    : ..." / "Weight: ..." are keyed by their

@@ -23,6 +23,7 @@
 
 #include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
+#include "saquery_records.hpp"
 #include "madengine/engine/engine.hpp"
 #include "sa/snapshot.hpp"
 #include "sm/routing/routing.hpp"
@@ -35,6 +36,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using ibsim::IbsimFabric;
+using ibsim::parse_dotted;
 
 constexpr auto kDiagTimeout = std::chrono::seconds(60);  // a bound for a hung diag, not a timing check
 
@@ -64,23 +66,6 @@ struct SmRig {
   }
   ~SmRig() { stop(); }
 };
-
-std::map<std::string, std::string> parse_dotted(const std::string& text) {
-  std::map<std::string, std::string> m;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto b = line.find_first_not_of(" \t");
-    if (b == std::string::npos) continue;
-    const auto dots = line.find("..", b);
-    if (dots == std::string::npos) continue;
-    std::string key = line.substr(b, dots - b);
-    if (!key.empty() && key.back() == ':') key.pop_back();
-    const auto v = line.find_first_not_of('.', dots);
-    if (v != std::string::npos) m.emplace(key, line.substr(v));
-  }
-  return m;
-}
 
 // A host of the fabric other than the SM's, to run diags from.
 std::string diag_host(const std::string& topo) {

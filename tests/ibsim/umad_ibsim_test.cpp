@@ -19,6 +19,7 @@
 
 #include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
+#include "saquery_records.hpp"
 #include "umad_sa_client.hpp"
 #include "madengine/engine/clock.hpp"
 #include "madengine/engine/engine.hpp"
@@ -35,28 +36,10 @@ namespace {
 
 using namespace std::chrono_literals;
 using ibsim::IbsimFabric;
+using ibsim::parse_dotted;
 
 constexpr std::uint32_t kRespTimeoutMs = 1000;
 constexpr auto kWaitForResponse = 10s;  // the test's own timer: the shim never times out
-
-// "Key:....value" (smpquery) and "\t\tkey....value" (saquery) into a map.
-std::map<std::string, std::string> parse_dotted(const std::string& text) {
-  std::map<std::string, std::string> m;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto key_begin = line.find_first_not_of(" \t");
-    if (key_begin == std::string::npos) continue;
-    const auto dots = line.find("..", key_begin);
-    if (dots == std::string::npos) continue;
-    std::string key = line.substr(key_begin, dots - key_begin);
-    if (!key.empty() && key.back() == ':') key.pop_back();
-    const auto val_begin = line.find_first_not_of('.', dots);
-    if (val_begin == std::string::npos) continue;
-    m.emplace(key, line.substr(val_begin));
-  }
-  return m;
-}
 
 std::uint64_t num(const std::map<std::string, std::string>& m, const std::string& key) {
   const auto it = m.find(key);
@@ -181,6 +164,25 @@ std::string gid_string(const wire::Gid& g) {
   return buf;
 }
 
+// chain3 brought up by OpenSM on H1; H2's LID, four hops away, as OpenSM
+// assigned it (0, with the failure reported, if that did not work).
+std::uint16_t h2_lid_from_opensm(IbsimFabric& fabric) {
+  if (!fabric.start_opensm(0, "H1")) {
+    ADD_FAILURE() << "OpenSM did not start";
+    return 0;
+  }
+  if (!fabric.wait_subnet_up(60s)) {
+    ADD_FAILURE() << fabric.opensm_log();
+    return 0;
+  }
+  const auto pi = fabric.run("smpquery -D portinfo 0,1,2,2,2", "H1");
+  if (pi.exit_code != 0) {
+    ADD_FAILURE() << pi.err;
+    return 0;
+  }
+  return static_cast<std::uint16_t>(num(parse_dotted(pi.out), "Lid"));
+}
+
 // A PathRecord Get from `lp` to the SM LID's QP1 for the path to `dlid`.
 MadBuf path_record_get(const LocalPort& lp, std::uint16_t dlid, std::uint64_t tid) {
   wire::PathRecord q{};
@@ -202,13 +204,8 @@ TEST(UmadIbsim, PathRecordGetMatchesSaquery) {
   SKIP_WITHOUT_SHIM();
   IbsimFabric fabric(ibsim::topology_path("chain3.topo"));
   ASSERT_TRUE(fabric.ok()) << fabric.error();
-  ASSERT_TRUE(fabric.start_opensm(0, "H1"));
-  ASSERT_TRUE(fabric.wait_subnet_up(60s)) << fabric.opensm_log();
-
-  // H2, four hops away: its LID as OpenSM assigned it.
-  const auto pi = fabric.run("smpquery -D portinfo 0,1,2,2,2", "H1");
-  ASSERT_EQ(pi.exit_code, 0) << pi.err;
-  const auto dlid = static_cast<std::uint16_t>(num(parse_dotted(pi.out), "Lid"));
+  const std::uint16_t dlid = h2_lid_from_opensm(fabric);
+  ASSERT_NE(dlid, 0);
 
   fabric.attach_self("H1");
   SteadyClock clock;
@@ -315,11 +312,8 @@ TEST(UmadIbsim, BlockedEngineCoresWakeForShimMads) {
   SKIP_WITHOUT_SHIM();
   IbsimFabric fabric(ibsim::topology_path("chain3.topo"));
   ASSERT_TRUE(fabric.ok()) << fabric.error();
-  ASSERT_TRUE(fabric.start_opensm(0, "H1"));
-  ASSERT_TRUE(fabric.wait_subnet_up(60s)) << fabric.opensm_log();
-  const auto pi = fabric.run("smpquery -D portinfo 0,1,2,2,2", "H1");
-  ASSERT_EQ(pi.exit_code, 0) << pi.err;
-  const auto dlid = static_cast<std::uint16_t>(num(parse_dotted(pi.out), "Lid"));
+  const std::uint16_t dlid = h2_lid_from_opensm(fabric);
+  ASSERT_NE(dlid, 0);
 
   fabric.attach_self("H1");
   SteadyClock clock;
