@@ -218,5 +218,23 @@ TEST_F(DaemonHa, StaleJournalIsIgnoredAndClientsAskedToReregister) {
   EXPECT_EQ(d.sa().services().size(), 0u);
 }
 
+// A lease runs on while the daemon is down: a journal written 100 s before
+// the restart gives back the service with 100 s less of its 600 s lease.
+TEST_F(DaemonHa, DowntimeCountsAgainstRestoredLeases) {
+  cfg_.sa.journal_fresh_ms = 300'000;
+  std::uint16_t mlid = 0;
+  run_first(mlid);
+  std::filesystem::last_write_time(cfg_.sa.journal,
+                                   std::filesystem::file_time_type::clock::now() - std::chrono::seconds(100));
+  Daemon d(cfg_);
+  ASSERT_TRUE(d.wait_subnet_up(std::chrono::milliseconds(30'000)));
+  EXPECT_TRUE(logged("fresh, clients keep their registrations"));
+  const auto services = d.sa().services().view();
+  ASSERT_EQ(services->size(), 1u);
+  const Nanos left = (*services)[0].expires_ns - d.fabric()->now_ns();
+  EXPECT_GT(left, 0);
+  EXPECT_LE(left, 500 * kNanosPerSecond);
+}
+
 }  // namespace
 }  // namespace madengine::daemon

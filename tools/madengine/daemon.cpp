@@ -88,32 +88,34 @@ class JournalWriter final : public Poller {
 };
 
 // Restores the journal into the SA (applied by its state core before it
-// answers) when it vouches for the clients' state: read whole and written at
-// most fresh_ms ago (by a master running until then). A bad or stale file is
-// logged with the reason and ignored. Returns whether it was restored.
+// answers) when it vouches for the clients' state: written at most fresh_ms
+// ago (by a master running until then) and read whole. A bad or stale file is
+// logged with the reason and ignored (a stale one is not read). Returns
+// whether it was restored.
 bool restore_journal(const SaSection& c, sa::SaServer& sa, Nanos now_ns) {
   if (c.journal.empty()) return false;
-  sa::SaStateImage img;
-  bool found = false;
-  std::string err;
-  if (!sa::read_journal_file(c.journal, now_ns, img, found, err)) {
-    spdlog::warn("sa journal {}: ignored: {}; clients will be asked to reregister", c.journal, err);
-    return false;
-  }
-  if (!found) {
+  std::error_code ec;
+  const auto written = std::filesystem::last_write_time(c.journal, ec);
+  if (ec) {
     spdlog::info("sa journal {}: none yet", c.journal);
     return false;
   }
-  std::error_code ec;
-  const auto written = std::filesystem::last_write_time(c.journal, ec);
-  const auto age = ec ? std::chrono::milliseconds::max()
-                      : std::chrono::duration_cast<std::chrono::milliseconds>(std::filesystem::file_time_type::clock::now() - written);
-  const bool fresh = !ec && age.count() >= 0 && age.count() <= static_cast<std::int64_t>(c.journal_fresh_ms);
-  if (!fresh) {
+  const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(std::filesystem::file_time_type::clock::now() - written);
+  if (age.count() < 0 || age.count() > static_cast<std::int64_t>(c.journal_fresh_ms)) {
     // Clients may have changed their registrations since (another master, or
     // changes this one did not live to journal): start clean and ask them.
     spdlog::info("sa journal {}: written {} ms ago (more than {} ms): stale, ignored; clients will be asked to reregister",
-                 c.journal, ec ? -1 : age.count(), c.journal_fresh_ms);
+                 c.journal, age.count(), c.journal_fresh_ms);
+    return false;
+  }
+  // Leases were written as time left then: they ran on while the daemon was down.
+  const Nanos written_ns = now_ns - Nanos{age.count()} * kNanosPerMilli;
+  sa::SaStateImage img;
+  bool found = false;
+  std::string err;
+  if (!sa::read_journal_file(c.journal, written_ns, img, found, err) || !found) {
+    spdlog::warn("sa journal {}: ignored: {}; clients will be asked to reregister", c.journal,
+                 found ? err : std::string("it vanished while read"));
     return false;
   }
   spdlog::info("sa journal {}: {} services, {} groups, {} subscriptions restored; written {} ms ago: fresh, clients "
