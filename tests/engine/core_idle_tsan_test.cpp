@@ -16,28 +16,17 @@
 #include "madengine/wire/sa.hpp"
 
 #include "tsan_suppressions.hpp"
+#include "test_mads.hpp"
 #include "wait_for.hpp"
 
 namespace madengine {
 namespace {
 
+using testing::path_query;
 using testing::wait_for;
 
 constexpr std::uint8_t kSa = 0x03;
 constexpr std::uint32_t kCapUs = 60'000'000;  // one wait may last a minute
-
-MadBuf path_query(std::uint64_t tid) {
-  MadBuf b;
-  auto& h = b.hdr();
-  h.base_version = 1;
-  h.mgmt_class = kSa;
-  h.class_version = 2;
-  h.method = wire::method::kGet;
-  h.attr_id = wire::be16::from(wire::sa_attr::kPathRecord);
-  h.tid = wire::be64::from(tid);
-  b.addr.port_num = 1;
-  return b;
-}
 
 struct CountingHandler final : MadHandler {
   std::atomic<std::uint64_t> calls{0};
@@ -73,7 +62,7 @@ TEST(CoreIdle, BlockedCoreWakesForAMadPushedIntoItsRing) {
   std::thread core1([&] { engine.core(1).run(stop); });
   ASSERT_TRUE(wait_for([&] { return counters(engine, 1).idle_blocks >= 1; }));
 
-  ASSERT_TRUE(lo.inject(path_query(0x10)));
+  ASSERT_TRUE(lo.inject(path_query(0, 0x10)));
   engine.core(0).poll_once();
   EXPECT_EQ(counters(engine, 0).handed_off, 1u);
   ASSERT_TRUE(wait_for([&] { return handler.calls.load() == 1; }));
@@ -82,7 +71,7 @@ TEST(CoreIdle, BlockedCoreWakesForAMadPushedIntoItsRing) {
   // Blocked again, then a second MAD both wakes it and lets it see `stop`.
   ASSERT_TRUE(wait_for([&] { return counters(engine, 1).idle_blocks >= 2; }));
   stop.store(true, std::memory_order_release);
-  ASSERT_TRUE(lo.inject(path_query(0x11)));
+  ASSERT_TRUE(lo.inject(path_query(0, 0x11)));
   engine.core(0).poll_once();
   core1.join();
   engine.quiesce();
@@ -157,7 +146,7 @@ TEST(CoreIdle, SpinShrinksWhenWorkComesAfterItAndGrowsWhenWithin) {
   EXPECT_EQ(engine.stats().cores[0].spin_budget, 256u);  // before the first idle spin runs out
   engine.start();
   for (std::uint64_t i = 1; i <= 10; ++i) {
-    ASSERT_TRUE(lo.inject(path_query(i)));
+    ASSERT_TRUE(lo.inject(path_query(0, i)));
     ASSERT_TRUE(wait_for([&] { return handler.calls.load() == i; }));
     // A wait that began after the answer: the spin that followed it ran out.
     const std::uint64_t blocks = counters(engine, 0).idle_blocks;

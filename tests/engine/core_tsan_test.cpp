@@ -17,30 +17,18 @@
 #include "engine/loopback_transport.hpp"
 #include "madengine/wire/sa.hpp"
 
+#include "test_mads.hpp"
 #include "tsan_suppressions.hpp"
 
 namespace madengine {
 namespace {
 
+using testing::path_query;
+
 constexpr std::uint8_t kSa = 0x03;
 
-MadBuf request(std::uint8_t port, std::uint16_t dlid, std::uint64_t tid) {
-  MadBuf b;
-  auto& h = b.hdr();
-  h.base_version = 1;
-  h.mgmt_class = kSa;
-  h.class_version = 2;
-  h.method = wire::method::kGet;
-  h.attr_id = wire::be16::from(wire::sa_attr::kPathRecord);
-  h.tid = wire::be64::from(tid);
-  b.mad.bytes[kPathRecordDlidOffset] = static_cast<std::uint8_t>(dlid >> 8);
-  b.mad.bytes[kPathRecordDlidOffset + 1] = static_cast<std::uint8_t>(dlid);
-  b.addr.port_num = port;
-  return b;
-}
-
 MadBuf response_to_us(std::uint8_t port, std::uint16_t core, std::uint32_t seq) {
-  MadBuf b = request(port, 0, make_tid_low(core, seq));
+  MadBuf b = path_query(0, make_tid_low(core, seq), port);
   b.hdr().method = wire::method::kGetResp;
   return b;
 }
@@ -110,7 +98,7 @@ TEST(CoreStress, TwoCoresTwoPortsEverythingArrivesOnce) {
         b = response_to_us(port, static_cast<std::uint16_t>(resp % 2), resp);
       } else {
         const std::uint64_t tid = (std::uint64_t{port} << 40) | req;
-        b = request(port, static_cast<std::uint16_t>(req * 7 + port), tid);
+        b = path_query(static_cast<std::uint16_t>(req * 7 + port), tid, port);
       }
       while (!lo.inject(b)) std::this_thread::yield();
       if (b.hdr().is_response()) {

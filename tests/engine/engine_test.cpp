@@ -16,34 +16,17 @@
 #include "madengine/wire/sa.hpp"
 
 #include "tsan_suppressions.hpp"
+#include "test_mads.hpp"
 #include "wait_for.hpp"
 
 namespace madengine {
 namespace {
 
+using testing::make_mad;
+using testing::path_query;
 using testing::wait_for;
 
 constexpr std::uint8_t kSa = 0x03;
-
-MadBuf make_mad(std::uint8_t klass, std::uint8_t meth, std::uint16_t attr, std::uint64_t tid) {
-  MadBuf b;
-  auto& h = b.hdr();
-  h.base_version = 1;
-  h.mgmt_class = klass;
-  h.class_version = 2;
-  h.method = meth;
-  h.attr_id = wire::be16::from(attr);
-  h.tid = wire::be64::from(tid);
-  b.addr.port_num = 1;
-  return b;
-}
-
-MadBuf path_query(std::uint16_t dlid, std::uint64_t tid) {
-  MadBuf b = make_mad(kSa, wire::method::kGet, wire::sa_attr::kPathRecord, tid);
-  b.mad.bytes[kPathRecordDlidOffset] = static_cast<std::uint8_t>(dlid >> 8);
-  b.mad.bytes[kPathRecordDlidOffset + 1] = static_cast<std::uint8_t>(dlid);
-  return b;
-}
 
 // Answers each PathRecord query and records where it ran.
 struct EchoHandler final : MadHandler {
