@@ -7,7 +7,10 @@ cd "$(dirname "$0")/.."
 dir=${1:-build}
 type=${2:-Release}
 shift $(( $# > 2 ? 2 : $# ))
-cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DMADENGINE_WERROR=ON "$@" >"$dir.configure.log" 2>&1 \
+# ccache, where installed, makes rebuilds of other trees of the same sources cheap.
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DMADENGINE_WERROR=ON "${launcher[@]}" "$@" >"$dir.configure.log" 2>&1 \
   || { cat "$dir.configure.log"; exit 1; }
 grep -E "ring backend|mlx5dv" "$dir.configure.log" | sed 's/^-- /build: /'
 # shellcheck disable=SC2086
