@@ -81,7 +81,11 @@ struct Snapshot {
   std::uint16_t top_lid = 0;
   PathDb paths;
   SmIdentity sm;
-  std::uint64_t subnet_prefix = 0xfe80000000000000ull;
+  std::uint64_t subnet_prefix = wire::kDefaultSubnetPrefix;  // as the SM writes it to every end port
+  // A GID of this subnet: the configured prefix or a link-local one (as OpenSM accepts them).
+  bool local_prefix(std::uint64_t prefix) const noexcept {
+    return prefix == subnet_prefix || wire::is_link_local_prefix(prefix);
+  }
   // Optional per-port tables, [node][port]; may be empty or shorter than the fabric.
   std::vector<std::vector<PortTables>> port_tables;
   std::shared_ptr<MftTables> mfts = std::make_shared<MftTables>();  // never null

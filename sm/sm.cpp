@@ -448,7 +448,7 @@ void SubnetManager::prepare_warm(fabric::Fabric f, const std::vector<std::uint16
   snap->paths = sa::PathDb::build(f, routes.lfts, routes.top_lid, engine_.cores(), std::max(1u, cfg_.path_db_threads));
   snap->lfts = std::move(routes.lfts);
   snap->top_lid = routes.top_lid;
-  snap->subnet_prefix = lp.subnet_prefix;
+  snap->subnet_prefix = cfg_.subnet_prefix;
   snap->sm = sa::SmIdentity{.port_guid = lp.port_guid,
                             .lid = lp.lid,
                             .sl = cfg_.sm_sl,
@@ -686,7 +686,7 @@ Task<void> SubnetManager::heavy_sweep() {
                              .sm_key = cfg_.sm_key,
                              .act_count = ha_->act_count(),
                              .subnet_timeout = cfg_.subnet_timeout};
-    pre->subnet_prefix = lp.subnet_prefix;
+    pre->subnet_prefix = cfg_.subnet_prefix;
     fill_tables(f, *pre);
     pre->fabric = f;
     pre->index();
@@ -704,6 +704,7 @@ Task<void> SubnetManager::heavy_sweep() {
   bc.port_num = lp.port_num;
   bc.sm_lid = sm_lid_;
   bc.sm_sl = cfg_.sm_sl;
+  bc.subnet_prefix = cfg_.subnet_prefix;
   bc.subnet_timeout = cfg_.subnet_timeout;
   bc.life_time_value = cfg_.life_time_value;
   bc.operational_vls = cfg_.operational_vls;
@@ -744,7 +745,7 @@ Task<void> SubnetManager::heavy_sweep() {
                             .sm_key = cfg_.sm_key,
                             .act_count = ha_->act_count(),
                             .subnet_timeout = cfg_.subnet_timeout};
-  snap->subnet_prefix = lp.subnet_prefix;
+  snap->subnet_prefix = cfg_.subnet_prefix;
   fill_tables(f, *snap);
   snap->fabric = std::move(f);
   snap->index();

@@ -59,6 +59,9 @@ struct SmConfig {
   std::uint16_t m_key_lease_period = 0;
   std::uint8_t m_key_protect_bits = 0;
   std::uint8_t sm_sl = 0;
+  // Written to PortInfo.GIDPrefix of every end port (OpenSM's subnet_prefix):
+  // the SA's GIDs use it, and accept it and link-local fe80::/10.
+  std::uint64_t subnet_prefix = wire::kDefaultSubnetPrefix;
   std::uint8_t subnet_timeout = 18;
   std::uint8_t life_time_value = 18;
   std::uint8_t operational_vls = 4;  // VL0-7 code, capped per port by VLCap

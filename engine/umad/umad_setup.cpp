@@ -5,6 +5,7 @@
 #include <infiniband/umad.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -85,32 +86,59 @@ bool UmadTransport::is_fatal_errno(int err) noexcept {
   }
 }
 
+// An SM belongs on an InfiniBand port that is up: ACTIVE (a running
+// subnet) ranks first, then a physical link that is up (a subnet no SM has
+// configured yet: ports wait in INIT), then any InfiniBand port. RoCE ports
+// (link layer Ethernet) never.
+bool UmadTransport::choose_port() noexcept {
+  if (ca_resolved_[0] && port_resolved_ >= 0) return true;
+  char names[UMAD_MAX_DEVICES][UMAD_CA_NAME_LEN];
+  int n_cas = 0;
+  if (ca_resolved_[0]) {
+    std::memcpy(names[0], ca_resolved_.data(), std::min(sizeof names[0], ca_resolved_.size()));
+    names[0][sizeof names[0] - 1] = '\0';
+    n_cas = 1;
+  } else {
+    n_cas = umad_get_cas_names(names, UMAD_MAX_DEVICES);
+    if (n_cas < 0) {
+      set_error("umad_get_cas_names", -n_cas);
+      return false;
+    }
+  }
+  int best_rank = 0, best_ca = -1, best_port = 0;
+  for (int c = 0; c < n_cas && best_rank < 3; ++c) {
+    umad_ca_t ca{};
+    if (umad_get_ca(names[c], &ca) < 0) continue;
+    for (int i = 0; i < UMAD_CA_MAX_PORTS && best_rank < 3; ++i) {
+      const umad_port_t* p = ca.ports[i];
+      if (p == nullptr || (config_.port_num != 0 && i != config_.port_num)) continue;
+      // sysfs says "InfiniBand", ibsim's shim "IB"; RoCE ports say "Ethernet".
+      if (std::strcmp(p->link_layer, "Ethernet") == 0) continue;
+      const int rank = p->state == 4 ? 3 : p->phys_state == 5 ? 2 : 1;
+      if (rank > best_rank) best_rank = rank, best_ca = c, best_port = i;
+    }
+    umad_release_ca(&ca);
+  }
+  if (best_ca < 0) {
+    set_error(config_.port_num != 0 ? "no InfiniBand port with that number" : "no InfiniBand port found", 0);
+    return false;
+  }
+  std::snprintf(ca_resolved_.data(), ca_resolved_.size(), "%s", names[best_ca]);
+  port_resolved_ = best_port;
+  return true;
+}
+
 bool UmadTransport::read_port(LocalPort& out) noexcept {
-  const char* ca = ca_resolved_[0] ? ca_resolved_.data() : nullptr;
+  if (!choose_port()) return false;
   umad_ca_t ca_info{};
-  if (int rc = umad_get_ca(ca, &ca_info); rc < 0) {
+  if (int rc = umad_get_ca(ca_resolved_.data(), &ca_info); rc < 0) {
     set_error("umad_get_ca", -rc);
     return false;
   }
-  if (!ca_resolved_[0])
-    std::snprintf(ca_resolved_.data(), ca_resolved_.size(), "%s", ca_info.ca_name);
-  int port_num = config_.port_num;
-  if (port_num == 0) {
-    // Default: the CA's first port (port 0 on a switch, 1 on an HCA).
-    port_num = -1;
-    for (int i = 0; i < UMAD_CA_MAX_PORTS; ++i)
-      if (ca_info.ports[i] != nullptr) {
-        port_num = i;
-        break;
-      }
-  }
+  const int port_num = port_resolved_;
   const bool is_switch = ca_info.node_type == 2;
   out.node_guid = be64toh(ca_info.node_guid);
   umad_release_ca(&ca_info);
-  if (port_num < 0) {
-    set_error("CA has no ports", 0);
-    return false;
-  }
   umad_port_t p{};
   if (int rc = umad_get_port(ca_resolved_.data(), port_num, &p); rc < 0) {
     set_error("umad_get_port", -rc);
@@ -133,6 +161,7 @@ bool UmadTransport::open(const AgentSpec& agents) {
   close();
   agents_ = agents;
   std::snprintf(ca_resolved_.data(), ca_resolved_.size(), "%s", config_.ca_name.c_str());
+  port_resolved_ = -1;
   last_error_[0] = '\0';
   if (umad_init() < 0) {
     set_error("umad_init", errno);
@@ -140,8 +169,8 @@ bool UmadTransport::open(const AgentSpec& agents) {
     return false;
   }
   if (!open_device()) {
-    spdlog::warn("umad: cannot open {} port {}: {}", ca_name(), config_.port_num,
-                 last_error_.data());
+    spdlog::warn("umad: cannot open {} port {}: {}", ca_resolved_[0] ? ca_name() : "(any CA)",
+                 port_resolved_ >= 0 ? port_resolved_ : config_.port_num, last_error_.data());
     return false;
   }
   want_open_ = true;

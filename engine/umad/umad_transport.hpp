@@ -17,8 +17,11 @@
 namespace madengine {
 
 struct UmadConfig {
-  std::string ca_name;     // empty: the first CA libibumad lists
-  int port_num = 0;        // 0: the CA's first port (libibumad picks it)
+  // Empty and 0: the first InfiniBand port (of the named CA, or of any)
+  // that is ACTIVE, else the first whose physical link is up, else the
+  // first; chosen at the first open and kept for the transport's life.
+  std::string ca_name;
+  int port_num = 0;
   // Life-cycle bounds: how often poll_events() reads the port's sysfs state,
   // and how often it tries to reopen a lost device.
   std::uint32_t state_check_interval_ms = 500;
@@ -72,6 +75,7 @@ class UmadTransport final : public Transport {
   bool open_device() noexcept;     // umad_open_port + agents + issm + LocalPort
   void close_device() noexcept;
   bool read_port(LocalPort& out) noexcept;  // umad_get_ca/umad_get_port
+  bool choose_port() noexcept;              // resolves an empty CA name / port 0 once
   void lose(const char* why, int err) noexcept;
   void set_error(const char* what, int err) noexcept;
   // A datapath errno that means the device or its port is gone (not a bad MAD).
@@ -88,6 +92,7 @@ class UmadTransport final : public Transport {
   UmadCounters counters_{};
   // Fixed arrays, not std::string: they are written from noexcept life-cycle code.
   std::array<char, 64> ca_resolved_{};
+  int port_resolved_ = -1;  // -1 until choose_port()
   std::array<char, 160> last_error_{};
 
   int fd_ = -1;

@@ -133,8 +133,10 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
 
   out = wire::PathRecord{};
   if ((mask & cm::kServiceId) != 0) out.service_id = q.service_id;
-  out.dgid = {wire::be64::from(s.subnet_prefix), wire::be64::from(di.port_guid)};
-  out.sgid = {wire::be64::from(s.subnet_prefix), wire::be64::from(si.port_guid)};
+  // GIDs the query named come back as named (a link-local prefix stays
+  // link-local, as OpenSM answers); the others carry the subnet's prefix.
+  out.dgid = (mask & cm::kDGid) != 0 ? q.dgid : wire::Gid{wire::be64::from(s.subnet_prefix), wire::be64::from(di.port_guid)};
+  out.sgid = (mask & cm::kSGid) != 0 ? q.sgid : wire::Gid{wire::be64::from(s.subnet_prefix), wire::be64::from(si.port_guid)};
   out.dlid = wire::be16::from(e.dlid);
   out.slid = wire::be16::from(e.slid);
   // Hop limit 0: the path stays in this subnet (OpenSM's convention).
@@ -166,7 +168,7 @@ std::span<const std::uint16_t> port_pkeys(const Snapshot& snap, EndPort e) noexc
 }
 
 const EndPort* end_port_by_gid(const Snapshot& snap, const wire::Gid& gid) noexcept {
-  if (gid.prefix.get() != snap.subnet_prefix) return nullptr;
+  if (!snap.local_prefix(gid.prefix.get())) return nullptr;
   const auto it = snap.by_port_guid.find(gid.guid.get());
   return it == snap.by_port_guid.end() ? nullptr : &it->second;
 }

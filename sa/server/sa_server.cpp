@@ -110,6 +110,25 @@ std::uint64_t requester_key(const MadBuf& b) noexcept {
   return std::uint64_t{b.addr.lid} << 32 | b.addr.remote_qpn;
 }
 
+// What makes a request the same request (a retry) rather than a new one that
+// reuses its TID: every byte of the MAD (method, attribute, modifier,
+// component mask and record included) besides who sent it. Four independent
+// lanes so the multiplies overlap; received MADs are zero-padded to 256 bytes.
+std::uint64_t request_digest(const MadBuf& b) noexcept {
+  static_assert(wire::kMadSize % 32 == 0);
+  std::uint64_t lane[4] = {0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full, 0x165667b19e3779f9ull, 0x27d4eb2f165667c5ull};
+  const std::uint8_t* p = b.mad.bytes.data();
+  for (std::size_t i = 0; i < wire::kMadSize; i += 32) {
+    for (std::size_t l = 0; l < 4; ++l) {
+      std::uint64_t w;
+      std::memcpy(&w, p + i + 8 * l, sizeof w);
+      lane[l] = (lane[l] ^ w) * 0xff51afd7ed558ccdull;
+      lane[l] ^= lane[l] >> 29;
+    }
+  }
+  return mix(lane[0] ^ mix(lane[1] ^ mix(lane[2] ^ mix(lane[3]))));
+}
+
 std::uint8_t response_method(std::uint8_t req) noexcept {
   return req == m::kSet ? m::kGetResp : static_cast<std::uint8_t>(req | m::kResponse);
 }
@@ -160,6 +179,7 @@ class SaServer::CoreWorker final : public Poller {
         core_(core),
         sender_(core.clock(), core, cfg_.rmpp),
         queue_(cfg_.queue_max, nullptr),
+        queue_digest_(cfg_.queue_max, 0),
         copies_(cfg_.queue_max),
         share_(kShareSlots, 0),
         dedup_(cfg_.dedup_slots),
@@ -203,8 +223,9 @@ class SaServer::CoreWorker final : public Poller {
     }
     const Nanos now = admit_now(ctx);
     Dedup& d = dedup_slot(buf);
+    const std::uint64_t digest = request_digest(buf);
     if (d.state != Dedup::kEmpty && d.key_req == requester_key(buf) && d.tid == sa.hdr.tid.get() &&
-        d.method == sa.hdr.method && now - d.at_ns <= cfg_.dedup_ttl_ns) {
+        d.digest == digest && now - d.at_ns <= cfg_.dedup_ttl_ns) {
       if (d.state == Dedup::kInWork) {  // the answer is on its way
         bump(k.duplicates);
         return;
@@ -232,12 +253,13 @@ class SaServer::CoreWorker final : public Poller {
     d.state = Dedup::kInWork;
     d.key_req = requester_key(buf);
     d.tid = sa.hdr.tid.get();
-    d.method = sa.hdr.method;
+    d.digest = digest;
     d.at_ns = now;
     d.has_answer = false;
     // Queued without a copy when the core lets us keep its buffer; else
     // copied into this position's own slot.
     const std::size_t pos = (queue_head_ + queue_len_) % queue_.size();
+    queue_digest_[pos] = digest;
     if (ctx.keep(buf)) {
       queue_[pos] = &buf;
     } else {
@@ -265,6 +287,7 @@ class SaServer::CoreWorker final : public Poller {
       for (std::uint32_t i = 0; i < cfg_.burst_max && queue_len_ != 0; ++i, ++work) {
         MadBuf& req = *queue_[queue_head_];
         kept_req_ = &req != &copies_[queue_head_] ? &req : nullptr;
+        req_digest_ = queue_digest_[queue_head_];
         queue_head_ = (queue_head_ + 1) % static_cast<std::uint32_t>(queue_.size());
         --queue_len_;
         std::uint32_t& share = share_[mix(requester_key(req)) & (kShareSlots - 1)];
@@ -311,19 +334,21 @@ class SaServer::CoreWorker final : public Poller {
 
  private:
   static constexpr std::size_t kShareSlots = 1024;
-  // The retry cache's keys, 32 bytes a slot, apart from the cached answers
-  // (dedup_answer_, same index): every admission reads a key, only retries
-  // read an answer, so the keys stay in cache.
-  struct Dedup {
+  // The retry cache's keys, one cache line a slot, apart from the cached
+  // answers (dedup_answer_, same index): every admission reads a key, only
+  // retries read an answer, so the keys stay in cache. A retry matches the
+  // requester, the TID and the digest of the whole request: a client that
+  // reuses a TID for another request (osmtest does) gets a new answer.
+  struct alignas(64) Dedup {
     enum State : std::uint8_t { kEmpty, kInWork, kAnswered };
     State state = kEmpty;
     bool has_answer = false;
-    std::uint8_t method = 0;
     std::uint64_t key_req = 0;
     std::uint64_t tid = 0;
+    std::uint64_t digest = 0;  // request_digest()
     Nanos at_ns = 0;
   };
-  static_assert(sizeof(Dedup) == 32);
+  static_assert(sizeof(Dedup) == 64);
 
   static constexpr std::size_t kCachedDataBytes = sizeof(wire::PathRecord);
   struct alignas(64) CachedAnswer {
@@ -339,6 +364,11 @@ class SaServer::CoreWorker final : public Poller {
     return h & (dedup_.size() - 1);
   }
   Dedup& dedup_slot(const MadBuf& b) noexcept { return dedup_[dedup_index(b)]; }
+  // The slot still belongs to the request being answered (a new request with
+  // the same TID may have taken it since).
+  bool owns_slot(const Dedup& d, const MadBuf& b) const noexcept {
+    return d.key_req == requester_key(b) && d.tid == b.hdr().tid.get() && d.digest == req_digest_;
+  }
 
   // The clock, read once per receive phase: the admissions of one poll loop
   // share it (the core runs poll() after every receive phase, which forgets
@@ -407,7 +437,7 @@ class SaServer::CoreWorker final : public Poller {
     if (busy) cache = false;  // a retry after BUSY is a new attempt
     const std::size_t slot = dedup_index(resp);
     Dedup& d = dedup_[slot];
-    const bool ours = d.key_req == requester_key(resp) && d.tid == resp.hdr().tid.get();
+    const bool ours = owns_slot(d, resp);
     // Written before the send; it is read only once has_answer says so.
     if (ours && cache) remember_answer(slot, resp, data_len);
     bool sent = false;
@@ -565,7 +595,7 @@ class SaServer::CoreWorker final : public Poller {
       case RmppStart::kOk: {
         bump(k.answered);
         Dedup& d = dedup_slot(req);
-        if (d.key_req == requester_key(req) && d.tid == req.hdr().tid.get()) {
+        if (owns_slot(d, req)) {
           d.state = Dedup::kAnswered;
           d.has_answer = false;  // a retry after the transfer re-runs the query
         }
@@ -794,7 +824,7 @@ class SaServer::CoreWorker final : public Poller {
     }
     c.default_mtu = mc_mtu_;
     c.default_rate = mc_rate_;
-    if (r.port_gid.prefix.get() != snap_->subnet_prefix) return c;
+    if (!snap_->local_prefix(r.port_gid.prefix.get())) return c;
     const auto it = snap_->by_port_guid.find(r.port_gid.guid.get());
     if (it == snap_->by_port_guid.end()) return c;
     const fabric::EndPort e = it->second;
@@ -889,7 +919,7 @@ class SaServer::CoreWorker final : public Poller {
     for (std::size_t i = 0; i < v->size(); ++i) {
       const Subscription& s = (*v)[i];
       const auto it = snap.by_port_guid.find(s.subscriber.guid.get());
-      if (it == snap.by_port_guid.end() || s.subscriber.prefix.get() != snap.subnet_prefix) continue;
+      if (it == snap.by_port_guid.end() || !snap.local_prefix(s.subscriber.prefix.get())) continue;
       const std::uint16_t lid = snap.fabric.lid_of(it->second);
       if (lid == 0 || lid == s.addr.lid) continue;
       if (next.empty()) next.assign(v->begin(), v->end());
@@ -970,6 +1000,8 @@ class SaServer::CoreWorker final : public Poller {
   // The admission queue: kept engine buffers, or (when the core keeps no
   // more) the copy in the same position of copies_.
   std::vector<MadBuf*> queue_;
+  std::vector<std::uint64_t> queue_digest_;  // request_digest() of each queued request
+  std::uint64_t req_digest_ = 0;             // of the request being answered
   std::vector<MadBuf> copies_;
   MadBuf* kept_req_ = nullptr;  // the kept buffer of the query being answered, until sent or freed
   std::uint32_t queue_head_ = 0, queue_len_ = 0;

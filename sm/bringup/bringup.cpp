@@ -138,6 +138,7 @@ class Programmer {
     if (end_port) {
       w.lid = wire::be16::from(n.is_switch() ? n.base_lid : n.port_lids[port]);
       w.set_lmc(n.is_switch() ? 0 : n.lmc);
+      w.gid_prefix = wire::be64::from(cfg_.subnet_prefix);
       w.master_sm_lid = wire::be16::from(cfg_.sm_lid);
       w.set_master_sm_sl(cfg_.sm_sl);
       w.set_subnet_timeout(cfg_.subnet_timeout);
@@ -153,7 +154,7 @@ class Programmer {
   }
 
   static bool same_config(const wire::PortInfo& a, const wire::PortInfo& b) noexcept {
-    return a.lid == b.lid && a.lmc() == b.lmc() && a.master_sm_lid == b.master_sm_lid &&
+    return a.lid == b.lid && a.lmc() == b.lmc() && a.gid_prefix == b.gid_prefix && a.master_sm_lid == b.master_sm_lid &&
            a.master_sm_sl() == b.master_sm_sl() && a.subnet_timeout() == b.subnet_timeout() &&
            a.m_key == b.m_key && a.m_key_lease_period == b.m_key_lease_period &&
            a.m_key_protect_bits() == b.m_key_protect_bits() && a.neighbor_mtu() == b.neighbor_mtu() &&

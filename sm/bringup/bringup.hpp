@@ -25,6 +25,7 @@ struct BringupConfig {
   std::uint8_t port_num = 1;  // local port SMPs leave from
   std::uint16_t sm_lid = 0;
   std::uint8_t sm_sl = 0;
+  std::uint64_t subnet_prefix = wire::kDefaultSubnetPrefix;  // PortInfo.GIDPrefix of every end port
   std::uint8_t subnet_timeout = 18;   // 4.096 us * 2^18 ~ 1 s, OpenSM's default
   std::uint8_t life_time_value = 18;  // switch packet lifetime, OpenSM's default
   std::uint8_t operational_vls = 4;   // VL0-7 code, capped by each port's VLCap

@@ -1,6 +1,8 @@
-// The persistent GUID -> LID map. Same line format as OpenSM's guid2lid file
-// ("0xGUID MIN_LID MAX_LID"), so an operator replacing OpenSM keeps every LID.
-// Saves are atomic (write + rename), so a crash never leaves half a file.
+// The persistent GUID -> LID map in OpenSM's guid2lid format
+// ("0x0002c90300000003 0x0037 0x0037", hex LIDs, a blank line after each
+// entry), so an operator replacing OpenSM keeps every LID and can go back.
+// Plain decimal LIDs (earlier madengine files) are read too. Saves are atomic
+// and durable (write, fsync, rename, fsync of the folder).
 #pragma once
 
 #include <cstdint>
@@ -25,5 +27,7 @@ struct Guid2LidError {
 // A missing file is an empty map, not an error (a first start).
 bool load_guid2lid(const std::string& path, Guid2Lid& out, Guid2LidError& err);
 bool save_guid2lid(const std::string& path, const Guid2Lid& map, Guid2LidError& err);
+// The file's text, as save_guid2lid() writes it.
+std::string format_guid2lid(const Guid2Lid& map);
 
 }  // namespace madengine::sm

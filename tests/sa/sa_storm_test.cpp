@@ -132,6 +132,44 @@ TEST(SaStorm, RetriedTidsAreAnsweredOnce) {
   EXPECT_EQ(h.server().counters().rmpp_transfers, 1u);
 }
 
+// A client that reuses a TID once its transaction is over (osmtest does)
+// sends a new request: only the same request (requester, TID and every byte)
+// is a retry answered from the cache.
+TEST(SaStorm, AReusedTidWithAnotherRequestIsANewQuery) {
+  auto b = build_snapshot(madengine::testing::fat_tree2(2, 1, 4));
+  SaHarness h(b.snap);
+  const auto lids = ca_lids(*b.snap);
+  constexpr std::uint64_t kTid = 0x9000;
+  auto r = h.ask(path_get(lids[0], lids[1], kTid, lids[0]));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->first.hdr().attr_id.get(), a::kPathRecord);
+  EXPECT_EQ(r->record<wire::PathRecord>().dlid.get(), lids[1]);
+  // Same TID, another attribute.
+  wire::NodeRecord nr{};
+  nr.lid = wire::be16::from(lids[2]);
+  r = h.ask(sa_request(m::kGet, a::kNodeRecord, wire::node_record_cm::kLid, nr, kTid, lids[0]));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->first.hdr().attr_id.get(), a::kNodeRecord);
+  EXPECT_EQ(r->status(), 0);
+  EXPECT_EQ(r->record<wire::NodeRecord>().lid.get(), lids[2]);
+  // Same TID and attribute, another record asked for.
+  r = h.ask(path_get(lids[0], lids[3], kTid, lids[0]));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->record<wire::PathRecord>().dlid.get(), lids[3]);
+  // Same TID, another attribute modifier.
+  MadBuf q = path_get(lids[0], lids[3], kTid, lids[0]);
+  q.hdr().attr_mod = wire::be32::from(1);
+  r = h.ask(q);
+  ASSERT_TRUE(r);
+  // The very same request again: the cached answer, not a new query.
+  r = h.ask(q);
+  ASSERT_TRUE(r);
+  const auto c = h.server().counters().total();
+  EXPECT_EQ(c.answered, 4u);
+  EXPECT_EQ(c.duplicates, 1u);
+  EXPECT_EQ(c.received, c.answered + c.busy + c.duplicates + c.dropped);
+}
+
 // The retry cache keeps 120 bytes of a short answer and whole MADs only for
 // longer ones: either way a retry gets the first answer byte for byte.
 TEST(SaStorm, RetriedAnswersAreByteIdentical) {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 #include "fabric_builders.hpp"
@@ -116,6 +117,31 @@ TEST(LidAssign, ConflictsResolvedDeterministically) {
   EXPECT_EQ(lids_by_guid(f), lids_by_guid(f2));
 }
 
+// OpenSM 3.3.23's own file (as it wrote it on ibsim: hex LIDs, a blank line
+// after every entry) is read as it is, and ours is written the same way.
+TEST(Guid2LidFile, ReadsAndWritesOpenSmsFormat) {
+  const auto path = temp_path("osm_g2l");
+  const std::string osm = "0x0002c90300000003 0x0037 0x0037\n\n0x0000000000200000 0x0002 0x0002\n\n";
+  std::ofstream(path) << osm;
+  Guid2Lid map;
+  Guid2LidError err;
+  ASSERT_TRUE(load_guid2lid(path, map, err)) << err.line << ": " << err.what;
+  ASSERT_EQ(map.size(), 2u);
+  EXPECT_EQ(map.at(0x0002c90300000003ull), (LidRange{0x37, 0x37}));
+  EXPECT_EQ(map.at(0x200000ull), (LidRange{2, 2}));
+  // Written back: OpenSM's lines (ordered by GUID).
+  ASSERT_TRUE(save_guid2lid(path, map, err)) << err.what;
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "0x0000000000200000 0x0002 0x0002\n\n0x0002c90300000003 0x0037 0x0037\n\n");
+  // Decimal LIDs (earlier madengine files) too; a leading zero is not octal.
+  std::ofstream(path) << "0x10 010 011\n0x11 0x0a 0x0b\n";
+  ASSERT_TRUE(load_guid2lid(path, map, err)) << err.what;
+  EXPECT_EQ(map.at(0x10), (LidRange{10, 11}));
+  EXPECT_EQ(map.at(0x11), (LidRange{10, 11}));
+  std::remove(path.c_str());
+}
+
 TEST(Guid2LidFile, BadLinesAreNamed) {
   const auto path = temp_path("bad_g2l");
   struct Case {
@@ -127,7 +153,9 @@ TEST(Guid2LidFile, BadLinesAreNamed) {
                         Case{"# comment\n\n0x10 1\n", 3, "expected"},
                         Case{"0x10 5 4\n", 1, "not a unicast range"},
                         Case{"0x10 1 1\n0x10 2 2\n", 2, "twice"},
-                        Case{"0x10 1 1 extra\n", 1, "unexpected"}}) {
+                        Case{"0x10 1 1 extra\n", 1, "unexpected"},
+                        Case{"0x10 0xzz 1\n", 1, "expected"},
+                        Case{"0x10 0x10000 0x10000\n", 1, "expected"}}) {
     std::ofstream(path) << c.text;
     Guid2Lid map;
     Guid2LidError err;

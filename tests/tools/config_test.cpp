@@ -11,8 +11,9 @@ TEST(Config, EmptyFileGivesDefaults) {
   const Config c = parse_config("", "empty.toml");
   EXPECT_EQ(c.engine.cores, 2u);
   EXPECT_EQ(c.engine.idle, "block");
-  EXPECT_EQ(c.transport.kind, TransportKind::kSim);
+  EXPECT_EQ(c.transport.kind, TransportKind::kUmad);
   EXPECT_EQ(c.sm.sm_key, 1u);
+  EXPECT_EQ(c.sm.subnet_prefix, 0xfe80000000000000u);
   EXPECT_EQ(c.sm.routing, "minhop");
   EXPECT_NO_THROW(validate(c));
 }
@@ -76,6 +77,36 @@ TEST(Config, BadInputNamesTheLine) {
   expect_error("[nonsense]\n", "bad.toml:1: unknown section [nonsense]");
   expect_error("[engine\ncores = 2\n", "bad.toml:1:");
   expect_error("[log]\nlevel = \"loud\"\n", "bad.toml:2: log.level");
+}
+
+TEST(Config, SubnetPrefixInEitherForm) {
+  EXPECT_EQ(parse_config("[sm]\nsubnet_prefix = \"0xfe80000000000001\"\n", "a").sm.subnet_prefix, 0xfe80000000000001u);
+  EXPECT_EQ(parse_config("[sm]\nsubnet_prefix = \"fec0:0:0:1::/64\"\n", "a").sm.subnet_prefix, 0xfec0000000000001u);
+  EXPECT_EQ(parse_config("[sm]\nsubnet_prefix = \"fe80::\"\n", "a").sm.subnet_prefix, 0xfe80000000000000u);
+  expect_error("[sm]\nsubnet_prefix = \"fe80::1\"\n", "bad.toml:2: sm.subnet_prefix");
+  expect_error("[sm]\nsubnet_prefix = \"fe80::/48\"\n", "bad.toml:2: sm.subnet_prefix");
+  expect_error("[sm]\nsubnet_prefix = \"0xfe8g\"\n", "bad.toml:2: sm.subnet_prefix");
+}
+
+// A daemon on a real port keeps its state in /var/lib/madengine; on the
+// simulator nothing unless asked, and never what the file or a flag named.
+TEST(Config, StatePathsDefaultWithTheTransport) {
+  Config umad = parse_config("", "a");
+  apply_state_defaults(umad, false, false);
+  EXPECT_EQ(umad.sm.guid2lid, "/var/lib/madengine/guid2lid");
+  EXPECT_EQ(umad.sa.journal, "/var/lib/madengine/sa-state.journal");
+  Config sim = parse_config("[transport]\nkind = \"sim\"\n", "a");
+  apply_state_defaults(sim, false, false);
+  EXPECT_EQ(sim.sm.guid2lid, "");
+  EXPECT_EQ(sim.sa.journal, "");
+  Config none = parse_config("[sm]\nguid2lid = \"\"\n", "a");
+  apply_state_defaults(none, false, false);
+  EXPECT_EQ(none.sm.guid2lid, "");
+  EXPECT_EQ(none.sa.journal, "/var/lib/madengine/sa-state.journal");
+  Config flag = parse_config("", "a");
+  flag.sm.guid2lid = "/tmp/x";
+  apply_state_defaults(flag, true, false);
+  EXPECT_EQ(flag.sm.guid2lid, "/tmp/x");
 }
 
 TEST(Config, RelationsAreChecked) {

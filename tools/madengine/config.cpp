@@ -1,6 +1,7 @@
 // TOML -> Config with errors that name the line (see config.hpp).
 #include "config.hpp"
 
+#include <arpa/inet.h>
 #include <fmt/format.h>
 
 #include <fstream>
@@ -10,6 +11,33 @@
 namespace madengine::daemon {
 
 const char* to_string(TransportKind k) noexcept { return k == TransportKind::kUmad ? "umad" : "sim"; }
+
+bool parse_subnet_prefix(const std::string& text, std::uint64_t& out) noexcept {
+  if (text.starts_with("0x") || text.starts_with("0X")) {
+    try {
+      std::size_t used = 0;
+      const unsigned long long v = std::stoull(text, &used, 16);
+      if (used != text.size()) return false;
+      out = v;
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+  std::string addr = text;
+  if (const auto slash = text.find('/'); slash != std::string::npos) {
+    if (text.substr(slash + 1) != "64") return false;  // a subnet prefix is the GID's upper 64 bits
+    addr = text.substr(0, slash);
+  }
+  in6_addr a{};
+  if (::inet_pton(AF_INET6, addr.c_str(), &a) != 1) return false;
+  std::uint64_t hi = 0, lo = 0;
+  for (int i = 0; i < 8; ++i) hi = hi << 8 | a.s6_addr[i];
+  for (int i = 8; i < 16; ++i) lo = lo << 8 | a.s6_addr[i];
+  if (lo != 0) return false;  // an interface id is not part of a prefix
+  out = hi;
+  return true;
+}
 
 namespace {
 
@@ -24,14 +52,15 @@ std::string where(const std::string& name, const toml::node& n) {
 // Reads one table, rejecting keys it does not know: a typo must not be ignored.
 class Section {
  public:
-  Section(const std::string& file, const toml::table& t, std::string prefix)
-      : file_(file), table_(t), prefix_(std::move(prefix)) {}
+  Section(const std::string& file, const toml::table& t, std::string prefix, std::set<std::string>* given = nullptr)
+      : file_(file), table_(t), prefix_(std::move(prefix)), given_(given) {}
 
   template <typename T>
   void get(const char* key, T& out, std::int64_t lo = 0, std::int64_t hi = INT64_MAX) {
     seen_.push_back(key);
     const toml::node* n = table_.get(key);
     if (!n) return;
+    if (given_ != nullptr) given_->insert(prefix_ + key);
     if constexpr (std::is_same_v<T, bool>) {
       auto v = n->value<bool>();
       if (!v) fail(file_, *n, fmt::format("{}{} must be true or false", prefix_, key));
@@ -51,6 +80,7 @@ class Section {
     seen_.push_back(key);
     const toml::node* n = table_.get(key);
     if (!n) return;
+    if (given_ != nullptr) given_->insert(prefix_ + key);
     const toml::array* a = n->as_array();
     if (!a) fail(file_, *n, fmt::format("{}{} must be an array of GUID strings", prefix_, key));
     out.clear();
@@ -79,6 +109,7 @@ class Section {
   const std::string& file_;
   const toml::table& table_;
   std::string prefix_;
+  std::set<std::string>* given_;
   std::vector<const char*> seen_;
 };
 
@@ -100,7 +131,7 @@ Config parse_config(const std::string& text, const std::string& name) {
     return *n->as_table();
   };
   {
-    Section s(name, table("engine"), "engine.");
+    Section s(name, table("engine"), "engine.", &c.given);
     s.get("cores", c.engine.cores, 1, 256);
     s.get("pin", c.engine.pin);
     s.get("idle", c.engine.idle);
@@ -111,7 +142,7 @@ Config parse_config(const std::string& text, const std::string& name) {
     s.reject_unknown();
   }
   {
-    Section s(name, table("transport"), "transport.");
+    Section s(name, table("transport"), "transport.", &c.given);
     std::string kind = to_string(c.transport.kind);
     s.get("kind", kind);
     if (kind == "umad") c.transport.kind = TransportKind::kUmad;
@@ -126,11 +157,16 @@ Config parse_config(const std::string& text, const std::string& name) {
     s.reject_unknown();
   }
   {
-    Section s(name, table("sm"), "sm.");
+    Section s(name, table("sm"), "sm.", &c.given);
     s.get("priority", c.sm.priority, 0, 15);
     std::int64_t key = static_cast<std::int64_t>(c.sm.sm_key);
     s.get("sm_key", key, 0);
     c.sm.sm_key = static_cast<std::uint64_t>(key);
+    std::string prefix = "fe80::/64";
+    s.get("subnet_prefix", prefix);
+    if (!parse_subnet_prefix(prefix, c.sm.subnet_prefix))
+      fail(name, *root["sm"]["subnet_prefix"].node(),
+           fmt::format("sm.subnet_prefix = \"{}\" is not a /64 prefix (\"fe80::/64\" or \"0xfe80000000000000\")", prefix));
     s.get("guid2lid", c.sm.guid2lid);
     s.get("lmc", c.sm.lmc, 0, 7);
     s.get("routing", c.sm.routing);
@@ -151,7 +187,7 @@ Config parse_config(const std::string& text, const std::string& name) {
     s.reject_unknown();
   }
   {
-    Section s(name, table("sa"), "sa.");
+    Section s(name, table("sa"), "sa.", &c.given);
     s.get("queue_depth", c.sa.queue_depth, 1, 1 << 20);
     s.get("requester_share_max", c.sa.requester_share_max, 1, 1 << 20);
     s.get("journal", c.sa.journal);
@@ -160,7 +196,7 @@ Config parse_config(const std::string& text, const std::string& name) {
     s.reject_unknown();
   }
   {
-    Section s(name, table("log"), "log.");
+    Section s(name, table("log"), "log.", &c.given);
     s.get("level", c.log.level);
     if (c.log.level != "trace" && c.log.level != "debug" && c.log.level != "info" && c.log.level != "warn" &&
         c.log.level != "error")
@@ -182,6 +218,13 @@ Config load_config_file(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_config(ss.str(), path);
+}
+
+void apply_state_defaults(Config& c, bool guid2lid_given, bool journal_given) {
+  if (c.transport.kind != TransportKind::kUmad) return;
+  const std::string dir = kStateDir;
+  if (!guid2lid_given && !c.given.contains("sm.guid2lid")) c.sm.guid2lid = dir + "/guid2lid";
+  if (!journal_given && !c.given.contains("sa.journal")) c.sa.journal = dir + "/sa-state.journal";
 }
 
 void validate(const Config& c) {

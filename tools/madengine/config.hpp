@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -28,9 +29,11 @@ struct EngineSection {
 };
 
 struct TransportSection {
-  TransportKind kind = TransportKind::kSim;
-  std::string ca;             // umad: CA name; empty = the first
-  unsigned port = 0;          // umad: port number; 0 = the CA's first
+  // umad: the port a management node's SM runs on; the in-process simulator
+  // is one flag away (--transport sim).
+  TransportKind kind = TransportKind::kUmad;
+  std::string ca;             // umad: CA name; empty = the CA of the first active InfiniBand port
+  unsigned port = 0;          // umad: port number; 0 = the first active port (else the first with link up)
   std::string topology;       // sim: an ibnetdiscover/ibsim topology file
   std::string generate = "ft2:36";  // sim: generator spec when no topology (see docs/operations.md)
   std::uint64_t seed = 1;     // sim: fault injection and timing seed
@@ -40,7 +43,12 @@ struct TransportSection {
 struct SmSection {
   unsigned priority = 15;     // 0..15 (IBA SMInfo.Priority)
   std::uint64_t sm_key = 1;   // OpenSM's default
-  std::string guid2lid = "/var/lib/madengine/guid2lid";
+  // PortInfo.GIDPrefix written to every end port; "fe80::/64" or
+  // "0xfe80000000000000" (OpenSM's subnet_prefix) in the file.
+  std::uint64_t subnet_prefix = 0xfe80000000000000ull;
+  // Empty: LIDs are not kept. The daemon defaults it to
+  // kStateDir/guid2lid with the umad transport (apply_state_defaults).
+  std::string guid2lid;
   unsigned lmc = 0;           // 0..7
   std::string routing = "minhop";  // minhop | updn | ftree
   std::vector<std::uint64_t> roots;  // updn/ftree root switch GUIDs; empty = detect
@@ -71,7 +79,7 @@ struct SaSection {
   // a start restores it before serving when it is at most journal_fresh_ms
   // old (file time): then the first sweep sets no ClientReregister. A bad or
   // older journal is logged and ignored. Empty path: no journal.
-  std::string journal = "/var/lib/madengine/sa-state.journal";
+  std::string journal;  // empty: none; the daemon defaults it like sm.guid2lid
   unsigned journal_interval_ms = 1000;
   unsigned journal_fresh_ms = 60000;
 };
@@ -87,7 +95,20 @@ struct Config {
   SmSection sm;
   SaSection sa;
   LogSection log;
+  std::set<std::string> given;  // "section.key" of every key the file set
 };
+
+// Where a daemon on a management node keeps its state.
+inline constexpr const char* kStateDir = "/var/lib/madengine";
+
+// A daemon on a real port keeps LIDs and SA state in kStateDir unless the
+// file or a flag named them (`guid2lid_given`, `journal_given`: a flag did);
+// a simulated fabric keeps nothing unless asked, so a demo run on a
+// management node never touches the real state.
+void apply_state_defaults(Config& c, bool guid2lid_given, bool journal_given);
+
+// "fe80::", "fe80::/64" or "0xfe80000000000000": a /64 subnet prefix.
+bool parse_subnet_prefix(const std::string& text, std::uint64_t& out) noexcept;
 
 // Parses TOML text (`name` is used in messages). Throws ConfigError naming
 // the line of an unknown key or a bad value.

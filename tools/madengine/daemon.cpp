@@ -34,6 +34,7 @@ sm::SmConfig sm_config(const Config& c) {
   s.light_sweep_interval_ms = c.sm.sweep_interval_ms;
   s.priority = static_cast<std::uint8_t>(c.sm.priority);
   s.sm_key = c.sm.sm_key;
+  s.subnet_prefix = c.sm.subnet_prefix;
   s.subnet_timeout = static_cast<std::uint8_t>(c.sm.subnet_timeout);
   s.ha_poll_interval_ms = c.sm.ha_poll_interval_ms;
   s.ha_poll_retries = static_cast<std::uint8_t>(c.sm.ha_poll_retries);
@@ -180,8 +181,13 @@ Daemon::Daemon(const Config& cfg) : p_(std::make_unique<Parts>()) {
     p_->transport = std::make_unique<UmadTransport>(u, steady);
     clock = &steady;
   }
-  if (!p_->transport->open(AgentSpec{.smi = true, .is_sm = true, .sa_server = true, .gsi_client = true}))
+  if (!p_->transport->open(AgentSpec{.smi = true, .is_sm = true, .sa_server = true, .gsi_client = true})) {
+    if (cfg.transport.kind == TransportKind::kUmad)
+      throw std::runtime_error(fmt::format(
+          "umad: {} (an SM needs an InfiniBand port; the in-process simulator is --transport sim)",
+          static_cast<UmadTransport&>(*p_->transport).last_error()));
     throw std::runtime_error(fmt::format("transport {} did not open", to_string(cfg.transport.kind)));
+  }
 
   if (cfg.engine.idle == "block" && std::uint64_t{cfg.sm.ha_poll_interval_ms} * cfg.sm.ha_poll_retries < 1000)
     spdlog::warn("sm.ha_poll_interval_ms x ha_poll_retries is under 1 s with engine.idle = \"block\": on a loaded "

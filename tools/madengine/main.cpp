@@ -1,6 +1,8 @@
 // madengine: the SM + SA daemon.
 //   madengine [--config FILE] [--transport umad|sim] [flags...]
-// Flags override the config file; `madengine --help` lists them.
+// Flags override the config file; `madengine --help` lists them. Without
+// flags it runs on the first active InfiniBand port (umad); the in-process
+// simulator is `--transport sim`.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <spdlog/sinks/basic_file_sink.h>
@@ -10,7 +12,9 @@
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <functional>
 #include <thread>
+#include <vector>
 
 #include "daemon.hpp"
 #include "sim/fabric.hpp"
@@ -26,6 +30,10 @@ void setup_logging(const daemon::LogSection& log) {
   if (!log.file.empty()) spdlog::set_default_logger(spdlog::basic_logger_mt("madengine", log.file));
   spdlog::set_level(spdlog::level::from_str(log.level));
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+  // A log file is read while the daemon runs (tail -f, an operator after an
+  // incident): warnings and errors at once, everything else within a second.
+  spdlog::flush_on(spdlog::level::warn);
+  spdlog::flush_every(std::chrono::seconds(1));
 }
 
 void log_status(daemon::Daemon& d) {
@@ -36,59 +44,74 @@ void log_status(daemon::Daemon& d) {
                sa.received, sa.answered, sa.busy, sa.dropped);
 }
 
+// A flag bound to its own copy of a config field: after the file is read,
+// only the flags that were given overwrite it (so 0 or "" can be set too).
+class Overrides {
+ public:
+  template <typename T>
+  CLI::Option* add(CLI::App& app, const std::string& name, T& field_in_file_config, const std::string& help) {
+    auto value = std::make_shared<T>();
+    CLI::Option* opt = app.add_option(name, *value, help);
+    applies_.push_back([opt, value, &field_in_file_config] {
+      if (opt->count() != 0) field_in_file_config = *value;
+    });
+    return opt;
+  }
+  void apply() const {
+    for (const auto& f : applies_) f();
+  }
+
+ private:
+  std::vector<std::function<void()>> applies_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"madengine: InfiniBand subnet manager and subnet administrator"};
-  std::string config_file;
-  std::string transport, ca, topology, generate, sim_node, routing, guid2lid, sa_journal, log_level, log_file;
-  unsigned port = 0, cores = 0, priority = 16, sweep_ms = 0;
-  std::uint64_t seed = 0;
+  daemon::Config cfg;  // the file's values go here, then the flags that were given
+  Overrides flags;
+  std::string config_file, transport;
   double sim_speed = 1.0;
   bool exit_after_up = false;
   app.add_option("-c,--config", config_file, "TOML configuration file (see config/madengine.toml)");
-  app.add_option("--transport", transport, "umad (HCA or ibsim) or sim (in-process fabric)")->check(CLI::IsMember({"umad", "sim"}));
-  app.add_option("--ca", ca, "umad: CA name");
-  app.add_option("--port", port, "umad: port number");
-  app.add_option("--topology", topology, "sim: ibnetdiscover/ibsim topology file");
-  app.add_option("--generate", generate, "sim: ft2:RADIX | ft3:RADIX[:PODS] | random:SW:DEGREE:HOSTS[:SEED]");
-  app.add_option("--sim-node", sim_node, "sim: node (topology name) of our SM port");
-  app.add_option("--seed", seed, "sim: seed");
+  CLI::Option* transport_opt = app.add_option("--transport", transport, "umad (HCA or ibsim; the default) or sim (in-process fabric)")
+                                   ->check(CLI::IsMember({"umad", "sim"}));
+  flags.add(app, "--ca", cfg.transport.ca, "umad: CA name (default: the CA of the first active IB port)");
+  flags.add(app, "--port", cfg.transport.port, "umad: port number (default: the first active port)")->check(CLI::Range(0, 254));
+  flags.add(app, "--topology", cfg.transport.topology, "sim: ibnetdiscover/ibsim topology file");
+  flags.add(app, "--generate", cfg.transport.generate, "sim: ft2:RADIX | ft3:RADIX[:PODS] | random:SW:DEGREE:HOSTS[:SEED]");
+  flags.add(app, "--sim-node", cfg.transport.sim_node, "sim: node (topology name) of our SM port");
+  flags.add(app, "--seed", cfg.transport.seed, "sim: seed");
   app.add_option("--sim-speed", sim_speed, "sim: simulated seconds per wall second (0 = as fast as possible)");
-  app.add_option("--cores", cores, "engine cores");
-  app.add_option("--priority", priority, "SM priority 0..15")->check(CLI::Range(0, 15));
-  app.add_option("--routing", routing, "minhop | updn | ftree");
-  app.add_option("--guid2lid", guid2lid, "GUID-to-LID file kept across restarts");
-  app.add_option("--sa-journal", sa_journal,
-                 "SA state journal kept across restarts (\"\" = none; default: beside --guid2lid when that is given)");
-  app.add_option("--sweep-interval-ms", sweep_ms, "light sweep interval");
-  app.add_option("--log-level", log_level, "trace | debug | info | warn | error");
-  app.add_option("--log-file", log_file, "log to this file instead of stderr");
+  flags.add(app, "--cores", cfg.engine.cores, "engine cores")->check(CLI::Range(1, 256));
+  flags.add(app, "--priority", cfg.sm.priority, "SM priority 0..15")->check(CLI::Range(0, 15));
+  flags.add(app, "--routing", cfg.sm.routing, "minhop | updn | ftree");
+  CLI::Option* guid2lid_opt = flags.add(app, "--guid2lid", cfg.sm.guid2lid,
+                                        "GUID-to-LID file kept across restarts (OpenSM's format; \"\" = none)");
+  std::string sa_journal;
+  CLI::Option* journal_opt =
+      app.add_option("--sa-journal", sa_journal,
+                     "SA state journal kept across restarts (\"\" = none; default: beside --guid2lid when that is given)");
+  flags.add(app, "--sweep-interval-ms", cfg.sm.sweep_interval_ms, "light sweep interval")->check(CLI::Range(100, 3'600'000));
+  flags.add(app, "--log-level", cfg.log.level, "trace | debug | info | warn | error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  flags.add(app, "--log-file", cfg.log.file, "log to this file instead of stderr");
   app.add_flag("--exit-after-subnet-up", exit_after_up, "exit 0 once the subnet is up (tests, demos)");
   CLI11_PARSE(app, argc, argv);
 
-  daemon::Config cfg;
   try {
+    // The file's values, then the flags that were given on top.
     if (!config_file.empty()) cfg = daemon::load_config_file(config_file);
-    if (!transport.empty()) cfg.transport.kind = transport == "umad" ? daemon::TransportKind::kUmad : daemon::TransportKind::kSim;
-    if (!ca.empty()) cfg.transport.ca = ca;
-    if (port) cfg.transport.port = port;
-    if (!topology.empty()) cfg.transport.topology = topology;
-    if (!generate.empty()) cfg.transport.generate = generate;
-    if (!sim_node.empty()) cfg.transport.sim_node = sim_node;
-    if (seed) cfg.transport.seed = seed;
-    if (cores) cfg.engine.cores = cores;
-    if (priority <= 15) cfg.sm.priority = priority;
-    if (!routing.empty()) cfg.sm.routing = routing;
-    if (!guid2lid.empty()) cfg.sm.guid2lid = guid2lid;
+    flags.apply();
+    if (transport_opt->count() != 0)
+      cfg.transport.kind = transport == "sim" ? daemon::TransportKind::kSim : daemon::TransportKind::kUmad;
     // The journal lives beside the GUID-to-LID map unless named.
-    if (app.count("--sa-journal") != 0)
+    if (journal_opt->count() != 0)
       cfg.sa.journal = sa_journal;
-    else if (!guid2lid.empty())
-      cfg.sa.journal = (std::filesystem::path(guid2lid).parent_path() / "sa-state.journal").string();
-    if (sweep_ms) cfg.sm.sweep_interval_ms = sweep_ms;
-    if (!log_level.empty()) cfg.log.level = log_level;
-    if (!log_file.empty()) cfg.log.file = log_file;
+    else if (guid2lid_opt->count() != 0 && !cfg.sm.guid2lid.empty() && !cfg.given.contains("sa.journal"))
+      cfg.sa.journal = (std::filesystem::path(cfg.sm.guid2lid).parent_path() / "sa-state.journal").string();
+    daemon::apply_state_defaults(cfg, guid2lid_opt->count() != 0, journal_opt->count() != 0);
     daemon::validate(cfg);
   } catch (const daemon::ConfigError& e) {
     fmt::print(stderr, "madengine: {}\n", e.what());
@@ -133,5 +156,6 @@ int main(int argc, char** argv) {
     spdlog::error("{}", e.what());
     return 1;
   }
+  spdlog::shutdown();
   return 0;
 }

@@ -59,4 +59,10 @@ static_assert(sizeof(Gid) == 16 && alignof(Gid) == 1);
 
 inline constexpr std::uint64_t kDefaultSubnetPrefix = 0xfe80000000000000ull;
 
+// fe80::/10 (IBA 4.1.1): a link-local GID names a port of the local subnet
+// whatever the subnet's configured prefix, and SAs accept it as such.
+constexpr bool is_link_local_prefix(std::uint64_t prefix) noexcept {
+  return (prefix & 0xffc0000000000000ull) == kDefaultSubnetPrefix;
+}
+
 }  // namespace madengine::wire
