@@ -60,6 +60,8 @@ void CoreWaker::wake() noexcept {
   [[maybe_unused]] const ssize_t n = ::write(event_fd, &one, sizeof(one));
 }
 
+void Core::wake() noexcept { shared_.wakers[id_]->wake(); }
+
 void CoreWaker::wake_if_sleeping() noexcept {
   // An RMW, not a load: it pairs with the exchange in Core::block(). The two
   // are ordered on `sleeping`: if ours comes first, its release publishes our

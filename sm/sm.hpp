@@ -12,10 +12,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
+#include "madengine/engine/compute_pool.hpp"
 #include "madengine/engine/engine.hpp"
 #include "madengine/engine/scheduler.hpp"
 #include "madengine/engine/transaction.hpp"
@@ -32,6 +34,10 @@
 #include "sm/smp_queue.hpp"
 #include "sm/tables/tables.hpp"
 
+namespace madengine {
+class OffloadMailbox;
+}
+
 namespace madengine::sm {
 
 struct SmConfig {
@@ -46,6 +52,12 @@ struct SmConfig {
   std::vector<std::uint64_t> root_guids;   // up/down roots (empty: detected)
   unsigned routing_threads = 1;
   unsigned path_db_threads = 1;
+  // Where routing, path-database builds and snapshot preparation run
+  // (threads beside the MAD cores, so the SA and SMInfo answer throughout),
+  // and where the guid2lid file is written (an fsync per save). Null: the SM
+  // runs them inline on its core (deterministic simulation). Must outlive the SM.
+  ComputePool* compute = nullptr;
+  ComputePool* io = nullptr;
   std::uint32_t light_sweep_interval_ms = 10'000;  // OpenSM's default; >= 100 in tests
   bool lid_routed_light_sweep = true;              // light sweeps ask switches by LID (false: directed route, as OpenSM)
   std::uint8_t priority = 0;
@@ -74,7 +86,7 @@ struct SmConfig {
   // that a sweep finds in or out of service. Called on the SM's core; the
   // daemon sets it to SaServer::forward_notice (the SM does not link the SA).
   std::function<void(const wire::Notice&)> on_notice;
-  // HA state handed on (issue 8, docs/ha.md). With restore_sa_state set (the
+  // HA state handed on (docs/ha.md). With restore_sa_state set (the
   // daemon passes SaServer::restore_state; the SM does not know the SA), a
   // STANDBY copies the master's SA state (ServiceRecord, MCMemberRecord and
   // InformInfoRecord GetTables with the SM_Key) right after it becomes
@@ -113,6 +125,16 @@ struct SweepStats {
   bool ok = false;
   std::string error;
 };
+
+// Routes and the path database of one fabric, as a compute job returns them.
+struct Routed {
+  RoutingResult routes;
+  sa::PathDb paths;
+  double routing_s = 0, path_db_s = 0;  // wall time on the compute thread
+};
+
+// The compute job itself: a pure function of its arguments.
+Routed route_fabric(const fabric::Fabric& f, const RoutingOptions& ropts, unsigned shards, unsigned path_db_threads);
 
 // What the SM remembers of its own mastership; the SMInfo state itself is
 // the HA agent's (sm/ha).
@@ -174,7 +196,14 @@ class SubnetManager {
   class SmaHandler;
   Task<void> run();
   Task<void> heavy_sweep();
-  void prepare_warm(fabric::Fabric f, const std::vector<std::uint16_t>& current_lids, const LocalPort& lp);
+  RoutingOptions routing_options() const;
+  // Routes and the path database of `f`, computed on the compute pool.
+  Task<std::optional<Routed>> route(std::shared_ptr<const fabric::Fabric> f);
+  // snap->index() on the compute pool; false when cancelled.
+  Task<bool> index_snapshot(std::shared_ptr<sa::Snapshot> snap);
+  sa::SmIdentity sm_identity(const LocalPort& lp, std::uint16_t lid, wire::SmState state, std::uint32_t act_count) const noexcept;
+  void save_guid2lid_async();
+  Task<void> prepare_warm(fabric::Fabric f, std::vector<std::uint16_t> current_lids, LocalPort lp);
   bool publish_warm(const fabric::Fabric& f, const std::vector<std::uint16_t>& current_lids);
   Task<bool> light_sweep();
   Task<void> replica_loop();
@@ -196,6 +225,12 @@ class SubnetManager {
   Transport& transport_;
   SmConfig cfg_;
   sa::SnapshotStore& store_;
+  // Pools: cfg_'s, or inline ones of our own. The mailbox hears finished
+  // compute jobs on our core (offload.hpp).
+  std::unique_ptr<ComputePool> own_compute_, own_io_;
+  ComputePool* compute_ = nullptr;
+  ComputePool* io_ = nullptr;
+  std::shared_ptr<OffloadMailbox> mailbox_;
   std::unique_ptr<Scheduler> sched_;
   std::unique_ptr<TransactionManager> txn_;
   std::unique_ptr<SmpQueue> queue_;
@@ -206,6 +241,7 @@ class SubnetManager {
 
   // Owner core only.
   Guid2Lid guid2lid_;
+  Guid2Lid guid2lid_saved_;  // as last handed to the I/O pool
   ProgrammedState programmed_;
   std::map<std::pair<std::uint64_t, MftKey>, wire::MftBlock> mft_programmed_;
   TablesCache tables_;

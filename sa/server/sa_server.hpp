@@ -113,7 +113,7 @@ class SaServer {
   const McastStore& groups() const noexcept;
   const InformStore& subscriptions() const noexcept;
 
-  // HA (issue 8, docs/ha.md): the services, groups and subscriptions as the
+  // HA (docs/ha.md): the services, groups and subscriptions as the
   // stores last published them. Any thread (reads the published views).
   SaStateImage capture_state() const;
   // Replaces the three stores with `image` (a journal, a standby's replica).

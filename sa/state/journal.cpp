@@ -7,6 +7,8 @@
 //   u64 FNV-1a of everything before it
 #include "sa/state/journal.hpp"
 
+#include "madengine/common/durable_file.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -209,35 +211,7 @@ bool decode_journal(std::span<const std::uint8_t> bytes, Nanos now_ns, SaStateIm
 
 bool write_journal_file(const std::string& path, const SaStateImage& image, Nanos now_ns, std::string& error) {
   const std::vector<std::uint8_t> bytes = encode_journal(image, now_ns);
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    error = tmp + ": " + std::strerror(errno);
-    return false;
-  }
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      error = tmp + ": " + std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return false;
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    error = tmp + ": " + std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return false;
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    error = path + ": " + std::strerror(errno);
-    ::unlink(tmp.c_str());
-    return false;
-  }
-  return true;
+  return write_file_durably(path, bytes, error);
 }
 
 bool read_journal_file(const std::string& path, Nanos now_ns, SaStateImage& out, bool& found, std::string& error) {

@@ -1,7 +1,7 @@
 // HA journal of the SA's mutable state (service records, multicast groups
 // with MLIDs and members, InformInfo subscriptions): one image, encoded in a
 // versioned, checksummed binary file written atomically beside guid2lid, so
-// a restarted or promoted SM serves the same records (issue 8, warm restart).
+// a restarted or promoted SM serves the same records (warm restart).
 #pragma once
 
 #include <cstdint>

@@ -17,10 +17,6 @@ using fabric::NodeId;
 
 namespace {
 
-template <typename T>
-std::span<const std::uint8_t> bytes_of(const T& v) noexcept {
-  return {reinterpret_cast<const std::uint8_t*>(&v), sizeof(T)};
-}
 
 std::pair<std::uint64_t, std::uint8_t> port_key(std::uint64_t node_guid, std::uint8_t port) noexcept { return {node_guid, port}; }
 
@@ -90,7 +86,7 @@ class Programmer {
         if (sw.blocks[b] && sw.blocks[b]->ports == blk.ports) continue;
         sw.blocks[b].reset();
         const std::uint64_t guid = n.node_guid;
-        set(wire::smp_attr::kLinearFwdTable, wire::lft_modifier(b), n.dr_path, bytes_of(blk),
+        set(wire::smp_attr::kLinearFwdTable, wire::lft_modifier(b), n.dr_path, wire::as_bytes(blk),
             [this, guid, b, blk](const TxnResult& r) {
               const auto got = smp_response_ok(r) ? wire::decode<wire::LftBlock>(smp_data(r.response)) : std::nullopt;
               if (!got || got->ports != blk.ports) {
@@ -111,7 +107,7 @@ class Programmer {
       want.linear_fdb_top = wire::be16::from(top);
       want.set_life_time_value(cfg_.life_time_value);
       const NodeId id = lft.node;
-      set(wire::smp_attr::kSwitchInfo, 0, n.dr_path, bytes_of(want), [this, id, top](const TxnResult& r) {
+      set(wire::smp_attr::kSwitchInfo, 0, n.dr_path, wire::as_bytes(want), [this, id, top](const TxnResult& r) {
         const auto got = smp_response_ok(r) ? wire::decode<wire::SwitchInfo>(smp_data(r.response)) : std::nullopt;
         if (!got || got->linear_fdb_top.get() != top) {
           ++rep_.errors;
@@ -190,7 +186,7 @@ class Programmer {
         }
         if (arm_now) payload.set_state(wire::PortState::kArmed);
         const std::size_t idx = ports_.size() - 1;
-        set(wire::smp_attr::kPortInfo, wire::port_info_modifier(port), ref.path, bytes_of(payload),
+        set(wire::smp_attr::kPortInfo, wire::port_info_modifier(port), ref.path, wire::as_bytes(payload),
             [this, idx, arm_now](const TxnResult& r) {
               on_port_set(idx, r, false);
               const fabric::Port& pp = d_.fabric.nodes[ports_[idx].node].ports[ports_[idx].port];
@@ -236,7 +232,7 @@ class Programmer {
       // An empty table: give the port the default partition, full member.
       wire::PKeyTableBlock want{};
       want.set_pkey(0, wire::kDefaultPKey);
-      set(wire::smp_attr::kPKeyTable, wire::pkey_table_modifier(0), path, bytes_of(want),
+      set(wire::smp_attr::kPKeyTable, wire::pkey_table_modifier(0), path, wire::as_bytes(want),
           [this, guid](const TxnResult& rr) {
             const auto got = smp_response_ok(rr) ? wire::decode<wire::PKeyTableBlock>(smp_data(rr.response)) : std::nullopt;
             if (!got || got->pkey(0) != wire::kDefaultPKey) {
@@ -270,7 +266,7 @@ class Programmer {
       if (!p.linked() || p.state != static_cast<std::uint8_t>(from)) return false;
       wire::PortInfo payload = ref.want;
       payload.set_state(to);
-      set(wire::smp_attr::kPortInfo, wire::port_info_modifier(ref.port), ref.path, bytes_of(payload),
+      set(wire::smp_attr::kPortInfo, wire::port_info_modifier(ref.port), ref.path, wire::as_bytes(payload),
           [this, idx, to, &counter](const TxnResult& r) {
             on_port_set(idx, r, true);
             const fabric::Port& pp = d_.fabric.nodes[ports_[idx].node].ports[ports_[idx].port];

@@ -1,4 +1,4 @@
-// A standby's replication client (issue 8): runs ReplicaRounds against the
+// A standby's replication client: runs ReplicaRounds against the
 // master's SA from the SM's core and keeps the last complete SA state image
 // with the time it was taken. Answers reach it before the SM's transaction
 // manager (the SM's response hook offers them here first).

@@ -1,16 +1,13 @@
 // Reading and writing the guid2lid file (see guid2lid_file.hpp).
 #include "sm/lids/guid2lid_file.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "madengine/common/durable_file.hpp"
 #include "madengine/fabric/fabric.hpp"
 
 namespace madengine::sm {
@@ -30,17 +27,6 @@ bool parse_lid(const std::string& s, unsigned& out) noexcept {
   } catch (...) {
     return false;
   }
-}
-
-bool write_all(int fd, const std::string& s) noexcept {
-  std::size_t done = 0;
-  while (done < s.size()) {
-    const ssize_t n = ::write(fd, s.data() + done, s.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<std::size_t>(n);
-  }
-  return true;
 }
 
 }  // namespace
@@ -111,38 +97,10 @@ std::string format_guid2lid(const Guid2Lid& map) {
 
 bool save_guid2lid(const std::string& path, const Guid2Lid& map, Guid2LidError& err) {
   const std::string text = format_guid2lid(map);
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    err = {0, tmp + ": " + std::strerror(errno)};
-    return false;
-  }
-  // Data on disk before the rename, and the rename itself after it: a crash
-  // leaves the old file or the new one, never an empty or torn one.
-  const bool written = write_all(fd, text) && ::fsync(fd) == 0;
-  const int write_errno = errno;
-  ::close(fd);
-  if (!written) {
-    err = {0, tmp + ": " + std::strerror(write_errno)};
-    ::unlink(tmp.c_str());
-    return false;
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    err = {0, path + ": " + std::strerror(errno)};
-    return false;
-  }
-  std::string dir = std::filesystem::path(path).parent_path().string();
-  if (dir.empty()) dir = ".";
-  if (const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-    const bool synced = ::fsync(dfd) == 0;
-    const int sync_errno = errno;
-    ::close(dfd);
-    if (!synced) {
-      err = {0, dir + ": " + std::strerror(sync_errno)};
-      return false;
-    }
-  }
-  return true;
+  std::string why;
+  if (write_file_durably(path, {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, why)) return true;
+  err = {0, why};
+  return false;
 }
 
 }  // namespace madengine::sm

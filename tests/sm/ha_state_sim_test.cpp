@@ -1,4 +1,4 @@
-// SA state handed on at failover (issue 8), with full SubnetManagers and
+// SA state handed on at failover, with full SubnetManagers and
 // SaServers on one sim fabric (label sim, deterministic): a host registers a
 // ServiceRecord with a lease and joins a multicast group at the master; the
 // standby replicates; the master's node dies; the standby takes over and its

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include "engine/umad/umad_transport.hpp"
 #include "sa/server/response_chain.hpp"
@@ -28,7 +29,8 @@ sm::SmConfig sm_config(const Config& c) {
   s.lmc = static_cast<std::uint8_t>(c.sm.lmc);
   if (!sm::parse_routing_algo(c.sm.routing, s.routing)) throw ConfigError("sm.routing: " + c.sm.routing);
   s.root_guids = c.sm.roots;
-  const unsigned threads = c.sm.routing_threads ? c.sm.routing_threads : c.engine.cores;
+  // Routing uses every CPU (on the compute pool, beside the cores).
+  const unsigned threads = c.sm.routing_threads ? c.sm.routing_threads : std::max(1u, std::thread::hardware_concurrency());
   s.routing_threads = threads;
   s.path_db_threads = threads;
   s.light_sweep_interval_ms = c.sm.sweep_interval_ms;
@@ -43,37 +45,46 @@ sm::SmConfig sm_config(const Config& c) {
   return s;
 }
 
-// The master journals the SA's state (docs/ha.md, warm restart): on the SM's
-// core, at most every interval_ms and only when state_generation moved, so
-// the file is written once per burst of changes, never per query.
+// The master journals the SA's state (docs/ha.md, warm restart): the SM's
+// core notices, at most every interval_ms, that state_generation moved and
+// hands a copy of the state to the I/O pool, which writes it (an fsync per
+// write never holds the MAD core). Writes keep their order: the I/O pool
+// has one thread.
 class JournalWriter final : public Poller {
  public:
   JournalWriter(const std::string& path, std::uint32_t interval_ms, sa::SaServer& sa, sm::SubnetManager& sm,
-                const Clock& clock)
-      : path_(path), interval_ns_(Nanos{interval_ms} * kNanosPerMilli), sa_(sa), sm_(sm), clock_(clock) {}
+                const Clock& clock, ComputePool& io)
+      : path_(path), interval_ns_(Nanos{interval_ms} * kNanosPerMilli), sa_(sa), sm_(sm), clock_(clock), io_(io) {}
   std::size_t poll(Nanos now_ns) noexcept override {
     if (now_ns < next_ns_) return 0;
     next_ns_ = now_ns + interval_ns_;
-    if (sa_.state_generation() == written_ || sm_.status().state != wire::SmState::kMaster) return 0;
+    if (sa_.state_generation() == queued_ || sm_.status().state != wire::SmState::kMaster) return 0;
     write();
     return 1;
   }
-  // Writes now when we are master (clean shutdown): the file's time then says
-  // the state was current until this moment.
+  // Writes now when we are master (clean shutdown), on this thread: the
+  // file's time then says the state was current until this moment.
   void write_final() noexcept {
-    if (sm_.status().state == wire::SmState::kMaster) write();
+    if (sm_.status().state != wire::SmState::kMaster) return;
+    try {
+      std::string err;
+      if (!sa::write_journal_file(path_, sa_.capture_state(), clock_.now_ns(), err))
+        spdlog::warn("sa journal {}: not written at shutdown: {}", path_, err);
+    } catch (const std::exception& e) {
+      spdlog::warn("sa journal {}: not written at shutdown: {}", path_, e.what());
+    }
   }
 
  private:
   void write() noexcept {
     const std::uint64_t g = sa_.state_generation();
     try {
-      std::string err;
-      if (sa::write_journal_file(path_, sa_.capture_state(), clock_.now_ns(), err)) {
-        written_ = g;
-      } else {
-        spdlog::warn("sa journal {}: not written: {}", path_, err);
-      }
+      const bool queued = io_.submit([path = path_, image = sa_.capture_state(), now = clock_.now_ns()] {
+        std::string err;
+        if (!sa::write_journal_file(path, image, now, err)) spdlog::warn("sa journal {}: not written: {}", path, err);
+      });
+      if (queued) queued_ = g;
+      else spdlog::warn("sa journal {}: not written: the I/O queue is full (retried)", path_);
     } catch (const std::exception& e) {
       spdlog::warn("sa journal {}: not written: {}", path_, e.what());
     }
@@ -84,8 +95,9 @@ class JournalWriter final : public Poller {
   sa::SaServer& sa_;
   sm::SubnetManager& sm_;
   const Clock& clock_;
+  ComputePool& io_;
   Nanos next_ns_ = 0;
-  std::uint64_t written_ = ~std::uint64_t{0};
+  std::uint64_t queued_ = ~std::uint64_t{0};
 };
 
 // Restores the journal into the SA (applied by its state core before it
@@ -144,6 +156,10 @@ std::uint32_t first_ca(const sim::Fabric& f) {
 
 struct Daemon::Parts {
   Config cfg;
+  // Compute (routing, path database) and I/O (journal, guid2lid) threads
+  // beside the cores; inline on the simulator, which is single-threaded by design.
+  std::unique_ptr<ComputePool> compute;
+  std::unique_ptr<ComputePool> io;
   // sim
   std::unique_ptr<sim::Fabric> fabric;
   // either transport
@@ -211,7 +227,14 @@ Daemon::Daemon(const Config& cfg) : p_(std::make_unique<Parts>()) {
   make_parent_dir(cfg.sa.journal);
   const bool journal_fresh = restore_journal(cfg.sa, *p_->sa, clock->now_ns());
 
+  const bool threaded = cfg.transport.kind == TransportKind::kUmad;
   sm::SmConfig smc = sm_config(cfg);
+  p_->compute = std::make_unique<ComputePool>(
+      ComputePoolConfig{.threads = threaded ? smc.routing_threads : 0, .name = "mad-compute"});
+  p_->io = std::make_unique<ComputePool>(
+      ComputePoolConfig{.threads = threaded ? 1u : 0u, .nice = 0, .name = "mad-io", .finish_queued = true});
+  smc.compute = p_->compute.get();
+  smc.io = p_->io.get();
   smc.mcast = &p_->sa->mcast_provider();
   sa::SaServer* sa = p_->sa.get();
   // Traps the SM receives or raises reach InformInfo subscribers as Reports.
@@ -225,7 +248,8 @@ Daemon::Daemon(const Config& cfg) : p_(std::make_unique<Parts>()) {
     p_->engine->set_response_hook(c, *p_->chains.back());
   }
   if (!cfg.sa.journal.empty()) {
-    p_->journal = std::make_unique<JournalWriter>(cfg.sa.journal, cfg.sa.journal_interval_ms, *p_->sa, *p_->sm, *clock);
+    p_->journal =
+        std::make_unique<JournalWriter>(cfg.sa.journal, cfg.sa.journal_interval_ms, *p_->sa, *p_->sm, *clock, *p_->io);
     p_->engine->add_poller(smc.core, *p_->journal);
   }
 }
@@ -236,6 +260,8 @@ Daemon::~Daemon() {
   // The SM and SA go before the engine they registered with; sim parts last.
   p_->sm.reset();
   p_->sa.reset();
+  p_->io.reset();  // queued writes finish (a bounded wait), then the threads go
+  p_->compute.reset();
   if (p_->engine && !p_->started) p_->engine->quiesce();
   p_->engine.reset();
   if (p_->transport) p_->transport->close();

@@ -194,6 +194,10 @@ class Core final : public CoreContext, public TxSink {
 
   // Readable from any thread while the core runs.
   CoreSnapshot snapshot() const;
+  // Ends a blocking wait of this core's thread at once (a compute job done,
+  // see offload.hpp); a core that is not waiting returns from its next wait.
+  // Any thread.
+  void wake() noexcept;
 
  private:
   struct Counters;        // atomics, one writer

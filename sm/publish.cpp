@@ -1,0 +1,219 @@
+// What the SM hands the SA (see sm.hpp): routes and the path database built
+// on the compute pool, snapshots assembled and published, a standby's
+// prepared snapshot, traps 64/65 for subscribers, the MFT view.
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "madengine/engine/offload.hpp"
+#include "sa/paths/path_db.hpp"
+#include "sm/lids/lid_assign.hpp"
+#include "sm/sm.hpp"
+
+namespace madengine::sm {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+RoutingOptions SubnetManager::routing_options() const {
+  RoutingOptions ropts;
+  ropts.algo = cfg_.routing;
+  ropts.root_guids = cfg_.root_guids;
+  ropts.threads = std::max(1u, cfg_.routing_threads);
+  return ropts;
+}
+
+// On a compute thread: touches only its arguments (the job owns them).
+Routed route_fabric(const fabric::Fabric& f, const RoutingOptions& ropts, unsigned shards, unsigned path_db_threads) {
+  Routed out;
+  const auto t0 = std::chrono::steady_clock::now();
+  out.routes = compute_routes(f, ropts);
+  out.routing_s = seconds_since(t0);
+  if (!out.routes.ok()) return out;
+  const auto t1 = std::chrono::steady_clock::now();
+  out.paths = sa::PathDb::build(f, out.routes.lfts, out.routes.top_lid, shards, std::max(1u, path_db_threads));
+  out.path_db_s = seconds_since(t1);
+  return out;
+}
+
+Task<std::optional<Routed>> SubnetManager::route(std::shared_ptr<const fabric::Fabric> f) {
+  auto job = offload(*compute_, mailbox_,
+                     [f, ropts = routing_options(), shards = unsigned{engine_.cores()}, threads = cfg_.path_db_threads] {
+                       return route_fabric(*f, ropts, shards, threads);
+                     });
+  auto r = co_await job;
+  if (!r) {
+    if (!r.cancelled) spdlog::error("sm: routing failed (out of memory?)");
+    co_return std::nullopt;
+  }
+  co_return std::move(*r.value);
+}
+
+Task<bool> SubnetManager::index_snapshot(std::shared_ptr<sa::Snapshot> snap) {
+  auto job = offload(*compute_, mailbox_, [snap] {
+    snap->index();
+    return true;
+  });
+  auto r = co_await job;
+  co_return r.value.has_value();
+}
+
+sa::SmIdentity SubnetManager::sm_identity(const LocalPort& lp, std::uint16_t lid, wire::SmState state,
+                                          std::uint32_t act_count) const noexcept {
+  return sa::SmIdentity{.port_guid = lp.port_guid,
+                        .lid = lid,
+                        .sl = cfg_.sm_sl,
+                        .priority = cfg_.priority,
+                        .state = static_cast<std::uint8_t>(state),
+                        .sm_key = cfg_.sm_key,
+                        .act_count = act_count,
+                        .subnet_timeout = cfg_.subnet_timeout};
+}
+
+// ---- a standby's prepared snapshot ----------------------------------------------
+
+// Routes, path database and indexes run on the compute pool: a standby
+// answers its master's polls meanwhile.
+Task<void> SubnetManager::prepare_warm(fabric::Fabric f, std::vector<std::uint16_t> current_lids, LocalPort lp) {
+  warm_.reset();
+  Guid2Lid map = guid2lid_;  // the master's LIDs as the ports report them; our map is not touched
+  const LidAssignReport lids = assign_lids(f, map, cfg_.lmc, current_lids);
+  if (lids.assigned_new != 0 || lids.conflicts != 0) {
+    spdlog::info("sm: standby: the master has not numbered every port yet ({} new, {} conflicts): no prepared snapshot",
+                 lids.assigned_new, lids.conflicts);
+    co_return;
+  }
+  auto fab = std::make_shared<fabric::Fabric>(std::move(f));
+  Task<std::optional<Routed>> routing = route(fab);
+  std::optional<Routed> routed = co_await routing;
+  if (!routed || !routed->routes.ok()) co_return;
+  auto snap = std::make_shared<sa::Snapshot>();
+  snap->paths = std::move(routed->paths);
+  snap->lfts = std::move(routed->routes.lfts);
+  snap->top_lid = routed->routes.top_lid;
+  snap->subnet_prefix = cfg_.subnet_prefix;
+  snap->sm = sm_identity(lp, lp.lid, wire::SmState::kMaster, 0);
+  fill_tables(*fab, *snap);
+  snap->fabric = std::move(*fab);
+  Task<bool> indexing = index_snapshot(snap);
+  if (const bool ok = co_await indexing; !ok) co_return;
+  warm_ = std::move(snap);
+  update_status([](SmStatus& s) { ++s.prepared_snapshots; });
+  spdlog::info("sm: standby prepared a snapshot of the master's fabric ({} nodes, top LID {})",
+               warm_->fabric.nodes.size(), warm_->top_lid);
+}
+
+// The takeover sweep found every port it reached at the LID the prepared
+// snapshot has: publish that now (the dead master's port stays in it until
+// the final publication of this sweep).
+bool SubnetManager::publish_warm(const fabric::Fabric& f, const std::vector<std::uint16_t>& current_lids) {
+  std::unordered_map<std::uint64_t, std::uint16_t> warm_lids;
+  for (const fabric::EndPort e : warm_->fabric.end_ports()) {
+    const fabric::Node& n = warm_->fabric.nodes[e.node];
+    warm_lids.emplace(n.ports[e.port].guid, warm_->fabric.lid_of(e));
+  }
+  const auto ends = f.end_ports();
+  if (ends.size() != current_lids.size()) return false;
+  for (std::size_t i = 0; i < ends.size(); ++i) {
+    const auto it = warm_lids.find(f.nodes[ends[i].node].ports[ends[i].port].guid);
+    if (it == warm_lids.end() || current_lids[i] == 0 || it->second != current_lids[i]) return false;
+  }
+  warm_->epoch = ++epoch_;
+  warm_->sm.act_count = ha_->act_count();
+  current_ = warm_;
+  store_.publish(std::shared_ptr<const sa::Snapshot>(warm_));
+  spdlog::info("sm: takeover: LIDs as prepared, SA answering from epoch {} while routing and programming run", epoch_);
+  warm_.reset();
+  return true;
+}
+
+// ---- notices ----------------------------------------------------------------------
+
+void SubnetManager::notify(const wire::Notice& n) noexcept {
+  if (!cfg_.on_notice) return;
+  try {
+    cfg_.on_notice(n);
+  } catch (...) {
+    spdlog::warn("sm: notice for trap {} not passed on (out of memory)", n.trap_number.get());
+  }
+}
+
+// Traps 64/65 (IBA 13.4.8.2, as OpenSM's port and drop managers send them):
+// end ports in this publication and not the last one, and the reverse. The
+// first publication of this SM reports nothing: it knows of no change.
+std::uint32_t SubnetManager::report_gid_changes(const sa::Snapshot& snap) {
+  std::unordered_set<std::uint64_t> now;
+  now.reserve(snap.by_port_guid.size());
+  for (const auto& [guid, e] : snap.by_port_guid) now.insert(guid);
+  std::uint32_t n = 0;
+  auto trap = [&](std::uint16_t number, std::uint64_t guid) {
+    wire::Notice notice = wire::make_generic_notice(wire::notice_type::kSubnetManagement,
+                                                    wire::notice_producer::kClassManager, number, snap.sm.lid);
+    wire::NoticeDetailsGid d{};
+    d.gid = {wire::be64::from(snap.subnet_prefix), wire::be64::from(guid)};
+    notice.set_details(d);
+    notice.issuer_gid = {wire::be64::from(snap.subnet_prefix), wire::be64::from(snap.sm.port_guid)};
+    notify(notice);
+    ++n;
+  };
+  if (in_service_known_) {
+    for (const std::uint64_t g : now)
+      if (!in_service_.contains(g)) trap(wire::trap::kGidInService, g);
+    for (const std::uint64_t g : in_service_)
+      if (!now.contains(g)) trap(wire::trap::kGidOutOfService, g);
+  }
+  in_service_.swap(now);
+  in_service_known_ = true;
+  if (n != 0) spdlog::info("sm: {} GID in/out of service traps for subscribers", n);
+  return n;
+}
+
+// ---- tables -----------------------------------------------------------------------
+
+// P_Key tables and MFTs as programmed, for the SA's records and checks.
+void SubnetManager::fill_tables(const fabric::Fabric& f, sa::Snapshot& snap) const {
+  fill_port_tables(f, tables_, snap);  // SL2VL, VLArb, GUIDInfo as read (sm/tables)
+  snap.port_tables.resize(f.nodes.size());
+  for (fabric::NodeId i = 0; i < f.nodes.size(); ++i) {
+    const fabric::Node& n = f.nodes[i];
+    snap.port_tables[i].resize(n.ports.size());
+    if (n.is_switch()) continue;
+    for (std::uint8_t p = 1; p < n.ports.size(); ++p) {
+      const auto it = programmed_.pkeys.find(n.ports[p].guid);
+      if (n.ports[p].guid != 0 && it != programmed_.pkeys.end()) snap.port_tables[i][p].pkeys = it->second;
+    }
+  }
+  snap.mfts->store(mft_view(f));
+}
+
+std::vector<sa::SwitchMft> SubnetManager::mft_view(const fabric::Fabric& f) const {
+  std::unordered_map<std::uint64_t, fabric::NodeId> by_guid;
+  for (fabric::NodeId i = 0; i < f.nodes.size(); ++i) by_guid.emplace(f.nodes[i].node_guid, i);
+  std::vector<sa::SwitchMft> mfts;
+  std::map<fabric::NodeId, std::size_t> mft_of;
+  for (const auto& [key, blk] : mft_programmed_) {
+    const auto it = by_guid.find(key.first);
+    if (it == by_guid.end()) continue;
+    auto [slot, fresh] = mft_of.emplace(it->second, mfts.size());
+    if (fresh) mfts.push_back(sa::SwitchMft{.node = it->second, .masks = {}});
+    sa::SwitchMft& m = mfts[slot->second];
+    for (std::size_t i = 0; i < wire::kMftBlockSize; ++i) {
+      const std::size_t mlid_index = std::size_t{key.second.block} * wire::kMftBlockSize + i;
+      if (m.masks.size() <= mlid_index) m.masks.resize(mlid_index + 1);
+      auto& positions = m.masks[mlid_index];
+      if (positions.size() <= key.second.position) positions.resize(key.second.position + 1u, 0);
+      positions[key.second.position] = blk.mask(i);
+    }
+  }
+  return mfts;
+}
+
+
+}  // namespace madengine::sm

@@ -1,0 +1,329 @@
+// The SM's sweeps (see sm.hpp): a heavy sweep discovers, elects, numbers,
+// routes (on the compute pool), programs and publishes; a light sweep asks
+// every switch whether a port changed; multicast-only changes write MFTs.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <unordered_set>
+
+#include "madengine/wire/codec.hpp"
+#include "sa/paths/path_db.hpp"
+#include "sm/discovery/discovery.hpp"
+#include "sm/lids/lid_assign.hpp"
+#include "sm/sm.hpp"
+
+namespace madengine::sm {
+
+namespace {
+
+double seconds(Nanos a, Nanos b) { return static_cast<double>(b - a) / 1e9; }
+
+}  // namespace
+
+Task<void> SubnetManager::heavy_sweep() {
+  const Clock& clock = sched_->clock();
+  SweepStats st;
+  const Nanos t0 = clock.now_ns();
+  const std::uint64_t smps0 = queue_->submitted();
+  const LocalPort lp = transport_.local_port();
+  DiscoveryResult d = co_await discover(*queue_, DiscoveryOptions{.port_num = lp.port_num, .m_key = cfg_.m_key});
+  const Nanos t1 = clock.now_ns();
+  st.discovery_s = seconds(t0, t1);
+  st.discovery_smps = queue_->submitted() - smps0;
+  st.discovery_errors = d.errors;
+  st.nodes = static_cast<std::uint32_t>(d.fabric.nodes.size());
+  st.switches = static_cast<std::uint32_t>(d.fabric.switch_count());
+  st.cas = st.nodes - st.switches;
+  st.links = d.links();
+  if (d.local_node == fabric::kNoNode) {
+    st.error = "the local port did not answer NodeInfo";
+    spdlog::error("sm: heavy sweep failed: {}", st.error);
+    update_status([&st](SmStatus& s) { s.last_heavy = st; });
+    co_return;
+  }
+  // What appeared and vanished since the last sweep.
+  std::unordered_set<std::uint64_t> before;
+  if (current_ != nullptr)
+    for (const auto& n : current_->fabric.nodes) before.insert(n.node_guid);
+  for (const auto& n : d.fabric.nodes) st.new_nodes += before.erase(n.node_guid) == 0 ? 1 : 0;
+  st.vanished_nodes = static_cast<std::uint32_t>(before.size());
+  spdlog::info("sm: discovery: {} nodes ({} switches, {} CAs), {} links, {} new, {} vanished, {} SMPs, {} errors, {:.6f} s",
+               st.nodes, st.switches, st.cas, st.links, st.new_nodes, st.vanished_nodes, st.discovery_smps,
+               d.errors, st.discovery_s);
+
+  // Election: the other SMs found through IsSM, and whether we configure.
+  const std::uint16_t own_lid = d.fabric.lid_of(fabric::EndPort{d.local_node, d.local_port});
+  const ha::SweepDecision decision = co_await ha_->after_discovery(*queue_, d.fabric, lp.port_guid, own_lid);
+  publish_ha_status();
+  if (!decision.program) {
+    spdlog::info("sm: {} with {} other SM(s): fabric left as it is", wire::to_string(ha_->state()), decision.peers);
+    update_status([](SmStatus& s) { ++s.sweeps_not_programmed; });
+    if (ha_->state() == wire::SmState::kStandby) {
+      std::vector<std::uint16_t> reported = d.current_lids();  // before the fabric is moved out
+      Task<void> prepare = prepare_warm(std::move(d.fabric), std::move(reported), lp);
+      co_await prepare;
+    }
+    co_return;
+  }
+  if (role_.mastership_new && !role_.sa_state_decided) role_.reregister = settle_sa_state();
+  if (current_ == nullptr && warm_ != nullptr && publish_warm(d.fabric, d.current_lids())) {
+    const std::uint64_t e = epoch_;
+    update_status([e](SmStatus& s) {
+      s.epoch = e;
+      ++s.early_publications;
+      ++s.prepared_publications;
+    });
+  }
+  warm_.reset();
+  if (decision.assert_all && current_ != nullptr) {
+    // Handed a subnet or joined to one: rewrite every port and table (SM LID
+    // included) rather than trust what another master left.
+    programmed_ = ProgrammedState{};
+    mft_programmed_.clear();
+  }
+
+  // CPU phases are timed with the steady clock: on the sim transport the
+  // engine clock is simulated time, which does not move while we compute.
+  const auto w1 = std::chrono::steady_clock::now();
+  const LidAssignReport lids = assign_lids(d.fabric, guid2lid_, cfg_.lmc, d.current_lids());
+  st.lids_new = lids.assigned_new;
+  save_guid2lid_async();
+  st.lids_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w1).count();
+  if (lids.assigned_new != 0 || lids.conflicts != 0 || lids.exhausted != 0)
+    spdlog::info("sm: LIDs: {} kept from map, {} kept current, {} new, {} conflicts, {} exhausted", lids.kept_from_map,
+                 lids.kept_current, lids.assigned_new, lids.conflicts, lids.exhausted);
+
+  // Routing and the path database run on the compute pool: this core goes
+  // on answering SA queries (from the current epoch) and SMInfo polls. The
+  // job owns the fabric until it is done.
+  auto fab = std::make_shared<fabric::Fabric>(std::move(d.fabric));
+  Task<std::optional<Routed>> routing = route(fab);  // a named task: see docs/coding-notes.md
+  std::optional<Routed> routed = co_await routing;
+  if (!routed) co_return;  // cancelled: the SM is going away
+  if (ha_->state() != wire::SmState::kMaster) {
+    // Handed over (or disabled) while routing ran: the fabric is not ours to program.
+    spdlog::info("sm: {} since discovery: the routes computed are dropped", wire::to_string(ha_->state()));
+    co_return;
+  }
+  st.routing_s = routed->routing_s;
+  st.path_db_s = routed->path_db_s;
+  RoutingResult& routes = routed->routes;
+  if (!routes.ok()) {
+    d.fabric = std::move(*fab);
+    st.error = "routing: " + routes.error;
+    spdlog::error("sm: heavy sweep failed: {}", st.error);
+    update_status([&st](SmStatus& s) { s.last_heavy = st; });
+    co_return;
+  }
+  st.top_lid = routes.top_lid;
+  sm_lid_ = fab->lid_of(fabric::EndPort{d.local_node, d.local_port});
+  local_port_ = d.local_port;
+  auto snap = std::make_shared<sa::Snapshot>();
+  snap->paths = std::move(routed->paths);
+  const Nanos t4 = clock.now_ns();
+
+  // A master that took over (or restarted) with every LID already known
+  // publishes before programming: paths and records do not depend on the
+  // writes that follow, so the SA answers now rather than after the whole
+  // fabric has been rewritten. P_Key tables and MFTs join at the next publish.
+  if (current_ == nullptr && ha_->state() == wire::SmState::kMaster && lids.assigned_new == 0 && lids.conflicts == 0 &&
+      lids.exhausted == 0) {
+    auto pre = std::make_shared<sa::Snapshot>();
+    pre->paths = snap->paths;
+    pre->lfts = routes.lfts;
+    pre->top_lid = routes.top_lid;
+    pre->sm = sm_identity(lp, sm_lid_, ha_->state(), ha_->act_count());
+    pre->subnet_prefix = cfg_.subnet_prefix;
+    fill_tables(*fab, *pre);
+    pre->fabric = *fab;
+    Task<bool> indexing = index_snapshot(pre);
+    if (const bool ok = co_await indexing; !ok) co_return;
+    pre->epoch = ++epoch_;
+    current_ = pre;
+    store_.publish(pre);
+    spdlog::info("sm: LIDs unchanged: SA answering from epoch {} while the fabric is programmed", epoch_);
+    const std::uint64_t e = epoch_;
+    update_status([e](SmStatus& s) {
+      s.epoch = e;
+      ++s.early_publications;
+    });
+  }
+  d.fabric = std::move(*fab);
+  fab.reset();
+
+  BringupConfig bc;
+  bc.port_num = lp.port_num;
+  bc.sm_lid = sm_lid_;
+  bc.sm_sl = cfg_.sm_sl;
+  bc.subnet_prefix = cfg_.subnet_prefix;
+  bc.subnet_timeout = cfg_.subnet_timeout;
+  bc.life_time_value = cfg_.life_time_value;
+  bc.operational_vls = cfg_.operational_vls;
+  bc.m_key = cfg_.m_key;
+  bc.m_key_lease_period = cfg_.m_key_lease_period;
+  bc.m_key_protect_bits = cfg_.m_key_protect_bits;
+  bc.client_reregister = role_.mastership_new && role_.reregister;
+  st.bringup = co_await bring_up(*queue_, d, routes, bc, programmed_);
+  st.mft_blocks_written = co_await program_mcast(d.fabric);
+  mcast_dirty_.store(false, std::memory_order_relaxed);
+  // After bring-up: OperationalVLs are final, and only changed ports are read.
+  const Nanos t_tables = clock.now_ns();
+  const TablesReport tables = co_await read_port_tables(
+      *queue_, d, TablesOptions{.port_num = lp.port_num, .m_key = cfg_.m_key, .switch_ports = cfg_.read_switch_port_tables},
+      tables_);
+  st.tables_smps = tables.smps;
+  st.tables_ports_read = tables.ports_read;
+  const Nanos t5 = clock.now_ns();
+  st.tables_s = seconds(t_tables, t5);
+  st.programming_s = seconds(t4, t5);
+  st.smps = queue_->submitted() - smps0;
+  st.total_s = seconds(t0, t5);
+  // On a simulated clock the CPU phases took no simulated time: add them.
+  if (t4 == t1) st.total_s += st.lids_s + st.routing_s + st.path_db_s;
+  st.ok = st.bringup.errors == 0;
+
+  ha_->note_activity();
+  if (st.ok) role_.mastership_new = false;
+
+  snap->lfts = std::move(routes.lfts);
+  snap->top_lid = routes.top_lid;
+  snap->sm = sm_identity(lp, sm_lid_, ha_->state(), ha_->act_count());
+  snap->subnet_prefix = cfg_.subnet_prefix;
+  fill_tables(d.fabric, *snap);
+  snap->fabric = std::move(d.fabric);
+  Task<bool> indexing = index_snapshot(snap);
+  if (const bool ok = co_await indexing; !ok) co_return;
+  snap->epoch = ++epoch_;
+  current_ = snap;
+  store_.publish(snap);
+  st.gid_traps = report_gid_changes(*snap);
+
+  const BringupReport& b = st.bringup;
+  spdlog::info("sm: programmed: {} SwitchInfo, {} LFT blocks, {} PortInfo, {} armed, {} activated, {} P_Key, {} MFT blocks, {} errors",
+               b.switch_info_sets, b.lft_blocks_written, b.port_info_sets, b.ports_armed, b.ports_activated, b.pkey_sets,
+               st.mft_blocks_written, b.errors);
+  spdlog::info("sm: tables: {} ports read, {} kept, {} SMPs, {} errors, {:.6f} s; {} GID traps", tables.ports_read,
+               tables.ports_kept, tables.smps, tables.errors, st.tables_s, st.gid_traps);
+  spdlog::info("sm: subnet up (epoch {}): {} nodes, {} switches, {} CAs, {} links, top LID {}, SM LID {}, {} SMPs; "
+               "discovery {:.6f} s, LIDs {:.6f} s, routing {:.6f} s, path db {:.6f} s, programming {:.6f} s, total {:.6f} s",
+               epoch_, st.nodes, st.switches, st.cas, st.links, st.top_lid, sm_lid_, st.smps, st.discovery_s, st.lids_s,
+               st.routing_s, st.path_db_s, st.programming_s, st.total_s);
+  const std::uint64_t epoch = epoch_;
+  const std::uint16_t sm_lid = sm_lid_;
+  const wire::SmState state = ha_->state();
+  update_status([&](SmStatus& s) {
+    s.subnet_up = s.subnet_up || st.ok;
+    s.state = state;
+    s.sm_lid = sm_lid;
+    s.epoch = epoch;
+    ++s.heavy_sweeps;
+    s.last_heavy = st;
+  });
+}
+
+// The guid2lid file is written by the I/O pool (an fsync per save must not
+// hold the MAD core), from a copy of the map; saves keep their order.
+void SubnetManager::save_guid2lid_async() {
+  if (cfg_.guid2lid_path.empty() || guid2lid_ == guid2lid_saved_) return;
+  guid2lid_saved_ = guid2lid_;
+  const bool queued = io_->submit([path = cfg_.guid2lid_path, map = guid2lid_] {
+    Guid2LidError err;
+    if (!save_guid2lid(path, map, err)) spdlog::warn("sm: cannot save guid2lid: {}", err.what);
+  });
+  if (!queued) {
+    spdlog::warn("sm: guid2lid not saved: the I/O queue is full (saved with the next change)");
+    guid2lid_saved_.clear();
+  }
+}
+
+Task<bool> SubnetManager::light_sweep() {
+  const std::uint64_t smps0 = queue_->submitted();
+  const std::uint8_t port_num = transport_.local_port().port_num;
+  auto changed = std::make_shared<bool>(false);
+  const auto snap = current_;
+  std::uint64_t lid_routed = 0;
+  for (const fabric::Node& n : snap->fabric.nodes) {
+    if (!n.is_switch()) continue;
+    const wire::DrPath path = n.dr_path;
+    // The fabric is programmed: ask each switch by its LID, through the
+    // LFTs we wrote, so the switches on the way do no SMA work. A switch
+    // that does not answer (dead, or a route broken) escalates to a heavy
+    // sweep, which is directed-route.
+    const bool by_lid = cfg_.lid_routed_light_sweep && n.base_lid != 0 && path.hops != 0;
+    lid_routed += by_lid ? 1 : 0;
+    const MadBuf get = by_lid ? make_lid_request(wire::method::kGet, wire::smp_attr::kSwitchInfo, 0, n.base_lid, port_num,
+                                                 {}, cfg_.m_key)
+                              : make_dr_request(wire::method::kGet, wire::smp_attr::kSwitchInfo, 0, path, port_num, {},
+                                                cfg_.m_key);
+    queue_->submit(get, [this, changed, path, port_num](const TxnResult& r) {
+      const auto si = smp_response_ok(r) ? wire::decode<wire::SwitchInfo>(smp_data(r.response)) : std::nullopt;
+      if (!si) {
+        *changed = true;  // a switch stopped answering
+        return;
+      }
+      if (si->port_state_change() == 0) return;
+      *changed = true;
+      wire::SwitchInfo clear = *si;
+      clear.prepare_for_set(true);  // write 1 to clear (IBA 14.2.5.4)
+      queue_->submit(make_dr_request(wire::method::kSet, wire::smp_attr::kSwitchInfo, 0, path, port_num,
+                                     wire::as_bytes(clear), cfg_.m_key),
+                     nullptr);
+    });
+  }
+  const std::uint16_t want_lid = sm_lid_;
+  queue_->submit(make_dr_request(wire::method::kGet, wire::smp_attr::kPortInfo, local_port_, wire::DrPath{}, port_num, {},
+                                 cfg_.m_key),
+                 [changed, want_lid](const TxnResult& r) {
+                   const auto pi = smp_response_ok(r) ? wire::decode<wire::PortInfo>(smp_data(r.response)) : std::nullopt;
+                   if (!pi || pi->state() != wire::PortState::kActive || pi->lid.get() != want_lid) *changed = true;
+                 });
+  co_await queue_->drained();
+  const std::uint64_t smps = queue_->submitted() - smps0;
+  const bool ch = *changed;
+  if (ch) spdlog::info("sm: light sweep ({} SMPs) saw a change: heavy sweep", smps);
+  update_status([smps, lid_routed](SmStatus& s) {
+    ++s.light_sweeps;
+    s.last_light_smps = smps;
+    s.last_light_lid_routed = lid_routed;
+  });
+  co_return ch;
+}
+
+Task<std::uint32_t> SubnetManager::program_mcast(const fabric::Fabric& f) {
+  if (cfg_.mcast == nullptr) co_return 0;
+  const auto mfts = compute_mfts(f, cfg_.mcast->groups());
+  auto written = std::make_shared<std::uint32_t>(0);
+  const std::uint8_t port_num = transport_.local_port().port_num;
+  std::map<std::pair<std::uint64_t, MftKey>, wire::MftBlock> next;
+  for (const auto& [sw, blocks] : mfts) {
+    for (const auto& [key, blk] : blocks) next.emplace(std::pair{f.nodes[sw].node_guid, key}, blk);
+  }
+  // Blocks that held groups before and no longer do are written as zeros.
+  for (const auto& [k, blk] : mft_programmed_)
+    if (!next.contains(k)) next.emplace(k, wire::MftBlock{});
+  std::unordered_map<std::uint64_t, fabric::NodeId> by_guid;
+  for (fabric::NodeId i = 0; i < f.nodes.size(); ++i) by_guid.emplace(f.nodes[i].node_guid, i);
+  for (const auto& [k, blk] : next) {
+    const auto prev = mft_programmed_.find(k);
+    if (prev != mft_programmed_.end() &&
+        std::equal(prev->second.port_masks.begin(), prev->second.port_masks.end(), blk.port_masks.begin()))
+      continue;
+    const auto it = by_guid.find(k.first);
+    if (it == by_guid.end()) continue;
+    const auto key = k;
+    const wire::MftBlock b = blk;
+    queue_->submit(make_dr_request(wire::method::kSet, wire::smp_attr::kMulticastFwdTable,
+                                   wire::mft_modifier(k.second.position, k.second.block), f.nodes[it->second].dr_path,
+                                   port_num, wire::as_bytes(blk), cfg_.m_key),
+                   [this, key, b, written](const TxnResult& r) {
+                     if (!smp_response_ok(r)) return;
+                     mft_programmed_[key] = b;
+                     ++*written;
+                   });
+  }
+  co_await queue_->drained();
+  co_return *written;
+}
+
+}  // namespace madengine::sm
