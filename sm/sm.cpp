@@ -247,7 +247,7 @@ Task<void> SubnetManager::run() {
         }
         continue;
       }
-      if (ha_->machine().handover_pending() || ha_->machine().awaiting_handover()) continue;  // quiet until settled
+      if (ha_->machine().awaiting_handover()) continue;  // a lower master hands its part over first
       if (heavy_requested_.load(std::memory_order_relaxed)) break;
       if (current_ == nullptr) break;  // the last heavy sweep failed: try again
       if (mcast_dirty_.exchange(false, std::memory_order_relaxed)) {

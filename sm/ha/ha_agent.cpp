@@ -44,7 +44,9 @@ void HaAgent::apply(const Actions& a) noexcept {
   // The ACKNOWLEDGE shows the state we had when the HANDOVER came (STANDBY):
   // OpenSM refuses an ACKNOWLEDGE from any other state.
   if (a.acknowledge_to != 0) send_set(a.acknowledge_to, wire::sm_info_mod::kAcknowledge, wire::SmState::kStandby);
-  if (a.handover_to != 0) send_set(a.handover_to, wire::sm_info_mod::kHandover, sm_.state());
+  // A HANDOVER comes from a master (IBA 14.4.1 Table 183, OpenSM checks it):
+  // it shows the MASTER we were until this very transition.
+  if (a.handover_to != 0) send_set(a.handover_to, wire::sm_info_mod::kHandover, wire::SmState::kMaster);
   if (a.trap144_to != 0) send_trap144(a.trap144_to);
 }
 

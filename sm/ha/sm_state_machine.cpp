@@ -1,7 +1,7 @@
 // SMInfo state machine (see sm_state_machine.hpp). The transitions follow
 // IBA 14.4.1 and match OpenSM's where the spec leaves room, so the two
-// interoperate; where madengine is stricter (a master keeps the subnet until
-// the new master shows itself) the comment says so.
+// interoperate: a master that hands over stands by at once, as OpenSM does,
+// so the new master's forced sweep finds it STANDBY and takes every node.
 #include "sm/ha/sm_state_machine.hpp"
 
 #include <stdexcept>
@@ -43,10 +43,7 @@ void SmStateMachine::follow(Actions& a, std::uint64_t guid, bool is_master) noex
   a.stop_polling = false;
 }
 
-void SmStateMachine::clear_master_flags() noexcept {
-  handover_pending_ = 0;
-  awaiting_from_ = 0;
-}
+void SmStateMachine::clear_master_flags() noexcept { awaiting_from_ = 0; }
 
 Actions SmStateMachine::start() noexcept {
   Actions a;
@@ -60,10 +57,14 @@ Actions SmStateMachine::sweep_done(std::span<const PeerSm> peers) noexcept {
   Actions a;
   const PeerSm* best_master = nullptr;  // highest-ranked master other than us
   const PeerSm* best = nullptr;         // highest-ranked active SM other than us
-  const PeerSm* pending_target = nullptr;
   for (const PeerSm& p : peers) {
     if (!counts(p, self_.guid)) continue;
-    if (p.guid == handover_pending_) pending_target = &p;
+    // An SM that was handed the subnet and never took it does not get it
+    // again, unless it has become master since.
+    if (p.guid == refused_by_) {
+      if (p.state != SmState::kMaster) continue;
+      refused_by_ = 0;
+    }
     // The SM that just handed us the subnet may still show MASTER: it is
     // leaving, so it does not take part.
     if (p.guid == handed_by_) continue;
@@ -97,21 +98,17 @@ Actions SmStateMachine::sweep_done(std::span<const PeerSm> peers) noexcept {
       return a;
     }
     case SmState::kMaster: {
-      if (handover_pending_ != 0) {
-        if (pending_target != nullptr) return a;  // still handing over: stay quiet, polling decides
-        // The SM we handed over to vanished before taking the subnet: keep it.
-        handover_pending_ = 0;
-        polled_guid_ = 0;
-        a.stop_polling = true;
-      }
       if (best != nullptr && !outranks(*best)) {
-        // Quiescence: stop configuring, hand over, and keep the subnet until
-        // the new master shows itself (OpenSM drops at once; we do not, so
-        // the subnet is never without a master).
-        handover_pending_ = best->guid;
+        // Hand over and stand by at once (IBA 14.4.1.3, as OpenSM does): a
+        // higher master that gets our HANDOVER sweeps at once and must find
+        // us STANDBY to take our nodes; a master we kept would make it wait
+        // out its polling budget (C14-60.2.1). Should it never show MASTER,
+        // our polling budget brings the subnet back to us (poll_result).
         awaiting_from_ = 0;
         a.handover_to = best->guid;
+        go(a, SmState::kStandby, "handed the subnet to a higher SM");
         follow(a, best->guid, best->state == SmState::kMaster);
+        handed_to_ = best->guid;
         return a;
       }
       if (best_master != nullptr) {
@@ -154,6 +151,7 @@ Actions SmStateMachine::poll_result(const PeerSm* reply) noexcept {
       if (reply->state == SmState::kMaster) {
         confirmed = true;
         polled_master_ = true;
+        handed_to_ = 0;  // the handover is done
         if (outranks(*reply)) a.trap144_to = reply->guid;  // it should hand over to us
       } else if (polled_master_) {
         // Our master stepped down (it handed the subnet to another SM, or
@@ -164,22 +162,14 @@ Actions SmStateMachine::poll_result(const PeerSm* reply) noexcept {
         a.sweep = true;
         go(a, SmState::kDiscovering, "the master stepped down");
         return a;
+      } else if (reply->guid == handed_to_) {
+        // We handed it the subnet and it does not show MASTER yet: that counts
+        // against the budget, so a subnet nobody takes comes back to us.
       } else if (reply->state != SmState::kNotActive && !outranks(*reply)) {
         confirmed = true;  // a higher SM still on its way to MASTER
       }
       break;
     case SmState::kMaster:
-      if (handover_pending_ != 0) {
-        if (answered && reply->state == SmState::kMaster) {
-          handover_pending_ = 0;
-          go(a, SmState::kStandby, "handover complete: the new master shows MASTER");
-          follow(a, reply->guid, true);
-          return a;
-        }
-        // Alive but not yet master counts against the budget too: we never
-        // wait forever on an SM that does not take the subnet.
-        break;
-      }
       if (awaiting_from_ != 0) {
         if (answered && reply->state == SmState::kMaster) {
           confirmed = true;
@@ -209,7 +199,10 @@ Actions SmStateMachine::poll_result(const PeerSm* reply) noexcept {
   a.stop_polling = true;
   a.sweep = true;
   if (state_ == SmState::kStandby) {
-    go(a, SmState::kDiscovering, "master polling failed");
+    const bool handed = handed_to_ != 0;
+    if (handed) refused_by_ = handed_to_;  // it never took the subnet
+    handed_to_ = 0;
+    go(a, SmState::kDiscovering, handed ? "the SM handed the subnet did not take it" : "master polling failed");
   } else {
     // MASTER: the SM we handed over to, or waited on, is gone: we keep the
     // subnet and look again (and configure the other master's nodes).
@@ -296,14 +289,8 @@ SetReply SmStateMachine::on_set(std::uint32_t modifier, const wire::SmInfo& req)
           a.sweep = true;
           assert_next_ = true;
           break;
-        case wire::sm_info_mod::kAcknowledge:
-          if (sender != handover_pending_) return r;
-          handover_pending_ = 0;
-          go(a, SmState::kStandby, "handover acknowledged");
-          follow(a, sender, false);  // it shows MASTER at its next poll
-          break;
         default:
-          return r;
+          return r;  // a master acknowledges nothing: it stood by when it handed over
       }
       break;
   }
@@ -313,7 +300,7 @@ SetReply SmStateMachine::on_set(std::uint32_t modifier, const wire::SmInfo& req)
 
 Actions SmStateMachine::on_trap144() noexcept {
   Actions a;
-  if (state_ == SmState::kMaster && handover_pending_ == 0) a.sweep = true;
+  if (state_ == SmState::kMaster) a.sweep = true;
   return a;
 }
 
@@ -322,7 +309,7 @@ Actions SmStateMachine::set_priority(std::uint8_t priority) noexcept {
   if (priority > wire::kSmPriorityMax || priority == self_.priority) return a;
   self_.priority = priority;
   if (state_ == SmState::kStandby && polled_guid_ != 0) a.trap144_to = polled_guid_;
-  if (state_ == SmState::kMaster && handover_pending_ == 0) a.sweep = true;
+  if (state_ == SmState::kMaster) a.sweep = true;
   return a;
 }
 

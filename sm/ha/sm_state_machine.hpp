@@ -72,13 +72,12 @@ class SmStateMachine {
 
   wire::SmState state() const noexcept { return state_; }
   const SmIdentity& self() const noexcept { return self_; }
-  // The SM we poll (STANDBY: the master or the higher SM we wait on; MASTER:
-  // the SM we handed over to, or the lower master we wait on). 0: none.
+  // The SM we poll (STANDBY: the master, the higher SM we wait on or the
+  // one we handed the subnet to; MASTER: the lower master we wait on). 0: none.
   std::uint64_t polled_guid() const noexcept { return polled_guid_; }
   std::uint8_t poll_failures() const noexcept { return poll_failures_; }
-  // MASTER, HANDOVER sent, waiting for the new master's ACKNOWLEDGE or its
-  // SMInfo showing MASTER.
-  bool handover_pending() const noexcept { return handover_pending_ != 0; }
+  // STANDBY after handing the subnet over, until the new master shows MASTER.
+  bool handover_pending() const noexcept { return handed_to_ != 0; }
   // MASTER that outranks another master it found: waiting for that master's
   // HANDOVER (IBA C14-60.2.1) before configuring.
   bool awaiting_handover() const noexcept { return awaiting_from_ != 0; }
@@ -124,7 +123,8 @@ class SmStateMachine {
   wire::SmState state_ = wire::SmState::kNotActive;
   std::uint64_t polled_guid_ = 0;
   std::uint8_t poll_failures_ = 0;
-  std::uint64_t handover_pending_ = 0;  // GUID we sent HANDOVER to
+  std::uint64_t handed_to_ = 0;   // STANDBY: the SM we sent HANDOVER to, until it shows MASTER
+  std::uint64_t refused_by_ = 0;  // it never took the subnet: left out of elections until it shows MASTER
   std::uint64_t awaiting_from_ = 0;     // lower master we wait on
   std::uint64_t handed_by_ = 0;         // HANDOVER received while DISCOVERING: ignore it in the election
   bool polled_master_ = false;          // the polled SM has shown MASTER

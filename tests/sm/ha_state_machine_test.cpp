@@ -237,65 +237,74 @@ TEST(HaStateMachine, StandbySeeingLowerMasterSendsTrap144) {
   EXPECT_EQ(m.state(), SmState::kStandby);
 }
 
-TEST(HaStateMachine, MasterHandsOverToHigherSmAndWaitsForItToShowMaster) {
+// A master that finds a higher SM hands over and stands by at once (as
+// OpenSM does): the higher SM's forced sweep then finds it STANDBY.
+TEST(HaStateMachine, MasterHandsOverToHigherSmAndStandsByAtOnce) {
   auto m = in_master();
   const PeerSm p[] = {peer(0x300, 9, SmState::kStandby)};
   const Actions a = m.sweep_done(p);
   EXPECT_EQ(a.handover_to, 0x300u);
-  EXPECT_FALSE(a.program);  // quiescent while handing over
-  EXPECT_EQ(m.state(), SmState::kMaster);  // but still master: never unmanaged
+  EXPECT_FALSE(a.program);
+  EXPECT_EQ(m.state(), SmState::kStandby);
+  ASSERT_TRUE(a.changed);
+  EXPECT_EQ(a.transition.from, SmState::kMaster);
   EXPECT_TRUE(m.handover_pending());
   EXPECT_EQ(a.poll_guid, 0x300u);
-  // A sweep while waiting does nothing.
-  const Actions w = m.sweep_done(p);
-  EXPECT_FALSE(w.program);
-  EXPECT_EQ(w.handover_to, 0u);
   // Alive but still STANDBY: one failure of the budget.
   m.poll_result(&p[0]);
   EXPECT_EQ(m.poll_failures(), 1);
   const PeerSm now = peer(0x300, 9, SmState::kMaster);
-  const Actions b = m.poll_result(&now);
+  m.poll_result(&now);
   EXPECT_EQ(m.state(), SmState::kStandby);
-  ASSERT_TRUE(b.changed);
-  EXPECT_EQ(b.transition.from, SmState::kMaster);
-  EXPECT_EQ(b.poll_guid, 0x300u);  // and now polls the new master
+  EXPECT_EQ(m.poll_failures(), 0);
   EXPECT_FALSE(m.handover_pending());
+  EXPECT_EQ(m.polled_guid(), 0x300u);
 }
 
-TEST(HaStateMachine, MasterHandsOverOnAcknowledge) {
+TEST(HaStateMachine, AcknowledgeOfAHandoverFindsUsStandingByAlready) {
   auto m = in_master();
   const PeerSm p[] = {peer(0x300, 9, SmState::kStandby)};
   m.sweep_done(p);
-  // An ACKNOWLEDGE from someone else is refused.
-  EXPECT_EQ(m.on_set(mod::kAcknowledge, req(0x301, SmState::kStandby)).status, kSmInfoSetRefused);
+  EXPECT_EQ(m.state(), SmState::kStandby);
   const SetReply r = m.on_set(mod::kAcknowledge, req(0x300, SmState::kStandby));
   EXPECT_EQ(r.status, 0);
+  EXPECT_FALSE(r.actions.changed);
   EXPECT_EQ(m.state(), SmState::kStandby);
-  EXPECT_EQ(r.actions.poll_guid, 0x300u);
 }
 
-TEST(HaStateMachine, FailedHandoverKeepsTheSubnet) {
+// The SM handed the subnet never takes it (the HANDOVER lost, or refused):
+// the polling budget brings the subnet back, and that SM is not handed it
+// again until it shows MASTER.
+TEST(HaStateMachine, AHandoverNobodyTakesComesBack) {
+  auto m = in_master();
+  const PeerSm p[] = {peer(0x300, 9, SmState::kStandby)};
+  m.sweep_done(p);
+  m.poll_result(&p[0]);
+  m.poll_result(&p[0]);
+  const Actions a = m.poll_result(&p[0]);
+  EXPECT_EQ(m.state(), SmState::kDiscovering);
+  EXPECT_TRUE(a.sweep);
+  EXPECT_FALSE(m.handover_pending());
+  const Actions b = m.sweep_done(p);
+  EXPECT_EQ(m.state(), SmState::kMaster);
+  EXPECT_TRUE(b.program);
+  EXPECT_EQ(m.sweep_done(p).handover_to, 0u);  // not again
+  // Once it shows MASTER it takes part again: we hand over.
+  const PeerSm q[] = {peer(0x300, 9, SmState::kMaster)};
+  EXPECT_EQ(m.sweep_done(q).handover_to, 0x300u);
+}
+
+TEST(HaStateMachine, AHandoverTargetThatDiesLeavesUsToTakeTheSubnetBack) {
   auto m = in_master();
   const PeerSm p[] = {peer(0x300, 9, SmState::kStandby)};
   m.sweep_done(p);
   m.poll_result(nullptr);
   m.poll_result(nullptr);
   const Actions a = m.poll_result(nullptr);
-  EXPECT_EQ(m.state(), SmState::kMaster);
-  EXPECT_FALSE(m.handover_pending());
+  EXPECT_EQ(m.state(), SmState::kDiscovering);
   EXPECT_TRUE(a.sweep);
-  EXPECT_TRUE(a.stop_polling);
   EXPECT_TRUE(m.sweep_done({}).program);
-}
-
-TEST(HaStateMachine, HandoverTargetVanishedAtSweepKeepsTheSubnet) {
-  auto m = in_master();
-  const PeerSm p[] = {peer(0x300, 9, SmState::kStandby)};
-  m.sweep_done(p);
-  const Actions a = m.sweep_done({});
-  EXPECT_TRUE(a.program);
-  EXPECT_TRUE(a.stop_polling);
-  EXPECT_FALSE(m.handover_pending());
+  EXPECT_EQ(m.state(), SmState::kMaster);
 }
 
 TEST(HaStateMachine, MasterMeetingHigherMasterHandsOver) {
@@ -303,9 +312,10 @@ TEST(HaStateMachine, MasterMeetingHigherMasterHandsOver) {
   const PeerSm p[] = {peer(0x300, 9, SmState::kMaster)};
   const Actions a = m.sweep_done(p);
   EXPECT_EQ(a.handover_to, 0x300u);
-  const Actions b = m.poll_result(&p[0]);
   EXPECT_EQ(m.state(), SmState::kStandby);
-  EXPECT_TRUE(b.changed);
+  EXPECT_TRUE(a.changed);
+  m.poll_result(&p[0]);
+  EXPECT_EQ(m.poll_failures(), 0);
 }
 
 TEST(HaStateMachine, MasterMeetingLowerMasterWaitsForItsHandover) {
