@@ -40,6 +40,22 @@ class SubnetManager::ResponseHook final : public MadHandler {
   ha::ReplicaClient* replica_;
 };
 
+// Port events of our own device (the kernel's, where it gives them): a
+// change of state or LID, or the device back, asks for a heavy sweep.
+class SubnetManager::PortWatch final : public LifecycleListener {
+ public:
+  explicit PortWatch(SubnetManager& sm) : sm_(sm) {}
+  void on_port_event(const PortEvent& ev) noexcept override {
+    if (ev.event != DeviceEvent::kPortChanged && ev.event != DeviceEvent::kDeviceBack) return;
+    spdlog::info("sm: our port {} {}: heavy sweep", ev.port_num,
+                 ev.event == DeviceEvent::kDeviceBack ? "is back" : "changed");
+    sm_.request_heavy_sweep();
+  }
+
+ private:
+  SubnetManager& sm_;
+};
+
 class SubnetManager::SmaHandler final : public MadHandler {
  public:
   explicit SmaHandler(SubnetManager& sm) : sm_(sm) {}
@@ -55,6 +71,8 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
   if (cfg_.window_smps_max == 0 || cfg_.window_per_dest_max == 0)
     throw std::invalid_argument("SmConfig windows must be >= 1");
   if (cfg_.light_sweep_interval_ms < 100) throw std::invalid_argument("SmConfig.light_sweep_interval_ms must be >= 100");
+  if (cfg_.local_port_check_ms == 0 || cfg_.standby_refresh_ms < 600)
+    throw std::invalid_argument("SmConfig.local_port_check_ms must be >= 1 and standby_refresh_ms >= 600");
   if (cfg_.priority > wire::kSmPriorityMax) throw std::invalid_argument("SmConfig.priority must be 0..15");
   if (cfg_.ha_poll_interval_ms == 0 || cfg_.ha_poll_retries == 0)
     throw std::invalid_argument("SmConfig.ha_poll_interval_ms and ha_poll_retries must be >= 1");
@@ -86,6 +104,7 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
   sa_state_restored_ = cfg_.sa_state_restored;
   hook_ = std::make_unique<ResponseHook>(*txn_, replica_.get());
   sma_ = std::make_unique<SmaHandler>(*this);
+  port_watch_ = std::make_unique<PortWatch>(*this);
   ha_ = std::make_unique<ha::HaAgent>(
       *sched_, *txn_, core,
       ha::SmIdentity{.guid = transport.local_port().port_guid, .priority = cfg_.priority, .sm_key = cfg_.sm_key},
@@ -105,6 +124,7 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
   });
   // The device life cycle pauses, re-sends or fails the SM's SMPs when its port's device goes and returns.
   engine.add_transaction_manager(cfg_.core, *txn_, transport.local_port().port_num);
+  engine.add_lifecycle_listener(cfg_.core, *port_watch_);
   engine.add_poller(cfg_.core, *mailbox_);
   engine.add_poller(cfg_.core, *sched_);
   if (replica_) engine.add_poller(cfg_.core, *replica_);
@@ -219,10 +239,12 @@ void SubnetManager::on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept {
 
 Task<void> SubnetManager::run() {
   // A standby re-reads the fabric now and then (discovery only, nothing is
-  // written) to keep its prepared snapshot current: every second while it
-  // has none (the master may not have numbered the fabric yet), else every
-  // 6 light sweep intervals.
+  // written) to keep its prepared snapshot current: every standby_refresh_ms,
+  // a sixth of that while it has none (the master may not have numbered the
+  // fabric yet).
   const Nanos light_ns = Nanos{cfg_.light_sweep_interval_ms} * kNanosPerMilli;
+  const Nanos refresh_ns = Nanos{cfg_.standby_refresh_ms} * kNanosPerMilli;
+  const Nanos local_ns = Nanos{cfg_.local_port_check_ms} * kNanosPerMilli;
   Nanos next_warm = 0;
   bool refresh_warm = false;
   for (;;) {
@@ -232,10 +254,11 @@ Task<void> SubnetManager::run() {
     // fabric to the master and wait for the agent (poll failure, HANDOVER).
     if (sweeping() || refresh_warm) {
       co_await heavy_sweep();
-      next_warm = sched_->clock().now_ns() + (warm_ != nullptr ? 6 * light_ns : std::min<Nanos>(light_ns, kNanosPerSecond));
+      next_warm = sched_->clock().now_ns() + (warm_ != nullptr ? refresh_ns : refresh_ns / 6);
     }
     refresh_warm = false;
     Nanos next_light = sched_->clock().now_ns() + light_ns;
+    Nanos next_local = sched_->clock().now_ns() + local_ns;
     for (;;) {
       const Wake w = co_await sched_->sleep_for(kIdleStepNs);
       if (!w) co_return;
@@ -257,6 +280,11 @@ Task<void> SubnetManager::run() {
           current_->mfts->store(mft_view(current_->fabric));
           spdlog::info("sm: multicast groups changed: {} MFT blocks written", n);
         }
+      }
+      if (sched_->clock().now_ns() >= next_local) {
+        const bool moved = co_await local_port_changed();
+        next_local = sched_->clock().now_ns() + local_ns;
+        if (moved) break;
       }
       if (sched_->clock().now_ns() < next_light) continue;
       const bool changed = co_await light_sweep();

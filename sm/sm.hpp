@@ -59,6 +59,15 @@ struct SmConfig {
   ComputePool* compute = nullptr;
   ComputePool* io = nullptr;
   std::uint32_t light_sweep_interval_ms = 10'000;  // OpenSM's default; >= 100 in tests
+  // A MASTER asks its own port for PortInfo this often (one SMP that never
+  // leaves the HCA) and sweeps when the port's state or LID changed: a
+  // cable pulled and put back is seen within this, not at the next light
+  // sweep. Port events from the device (kPortChanged, kDeviceBack) act at once.
+  std::uint32_t local_port_check_ms = 250;
+  // A STANDBY re-discovers the fabric (read-only) to refresh the snapshot it
+  // would publish at takeover this often; while it has none (the master has
+  // not numbered every port yet) a sixth of it. Its master is polled meanwhile.
+  std::uint32_t standby_refresh_ms = 60'000;
   bool lid_routed_light_sweep = true;              // light sweeps ask switches by LID (false: directed route, as OpenSM)
   std::uint8_t priority = 0;
   std::uint64_t sm_key = 0;                // OpenSM's default is 1: use the same key to co-operate with it
@@ -194,6 +203,7 @@ class SubnetManager {
  private:
   class ResponseHook;
   class SmaHandler;
+  class PortWatch;
   Task<void> run();
   Task<void> heavy_sweep();
   RoutingOptions routing_options() const;
@@ -206,6 +216,8 @@ class SubnetManager {
   Task<void> prepare_warm(fabric::Fabric f, std::vector<std::uint16_t> current_lids, LocalPort lp);
   bool publish_warm(const fabric::Fabric& f, const std::vector<std::uint16_t>& current_lids);
   Task<bool> light_sweep();
+  // Our own port's PortInfo (state, LID) as a master left it; true when it changed.
+  Task<bool> local_port_changed();
   Task<void> replica_loop();
   bool settle_sa_state();
   Task<std::uint32_t> program_mcast(const fabric::Fabric& f);
@@ -236,6 +248,7 @@ class SubnetManager {
   std::unique_ptr<SmpQueue> queue_;
   std::unique_ptr<ResponseHook> hook_;
   std::unique_ptr<SmaHandler> sma_;
+  std::unique_ptr<PortWatch> port_watch_;
   std::unique_ptr<ha::HaAgent> ha_;
   std::unique_ptr<ha::ReplicaClient> replica_;  // when cfg_.restore_sa_state is set
 
@@ -263,6 +276,7 @@ class SubnetManager {
   bool sa_state_restored_ = false; // cfg_.sa_state_restored, until our first mastership
 
   std::atomic<bool> heavy_requested_{true};
+  std::uint8_t local_state_seen_ = 0;  // our port's PortState after our last sweep (0: unknown)
   std::atomic<bool> mcast_dirty_{false};
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;

@@ -209,6 +209,8 @@ Task<void> SubnetManager::heavy_sweep() {
                "discovery {:.6f} s, LIDs {:.6f} s, routing {:.6f} s, path db {:.6f} s, programming {:.6f} s, total {:.6f} s",
                epoch_, st.nodes, st.switches, st.cas, st.links, st.top_lid, sm_lid_, st.smps, st.discovery_s, st.lids_s,
                st.routing_s, st.path_db_s, st.programming_s, st.total_s);
+  const fabric::Node& own = snap->fabric.nodes[d.local_node];
+  local_state_seen_ = own.ports[d.local_port].state;
   const std::uint64_t epoch = epoch_;
   const std::uint16_t sm_lid = sm_lid_;
   const wire::SmState state = ha_->state();
@@ -288,6 +290,29 @@ Task<bool> SubnetManager::light_sweep() {
     s.last_light_lid_routed = lid_routed;
   });
   co_return ch;
+}
+
+Task<bool> SubnetManager::local_port_changed() {
+  auto changed = std::make_shared<bool>(false);
+  auto state = std::make_shared<std::uint8_t>(local_state_seen_);
+  const std::uint16_t want_lid = sm_lid_;
+  queue_->submit(make_dr_request(wire::method::kGet, wire::smp_attr::kPortInfo, local_port_, wire::DrPath{},
+                                 transport_.local_port().port_num, {}, cfg_.m_key),
+                 [changed, state, want_lid](const TxnResult& r) {
+                   const auto pi = smp_response_ok(r) ? wire::decode<wire::PortInfo>(smp_data(r.response)) : std::nullopt;
+                   if (!pi) return;  // our own SMA did not answer: the device's life cycle tells
+                   // A LID we did not write, or another state: a cable pulled (DOWN)
+                   // or put back (INIT). Each change sweeps once.
+                   *changed = (*state != 0 && pi->port_state() != *state) ||
+                              (pi->port_state() == static_cast<std::uint8_t>(wire::PortState::kActive) &&
+                               pi->lid.get() != want_lid);
+                   *state = pi->port_state();
+                 });
+  co_await queue_->drained();
+  if (*changed)
+    spdlog::info("sm: our port is {} (was {}): heavy sweep", *state, local_state_seen_);
+  local_state_seen_ = *state;
+  co_return *changed;
 }
 
 Task<std::uint32_t> SubnetManager::program_mcast(const fabric::Fabric& f) {

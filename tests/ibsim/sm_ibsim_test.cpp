@@ -342,6 +342,37 @@ TEST(SmIbsim, LinkDownIsRoutedAroundAndRestored) {
   check_fabric(fabric, "Hca2", *rig.store.current(), true);
 }
 
+// The SM's own cable pulled and put back (ibsim's console). ibsim's shim
+// shows the process no port events (its sysfs is a snapshot), so only the
+// SM's local PortInfo check can see it; with light sweeps an hour apart,
+// the fabric coming back up proves that check did. The wall time it took
+// is printed (docs/perf/sm-bringup.md), not asserted.
+TEST(SmIbsim, OwnCableBackIsSeenByTheLocalPortCheck) {
+  SKIP_WITHOUT_SHIM();
+  IbsimFabric fabric(ibsim::topology_path("chain3.topo"), {.console = true});
+  ASSERT_TRUE(fabric.ok()) << fabric.error();
+  fabric.attach_self("H1");
+  SmRig rig;
+  sm::SmConfig cfg;
+  cfg.light_sweep_interval_ms = 3'600'000;
+  cfg.local_port_check_ms = 250;
+  ASSERT_TRUE(rig.start(cfg));
+  ASSERT_TRUE(rig.sm->wait_subnet_up(60s));
+  const auto nodes = rig.sm->status().last_heavy.nodes;
+  ASSERT_TRUE(fabric.console("Unlink \"H1\"[1]"));
+  ASSERT_TRUE(rig.sm->wait_for([](const sm::SmStatus& s) { return s.last_heavy.nodes == 1; }, 30s));
+  const auto sweeps = rig.sm->status().heavy_sweeps;
+  ASSERT_TRUE(fabric.console("Link \"H1\"[1] \"S1\"[1]"));
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(rig.sm->wait_for(
+      [&](const sm::SmStatus& s) { return s.heavy_sweeps > sweeps && s.last_heavy.nodes == nodes && s.last_heavy.ok; },
+      30s));
+  std::printf("own cable back: subnet up again after %.0f ms wall\n",
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  EXPECT_EQ(rig.sm->status().light_sweeps, 0u);
+  check_fabric(fabric, "H2", *rig.store.current(), true);
+}
+
 // Run only as a child of RestartInANewProcessKeepsEveryLid (skipped
 // otherwise): one SM process on the fabric named by the environment, which
 // writes "port-GUID LID" for every end port once the subnet is up, and exits.

@@ -135,6 +135,29 @@ TEST(HaSmSim, MasterAndStandbyThenTakeoverKeepsLids) {
   EXPECT_GE(lo.status().epoch, 2u);  // then the programmed one
 }
 
+// A standby polls its master and re-reads the fabric only every
+// standby_refresh_ms (a 90-node fabric, two minutes of sim time).
+TEST(HaSmSim, StandbyRefreshesAtItsBoundedRate) {
+  Rig rig(sim::make_fat_tree_2level({.k = 12}));  // 72 hosts, 18 switches
+  sm::SmConfig cfg;
+  cfg.standby_refresh_ms = 60'000;
+  sm::SubnetManager& hi = rig.add(rig.fabric.find_node("host-0-0"), 9);
+  sm::SubnetManager& lo = rig.add(rig.fabric.find_node("host-5-1"), 2, cfg);
+  ASSERT_TRUE(rig.run_until([&] { return hi.status().subnet_up && lo.status().prepared_snapshots >= 1; }, 30'000));
+  const auto rediscoveries = lo.status().sweeps_not_programmed;
+  const auto smps0 = rig.fabric.counters().sma_requests;
+  const Nanos t0 = rig.fabric.now_ns();
+  rig.run_until([] { return false; }, 120'000);
+  const double seconds = static_cast<double>(rig.fabric.now_ns() - t0) / 1e9;
+  const auto redone = lo.status().sweeps_not_programmed - rediscoveries;
+  std::printf("standby: %llu re-discoveries in %.0f s of sim time; SMA requests %.0f/s in all (both SMs)\n",
+              static_cast<unsigned long long>(redone), seconds,
+              static_cast<double>(rig.fabric.counters().sma_requests - smps0) / seconds);
+  EXPECT_GE(redone, 1u);
+  EXPECT_LE(redone, 3u);
+  EXPECT_TRUE(is(lo, wire::SmState::kStandby));
+}
+
 TEST(HaSmSim, HigherSmStartedLaterGetsTheSubnetByHandover) {
   Rig rig(sim::make_fat_tree_2level({.k = 8}));
   sm::SubnetManager& lo = rig.add(rig.fabric.find_node("host-0-0"), 2);

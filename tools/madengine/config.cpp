@@ -174,6 +174,8 @@ Config parse_config(const std::string& text, const std::string& name) {
       fail(name, *root["sm"]["routing"].node(), "sm.routing must be minhop, updn or ftree");
     s.guids("roots", c.sm.roots);
     s.get("sweep_interval_ms", c.sm.sweep_interval_ms, 100, 3'600'000);
+    s.get("local_port_check_ms", c.sm.local_port_check_ms, 10, 60'000);
+    s.get("standby_refresh_ms", c.sm.standby_refresh_ms, 1000, 86'400'000);
     s.get("smps_in_flight_max", c.sm.smps_in_flight_max, 1, 65536);
     s.get("smps_per_node_max", c.sm.smps_per_node_max, 1, 256);
     s.get("transaction_timeout_ms", c.sm.transaction_timeout_ms, 1, 60'000);

@@ -53,6 +53,8 @@ struct SmSection {
   std::string routing = "minhop";  // minhop | updn | ftree
   std::vector<std::uint64_t> roots;  // updn/ftree root switch GUIDs; empty = detect
   unsigned sweep_interval_ms = 10000;
+  unsigned local_port_check_ms = 250;    // master: our own port's PortInfo, to see a cable pulled or put back
+  unsigned standby_refresh_ms = 60000;   // standby: re-read the fabric for its prepared snapshot this often
   unsigned smps_in_flight_max = 64;
   unsigned smps_per_node_max = 4;
   unsigned transaction_timeout_ms = 200;

@@ -34,6 +34,8 @@ sm::SmConfig sm_config(const Config& c) {
   s.routing_threads = threads;
   s.path_db_threads = threads;
   s.light_sweep_interval_ms = c.sm.sweep_interval_ms;
+  s.local_port_check_ms = c.sm.local_port_check_ms;
+  s.standby_refresh_ms = c.sm.standby_refresh_ms;
   s.priority = static_cast<std::uint8_t>(c.sm.priority);
   s.sm_key = c.sm.sm_key;
   s.subnet_prefix = c.sm.subnet_prefix;
