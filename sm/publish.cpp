@@ -184,10 +184,9 @@ void SubnetManager::fill_tables(const fabric::Fabric& f, sa::Snapshot& snap) con
   for (fabric::NodeId i = 0; i < f.nodes.size(); ++i) {
     const fabric::Node& n = f.nodes[i];
     snap.port_tables[i].resize(n.ports.size());
-    if (n.is_switch()) continue;
     for (std::uint8_t p = 1; p < n.ports.size(); ++p) {
-      const auto it = programmed_.pkeys.find(n.ports[p].guid);
-      if (n.ports[p].guid != 0 && it != programmed_.pkeys.end()) snap.port_tables[i][p].pkeys = it->second;
+      const auto it = programmed_.pkeys.find({n.node_guid, p});
+      if (it != programmed_.pkeys.end()) snap.port_tables[i][p].pkeys = it->second;
     }
   }
   snap.mfts->store(mft_view(f));

@@ -40,16 +40,20 @@ class SubnetManager::ResponseHook final : public MadHandler {
   ha::ReplicaClient* replica_;
 };
 
-// Port events of our own device (the kernel's, where it gives them): a
-// change of state or LID, or the device back, asks for a heavy sweep.
+// Port events of our own device (the kernel's, where it gives them): the
+// device back asks for a heavy sweep; a change of state or LID for the local
+// PortInfo check at once, which tells our own programming (the LID we gave
+// the port) from a cable pulled or put back.
 class SubnetManager::PortWatch final : public LifecycleListener {
  public:
   explicit PortWatch(SubnetManager& sm) : sm_(sm) {}
   void on_port_event(const PortEvent& ev) noexcept override {
-    if (ev.event != DeviceEvent::kPortChanged && ev.event != DeviceEvent::kDeviceBack) return;
-    spdlog::info("sm: our port {} {}: heavy sweep", ev.port_num,
-                 ev.event == DeviceEvent::kDeviceBack ? "is back" : "changed");
-    sm_.request_heavy_sweep();
+    if (ev.event == DeviceEvent::kDeviceBack) {
+      spdlog::info("sm: our port {} is back: heavy sweep", ev.port_num);
+      sm_.request_heavy_sweep();
+    } else if (ev.event == DeviceEvent::kPortChanged) {
+      sm_.local_check_now_ = true;
+    }
   }
 
  private:
@@ -240,8 +244,8 @@ void SubnetManager::on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept {
 Task<void> SubnetManager::run() {
   // A standby re-reads the fabric now and then (discovery only, nothing is
   // written) to keep its prepared snapshot current: every standby_refresh_ms,
-  // a sixth of that while it has none (the master may not have numbered the
-  // fabric yet).
+  // and while it has none (the master may not have numbered the fabric yet)
+  // every light sweep interval, a sixth of that at most.
   const Nanos light_ns = Nanos{cfg_.light_sweep_interval_ms} * kNanosPerMilli;
   const Nanos refresh_ns = Nanos{cfg_.standby_refresh_ms} * kNanosPerMilli;
   const Nanos local_ns = Nanos{cfg_.local_port_check_ms} * kNanosPerMilli;
@@ -254,7 +258,7 @@ Task<void> SubnetManager::run() {
     // fabric to the master and wait for the agent (poll failure, HANDOVER).
     if (sweeping() || refresh_warm) {
       co_await heavy_sweep();
-      next_warm = sched_->clock().now_ns() + (warm_ != nullptr ? refresh_ns : refresh_ns / 6);
+      next_warm = sched_->clock().now_ns() + (warm_ != nullptr ? refresh_ns : std::min(refresh_ns / 6, light_ns));
     }
     refresh_warm = false;
     Nanos next_light = sched_->clock().now_ns() + light_ns;
@@ -281,7 +285,8 @@ Task<void> SubnetManager::run() {
           spdlog::info("sm: multicast groups changed: {} MFT blocks written", n);
         }
       }
-      if (sched_->clock().now_ns() >= next_local) {
+      if (local_check_now_ || sched_->clock().now_ns() >= next_local) {
+        local_check_now_ = false;
         const bool moved = co_await local_port_changed();
         next_local = sched_->clock().now_ns() + local_ns;
         if (moved) break;

@@ -66,7 +66,8 @@ struct SmConfig {
   std::uint32_t local_port_check_ms = 250;
   // A STANDBY re-discovers the fabric (read-only) to refresh the snapshot it
   // would publish at takeover this often; while it has none (the master has
-  // not numbered every port yet) a sixth of it. Its master is polled meanwhile.
+  // not numbered every port yet) every light sweep interval, a sixth of it at
+  // most. Its master is polled meanwhile.
   std::uint32_t standby_refresh_ms = 60'000;
   bool lid_routed_light_sweep = true;              // light sweeps ask switches by LID (false: directed route, as OpenSM)
   std::uint8_t priority = 0;
@@ -86,6 +87,11 @@ struct SmConfig {
   std::uint8_t subnet_timeout = 18;
   std::uint8_t life_time_value = 18;
   std::uint8_t operational_vls = 4;  // VL0-7 code, capped per port by VLCap
+  // Switch external ports, OpenSM's names and defaults (bringup.hpp).
+  std::uint8_t head_of_queue_lifetime = 0x12;
+  std::uint8_t leaf_head_of_queue_lifetime = 0x10;
+  std::uint8_t vl_stall_count = 7;
+  std::uint8_t leaf_vl_stall_count = 7;
   McGroupProvider* mcast = nullptr;  // optional; must outlive the SM
   // Also read SL2VL/VLArb of switch external ports (ports^2 SMPs a switch;
   // see sm/tables). End ports' tables and GUIDInfo are always read.
@@ -277,6 +283,7 @@ class SubnetManager {
 
   std::atomic<bool> heavy_requested_{true};
   std::uint8_t local_state_seen_ = 0;  // our port's PortState after our last sweep (0: unknown)
+  bool local_check_now_ = false;       // a port event: check our port without waiting
   std::atomic<bool> mcast_dirty_{false};
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;

@@ -145,6 +145,11 @@ class Programmer {
     if (p.linked()) {
       if (p.mtu != 0) w.set_neighbor_mtu(p.mtu);
       if (p.vl_cap != 0) w.set_operational_vls(std::min(cfg_.operational_vls, p.vl_cap));
+      if (n.is_switch() && port != 0) {
+        const bool leaf = !d_.fabric.nodes[p.peer].is_switch();
+        w.set_hoq_life(leaf ? cfg_.leaf_head_of_queue_lifetime : cfg_.head_of_queue_lifetime);
+        w.set_vl_stall_count(leaf ? cfg_.leaf_vl_stall_count : cfg_.vl_stall_count);
+      }
     }
     return w;
   }
@@ -154,7 +159,8 @@ class Programmer {
            a.master_sm_sl() == b.master_sm_sl() && a.subnet_timeout() == b.subnet_timeout() &&
            a.m_key == b.m_key && a.m_key_lease_period == b.m_key_lease_period &&
            a.m_key_protect_bits() == b.m_key_protect_bits() && a.neighbor_mtu() == b.neighbor_mtu() &&
-           a.operational_vls() == b.operational_vls();
+           a.operational_vls() == b.operational_vls() && a.hoq_life() == b.hoq_life() &&
+           a.vl_stall_count() == b.vl_stall_count();
   }
 
   void program_node_ports(NodeId id) {
@@ -169,7 +175,8 @@ class Programmer {
         ports_.push_back(ref);
         const bool rereg = cfg_.client_reregister && !n.is_switch() &&
                            p.info.has_cap(wire::port_cap::kIsClientReregistrationSupported);
-        if (!n.is_switch() && !st_.pkey_checked.contains(p.guid)) check_pkeys(id, port, ref.path);
+        // P_Key tables of CA ports and switch external ports (OpenSM reports both).
+        if (port != 0 && !st_.pkeys.contains(port_key(n.node_guid, port))) check_pkeys(id, port, ref.path);
         const auto w = st_.port_written.find(port_key(n.node_guid, port));
         const bool unchanged = p.info.lid == ref.want.lid && p.info.master_sm_lid == ref.want.master_sm_lid &&
                                p.info.lmc() == ref.want.lmc() && (p.state >= 3 || !p.linked()) &&
@@ -213,8 +220,11 @@ class Programmer {
   }
 
   void check_pkeys(NodeId id, std::uint8_t port, const wire::DrPath& path) {
-    const std::uint64_t guid = d_.fabric.nodes[id].ports[port].guid;
-    get(wire::smp_attr::kPKeyTable, wire::pkey_table_modifier(0), path, [this, guid, path](const TxnResult& r) {
+    const fabric::Node& n = d_.fabric.nodes[id];
+    const auto key = port_key(n.node_guid, port);
+    // A switch's SMA names the port in the modifier; a CA's answers for the port the SMP arrived on.
+    const std::uint32_t mod = wire::pkey_table_modifier(0, n.is_switch() ? port : 0);
+    get(wire::smp_attr::kPKeyTable, mod, path, [this, key, mod, path](const TxnResult& r) {
       const auto blk = smp_response_ok(r) ? wire::decode<wire::PKeyTableBlock>(smp_data(r.response)) : std::nullopt;
       if (!blk) {
         ++rep_.errors;
@@ -222,8 +232,7 @@ class Programmer {
       }
       for (std::size_t i = 0; i < wire::kPKeyBlockSize; ++i) {
         if (wire::pkey_is_valid(blk->pkey(i))) {
-          st_.pkey_checked.insert(guid);
-          auto& keys = st_.pkeys[guid];
+          auto& keys = st_.pkeys[key];
           keys.clear();
           for (std::size_t j = 0; j < wire::kPKeyBlockSize; ++j) keys.push_back(blk->pkey(j));
           return;
@@ -232,16 +241,15 @@ class Programmer {
       // An empty table: give the port the default partition, full member.
       wire::PKeyTableBlock want{};
       want.set_pkey(0, wire::kDefaultPKey);
-      set(wire::smp_attr::kPKeyTable, wire::pkey_table_modifier(0), path, wire::as_bytes(want),
-          [this, guid](const TxnResult& rr) {
+      set(wire::smp_attr::kPKeyTable, mod, path, wire::as_bytes(want),
+          [this, key](const TxnResult& rr) {
             const auto got = smp_response_ok(rr) ? wire::decode<wire::PKeyTableBlock>(smp_data(rr.response)) : std::nullopt;
             if (!got || got->pkey(0) != wire::kDefaultPKey) {
               ++rep_.errors;
               return;
             }
             ++rep_.pkey_sets;
-            st_.pkey_checked.insert(guid);
-            auto& keys = st_.pkeys[guid];
+            auto& keys = st_.pkeys[key];
             keys.assign(wire::kPKeyBlockSize, wire::kInvalidPKey);
             keys[0] = wire::kDefaultPKey;
           });

@@ -10,7 +10,6 @@
 #include <utility>
 #include <optional>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "madengine/engine/task.hpp"
@@ -29,6 +28,12 @@ struct BringupConfig {
   std::uint8_t subnet_timeout = 18;   // 4.096 us * 2^18 ~ 1 s, OpenSM's default
   std::uint8_t life_time_value = 18;  // switch packet lifetime, OpenSM's default
   std::uint8_t operational_vls = 4;   // VL0-7 code, capped by each port's VLCap
+  // Switch external ports (IBA 14.2.5.6 HOQLife, VLStallCount), OpenSM's
+  // options and defaults: toward a switch, and toward a CA ("leaf").
+  std::uint8_t head_of_queue_lifetime = 0x12;
+  std::uint8_t leaf_head_of_queue_lifetime = 0x10;
+  std::uint8_t vl_stall_count = 7;
+  std::uint8_t leaf_vl_stall_count = 7;
   std::uint64_t m_key = 0;
   std::uint16_t m_key_lease_period = 0;
   std::uint8_t m_key_protect_bits = 0;
@@ -43,8 +48,9 @@ struct ProgrammedState {
     std::vector<std::optional<wire::LftBlock>> blocks;
   };
   std::unordered_map<std::uint64_t, SwitchLft> lft;  // by switch node GUID
-  std::unordered_set<std::uint64_t> pkey_checked;     // port GUIDs with a valid P_Key table
-  std::unordered_map<std::uint64_t, std::vector<std::uint16_t>> pkeys;  // block 0 as read or written, by port GUID
+  // P_Key table block 0 as read or written, by (node GUID, port): CA ports
+  // and switch external ports (a switch's ports share its GUID).
+  std::map<std::pair<std::uint64_t, std::uint8_t>, std::vector<std::uint16_t>> pkeys;
   // The PortInfo last written and acknowledged, by (node GUID, port):
   // SMAs need not echo every field (ibsim keeps no SubnetTimeOut or
   // NeighborMTU), so "unchanged" is judged against what we wrote.

@@ -1,6 +1,5 @@
 // saquery output as records, shared by the SA conformance tests on ibsim:
-// parses saquery's "key....value" lines and table rows into one map per
-// record, and runs one saquery on a fabric (repeating a run the shim crashed);
+// saquery's "key....value" lines and table rows into one map per record;
 // and one smpquery/saquery answer of "key....value" lines as one map.
 #pragma once
 
@@ -33,47 +32,72 @@ inline std::map<std::string, std::string> parse_dotted(const std::string& text) 
   return m;
 }
 
-// A saquery record: "key....value" lines under a "... dump:" header; table
-// rows "SL: 0| 1|..." / "VL    : ..." / "Weight: ..." are keyed by their
-// name and their order in the record ("VL#0", "VL#1"); MFT rows by their
-// MLID ("MFT 0xc001"). Other lines without a value start a new record.
+// A saquery record, as saquery prints it: a header at the left margin
+// ("PortInfoRecord dump:") starts one; indented lines belong to it:
+//   "key....value"                 -> key = value
+//   "SL: 0| 1|..." / "VL    : ..." -> rows keyed by name and order ("VL#0", "VL#1")
+//   "0xc001<tab>0x000c"            -> an MFT row, "MFT 0xc001" (MLID, port mask)
+//   "5<tab>2"                      -> a table row, "row 5" (an LFT's LID and port)
+//   "LFT:" / "PortInfo dump:"      -> a section label, not a field
+//   anything else ("IsTrapSupported" under CapMask, a P_Key table's words)
+//                                  -> appended to the field above it (or "text#n")
 using Record = std::map<std::string, std::string>;
 
 inline std::vector<Record> parse_records(const std::string& text) {
   std::vector<Record> out;
   std::map<std::string, int> rows;  // occurrences of a row name in the current record
+  std::string last_key;
   std::istringstream in(text);
   std::string line;
+  auto record = [&]() -> Record& {
+    if (out.empty()) out.emplace_back();
+    return out.back();
+  };
   while (std::getline(in, line)) {
     const auto b = line.find_first_not_of(" \t");
     if (b == std::string::npos) continue;
-    const auto dots = line.find("..", b);
-    const auto bar = line.find('|', b);
-    // An MFT row: "0xc001<tab>0x000c" (MLID, port mask), keyed "MFT 0xc001".
-    if (const auto tab = line.find('\t', b); dots == std::string::npos && tab != std::string::npos &&
-                                              line.compare(b, 2, "0x") == 0 && line.compare(tab + 1, 2, "0x") == 0) {
-      if (out.empty()) out.emplace_back();
-      out.back()["MFT " + line.substr(b, tab - b)] = line.substr(tab + 1);
-      continue;
-    }
-    if (dots == std::string::npos && bar == std::string::npos) {
-      out.emplace_back();  // a header line starts a record
+    auto e = line.find_last_not_of(" \t\r");
+    const std::string body = line.substr(b, e - b + 1);
+    const auto dots = body.find("..");
+    const auto bar = body.find('|');
+    if (b == 0 && dots == std::string::npos && bar == std::string::npos && body.back() == ':') {
+      out.emplace_back();  // a header at the margin starts a record
       rows.clear();
+      last_key.clear();
       continue;
     }
-    if (out.empty()) out.emplace_back();
     if (dots != std::string::npos) {
-      std::string key = line.substr(b, dots - b);
+      std::string key = body.substr(0, dots);
       if (!key.empty() && key.back() == ':') key.pop_back();
-      const auto v = line.find_first_not_of('.', dots);
-      out.back()[key] = v == std::string::npos ? "" : line.substr(v);
+      const auto v = body.find_first_not_of('.', dots);
+      record()[key] = v == std::string::npos ? "" : body.substr(v);
+      last_key = key;
       continue;
     }
-    const auto colon = line.find(':', b);
-    if (colon == std::string::npos) continue;
-    std::string key = line.substr(b, colon - b);
-    while (!key.empty() && key.back() == ' ') key.pop_back();
-    out.back()[key + "#" + std::to_string(rows[key]++)] = line.substr(colon + 1);
+    if (bar != std::string::npos) {
+      const auto colon = body.find(':');
+      if (colon == std::string::npos) continue;
+      std::string key = body.substr(0, colon);
+      while (!key.empty() && key.back() == ' ') key.pop_back();
+      record()[key + "#" + std::to_string(rows[key]++)] = body.substr(colon + 1);
+      last_key.clear();
+      continue;
+    }
+    if (const auto tab = body.find('\t'); tab != std::string::npos && body.find('\t', tab + 1) == std::string::npos &&
+                                          body.find(' ') == std::string::npos) {
+      const std::string first = body.substr(0, tab), second = body.substr(tab + 1);
+      record()[(first.rfind("0x", 0) == 0 ? "MFT " : "row ") + first] = second;
+      continue;
+    }
+    if (body.back() == ':') {
+      last_key.clear();  // a section label
+      continue;
+    }
+    if (!last_key.empty()) {
+      record()[last_key] += " " + body;
+    } else {
+      record()["text#" + std::to_string(rows["text"]++)] = body;
+    }
   }
   std::erase_if(out, [](const Record& r) { return r.empty(); });
   return out;
