@@ -278,7 +278,7 @@ std::uint16_t Fabric::sma_port_info(bool set, std::uint32_t node, PortIdx in, st
   pi.vl_high_limit = c.vl_high_limit;
   pi.vl_arbitration_high_cap = kVlArbCap;
   pi.vl_arbitration_low_cap = kVlArbCap;
-  pi.set_mtu_cap(port0 ? 3 : config_.mtu_cap);
+  pi.set_mtu_cap(mtu_cap_of(p));
   pi.set_vl_stall_count(c.vl_stall);
   pi.set_hoq_life(c.hoq_life);
   pi.set_operational_vls(c.op_vls);
@@ -391,6 +391,20 @@ std::uint16_t Fabric::sma_pkey(bool set, std::uint32_t node, PortIdx in, std::ui
     blk.set_pkey(i, v);
   }
   return st::kOk;
+}
+
+std::uint8_t Fabric::mtu_cap_of(PortIdx p) const noexcept {
+  const std::uint32_t node = port_node_[p];
+  return is_switch(node) && p == first_port_[node] ? 3 : config_.mtu_cap;  // a switch's port 0: 2048
+}
+
+std::uint8_t Fabric::sl_to_vl(PortIdx out, std::uint8_t in_port_num, std::uint8_t sl) const noexcept {
+  if (out >= port_count() || sl > 15) return 15;
+  const std::uint64_t key =
+      std::uint64_t{out} << 16 | (is_switch(port_node_[out]) ? std::uint64_t{in_port_num} : std::uint64_t{0});
+  const auto it = sl2vl_.find(key);
+  const std::uint8_t byte = it != sl2vl_.end() ? it->second[sl / 2] : kDefaultSl2Vl[sl / 2];
+  return static_cast<std::uint8_t>(sl % 2 == 0 ? byte >> 4 : byte & 0x0f);  // even SLs in the high nibble
 }
 
 std::uint16_t Fabric::sma_sl2vl(bool set, std::uint32_t node, PortIdx in, std::uint32_t mod,
