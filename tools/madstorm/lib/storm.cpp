@@ -246,6 +246,16 @@ struct Storm::Impl final : madengine::TxSink {
       if (!same) throw std::invalid_argument("the storm's hosts are not the transport's requesters");
     }
     result.per_host_ports = ports != nullptr;
+    if (by_source) {
+      const auto n = static_cast<std::uint32_t>(w.sources());
+      ready.resize(n);
+      in_ready.assign(n, 0);
+      cursor.assign(n, 0);
+      source_of_host.assign(h.size(), kNone);
+      for (std::uint32_t k = 0; k < n; ++k) source_of_host[w.source_host(k)] = k;
+      for (std::uint32_t i = 0; i < n; ++i) push_ready(w.turn(i));
+      sources_left = w.per_source_total() != 0 ? n : 0;
+    }
     result.busy_answers_by_host.assign(h.size(), 0);
     for (std::uint32_t i = 0; i < slots.size(); ++i) slots[i].next_free = i + 1 < slots.size() ? i + 1 : kNone;
     free_head = 0;
@@ -400,6 +410,7 @@ struct Storm::Impl final : madengine::TxSink {
     }
     --per_host[s.q.src];
     --in_flight;
+    if (by_source) source_may_go(source_of_host[s.q.src]);
     s.done_gen = s.gen;
     s.state = State::kFree;
     s.next_free = free_head;
@@ -631,6 +642,32 @@ struct Storm::Impl final : madengine::TxSink {
     on_single(buf, now, at);
   }
 
+  // ---- sources issuing on their own (Workload::per_source) ----
+  bool source_has_more(std::uint32_t t) const noexcept {
+    return workload.config().repeat || cursor[t] < workload.per_source_total();
+  }
+  void push_ready(std::uint32_t t) noexcept {
+    ready[(ready_head + ready_count++) % ready.size()] = t;
+    in_ready[t] = 1;
+  }
+  // The source at the front of the ring issued a query: it goes to the back
+  // while it has room and queries, else leaves the ring until one of its
+  // queries finishes.
+  void took_from_source(std::uint32_t t) noexcept {
+    ++cursor[t];
+    ready_head = (ready_head + 1) % static_cast<std::uint32_t>(ready.size());
+    --ready_count;
+    in_ready[t] = 0;
+    const std::uint32_t host = workload.source_host(t);
+    if (!source_has_more(t)) --sources_left;
+    else if (per_host[host] < per_host_window[host]) push_ready(t);
+  }
+  void source_may_go(std::uint32_t t) noexcept {
+    if (t == kNone || in_ready[t] != 0 || !source_has_more(t)) return;
+    const std::uint32_t host = workload.source_host(t);
+    if (per_host[host] < per_host_window[host]) push_ready(t);
+  }
+
   // ---- the loop ----
   StormResult run(const std::function<void(Nanos)>& idle, const std::function<void(const Progress&)>& progress,
                   Nanos progress_interval_ns, const std::atomic<bool>& stop_requested) {
@@ -700,7 +737,14 @@ struct Storm::Impl final : madengine::TxSink {
             exhausted = true;
             break;
           }
-          if (!workload.next(pending)) {
+          if (by_source) {
+            if (ready_count == 0) {
+              exhausted = sources_left == 0;  // else every source waits for its window
+              break;
+            }
+            pending_source = ready[ready_head];
+            workload.query_of(pending_source, cursor[pending_source] % workload.per_source_total(), pending);
+          } else if (!workload.next(pending)) {
             exhausted = true;
             break;
           }
@@ -731,6 +775,7 @@ struct Storm::Impl final : madengine::TxSink {
         s.busy_count = 0;
         Storm::build_request(cfg, hosts, s.q, s.req);
         ++per_host[s.q.src];
+        if (by_source) took_from_source(pending_source);  // after the count: it decides whether the source has room
         ++in_flight;
         ++issued_all;
         result.window_peak = std::max(result.window_peak, in_flight);
@@ -825,6 +870,16 @@ struct Storm::Impl final : madengine::TxSink {
   std::vector<std::uint16_t> per_host_window;
   RequesterPorts* ports = nullptr;  // the transport, when it sends as each host
   PathOracle* oracle = nullptr;
+  // Workload::per_source: the ring of sources that may issue (room in their
+  // window, queries left), each source's next query, hosts to sources.
+  const bool by_source = workload.per_source();
+  std::vector<std::uint32_t> ready;
+  std::uint32_t ready_head = 0, ready_count = 0;
+  std::vector<std::uint8_t> in_ready;
+  std::vector<std::uint64_t> cursor;
+  std::vector<std::uint32_t> source_of_host;
+  std::uint64_t sources_left = 0;
+  std::uint32_t pending_source = 0;
   madengine::RmppReceiver rmpp;
   std::uint32_t free_head = kNone;
   std::uint32_t in_flight = 0;
