@@ -153,6 +153,7 @@ int verdict(const Options& o, const std::vector<const RunOutput*>& runs, std::ve
     fmt::print(stdout, "madstorm: strict check passed: every planned query answered, every answer right\n");
     return 0;
   }
+  std::fflush(stdout);  // the summary first, then why it failed
   for (const std::string& p : problems) fmt::print(stderr, "madstorm: FAILED: {}\n", p);
   return errors != 0 ? 3 : 4;
 }
@@ -303,6 +304,7 @@ int run_merge(const MergeOptions& m) {
   if (m.strict) {
     auto problems = strict_problems(merged.result, 0);
     problems.insert(problems.end(), merged.notes.begin(), merged.notes.end());
+    std::fflush(stdout);
     for (const std::string& p : problems) fmt::print(stderr, "madstorm merge: FAILED: {}\n", p);
     if (!problems.empty()) return merged.result.counters.errors != 0 ? 3 : 4;
   }
