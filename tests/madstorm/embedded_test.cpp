@@ -9,6 +9,8 @@
 
 #include <chrono>
 #include <memory>
+#include <stdexcept>
+#include <vector>
 
 #include "daemon.hpp"
 #include "lib/fabric_hosts.hpp"
@@ -115,6 +117,30 @@ TEST(EmbeddedOracle, WalksAreTheFabricsOwnForwarding) {
     }
   }
   EXPECT_LE(oracle.walks(), 12u * 32u);  // cached per (source switch, LID)
+}
+
+TEST(EmbeddedPorts, OneEndpointAtManyPortsSendsOnlyFromItsOwn) {
+  auto d = bring_up("ft2:8");
+  madengine::sim::Fabric& f = *d->fabric();
+  auto t = hosts_of(*d);
+  FabricOracle oracle(f);
+  const madengine::sim::PortIdx p0 = oracle.port_of_lid(t->hosts()[0].lid);
+  const madengine::sim::PortIdx p1 = oracle.port_of_lid(t->hosts()[1].lid);
+  const madengine::sim::PortIdx sw = f.port(f.node_of(f.peer(p0)), 1);  // a switch port: not a host's
+  EXPECT_THROW(f.attach_ports(std::vector<madengine::sim::PortIdx>{p0, sw}, madengine::AgentSpec{.gsi_client = true}, 8, 0),
+               std::invalid_argument);
+  const auto e = f.attach_ports(std::vector<madengine::sim::PortIdx>{p1}, madengine::AgentSpec{.gsi_client = true}, 8, 0);
+  MadBuf b;
+  b.hdr().mgmt_class = static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm);
+  b.addr.lid = t->hosts()[2].lid;
+  EXPECT_FALSE(f.send_from(e, p0, b));  // not one of its ports
+  EXPECT_TRUE(f.send_from(e, p1, b));
+  f.detach(e);
+  EXPECT_FALSE(f.send_from(e, p1, b));
+  // The storm's endpoint lost nothing by the other's coming and going: it still sends from every host.
+  MadBuf* p = &b;
+  const std::uint32_t from = 3;
+  EXPECT_EQ(t->tx_burst_from(std::span<MadBuf* const>(&p, 1), std::span<const std::uint32_t>(&from, 1)), 1u);
 }
 
 TEST(EmbeddedOracle, RefusesEachWrongField) {
