@@ -140,9 +140,11 @@ class Fabric {
   LinkState link_state(PortIdx p) const noexcept;
   // The port's P_Key table: the default partition alone until an SM set one.
   std::span<const std::uint16_t> pkey_table(PortIdx p) const noexcept;
-  // The VL a packet on `sl` leaves port `out` on: a switch's SL2VL table for
-  // (in_port_num, out), or a CA port's own table (in_port_num ignored).
-  std::uint8_t sl_to_vl(PortIdx out, std::uint8_t in_port_num, std::uint8_t sl) const noexcept;
+  // The SL2VL table a packet leaving port `out` uses (IBA 14.2.5.8: SL 2i in
+  // the high nibble of byte i, SL 2i+1 in the low one): a switch's for
+  // (in_port_num, out), a CA port's own (in_port_num ignored); the default
+  // until an SM set one.
+  std::array<std::uint8_t, 8> sl2vl(PortIdx out, std::uint8_t in_port_num) const noexcept;
   bool port_state_change(std::uint32_t node) const noexcept;
 
   // Bytes the model holds (nodes, ports, switch tables, names), without the

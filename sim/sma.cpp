@@ -398,13 +398,14 @@ std::uint8_t Fabric::mtu_cap_of(PortIdx p) const noexcept {
   return is_switch(node) && p == first_port_[node] ? 3 : config_.mtu_cap;  // a switch's port 0: 2048
 }
 
-std::uint8_t Fabric::sl_to_vl(PortIdx out, std::uint8_t in_port_num, std::uint8_t sl) const noexcept {
-  if (out >= port_count() || sl > 15) return 15;
+std::array<std::uint8_t, 8> Fabric::sl2vl(PortIdx out, std::uint8_t in_port_num) const noexcept {
+  std::array<std::uint8_t, 8> t;
+  std::memcpy(t.data(), kDefaultSl2Vl, 8);
+  if (out >= port_count() || sl2vl_.empty()) return t;
   const std::uint64_t key =
       std::uint64_t{out} << 16 | (is_switch(port_node_[out]) ? std::uint64_t{in_port_num} : std::uint64_t{0});
-  const auto it = sl2vl_.find(key);
-  const std::uint8_t byte = it != sl2vl_.end() ? it->second[sl / 2] : kDefaultSl2Vl[sl / 2];
-  return static_cast<std::uint8_t>(sl % 2 == 0 ? byte >> 4 : byte & 0x0f);  // even SLs in the high nibble
+  if (const auto it = sl2vl_.find(key); it != sl2vl_.end()) t = it->second;
+  return t;
 }
 
 std::uint16_t Fabric::sma_sl2vl(bool set, std::uint32_t node, PortIdx in, std::uint32_t mod,

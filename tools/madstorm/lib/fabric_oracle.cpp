@@ -75,6 +75,10 @@ std::uint16_t reportable_x10(std::uint16_t x10) noexcept {
   return best;
 }
 
+std::uint16_t rate_of(const madengine::sim::Fabric::LinkState& l) noexcept {
+  return static_cast<std::uint16_t>(lanes(l.width_active) * lane_x10(l.speed_active, l.speed_ext_active));
+}
+
 bool active(const madengine::sim::Fabric& f, PortIdx p) noexcept {
   return f.port_state(p) == wire::PortState::kActive;
 }
@@ -119,7 +123,8 @@ std::uint16_t rate_code_x10(std::uint8_t code) noexcept {
 }
 
 FabricOracle::FabricOracle(const madengine::sim::Fabric& fabric, FabricOracleConfig cfg)
-    : fabric_(fabric), cfg_(cfg), owner_(wire::kUnicastLidMax + 1, kNoPortIdx), row_of_(fabric.node_count(), kNoRow) {
+    : fabric_(fabric), cfg_(cfg), owner_(wire::kUnicastLidMax + 1, kNoPortIdx), row_of_(fabric.node_count(), kNoRow),
+      starts_(fabric.port_count()) {
   for (PortIdx p = 0; p < fabric.port_count(); ++p) {
     const std::uint16_t base = fabric.lid(p);
     const std::uint32_t node = fabric.node_of(p);
@@ -136,26 +141,24 @@ FabricOracle::FabricOracle(const madengine::sim::Fabric& fabric, FabricOracleCon
 void FabricOracle::clear() noexcept {
   std::fill(row_of_.begin(), row_of_.end(), kNoRow);
   rows_.clear();
+  std::fill(starts_.begin(), starts_.end(), Start{});
 }
 
-std::uint16_t FabricOracle::link_rate_x10(PortIdx p) const noexcept {
-  const auto l = fabric_.link_state(p);
-  return static_cast<std::uint16_t>(lanes(l.width_active) * lane_x10(l.speed_active, l.speed_ext_active));
-}
+std::uint16_t FabricOracle::link_rate_x10(PortIdx p) const noexcept { return rate_of(fabric_.link_state(p)); }
 
 std::uint16_t FabricOracle::sls_usable(PortIdx out, std::uint8_t in_port_num) const noexcept {
   const unsigned vls = data_vls(fabric_.link_state(out).op_vls);
+  const auto table = fabric_.sl2vl(out, in_port_num);
   std::uint16_t mask = 0;
-  for (std::uint8_t sl = 0; sl < 16; ++sl) {
-    const std::uint8_t vl = fabric_.sl_to_vl(out, in_port_num, sl);
+  for (unsigned sl = 0; sl < 16; ++sl) {
+    const unsigned vl = sl % 2 == 0 ? table[sl / 2] >> 4 : table[sl / 2] & 0x0fu;
     if (vl != kVl15 && vl < vls) mask = static_cast<std::uint16_t>(mask | (1u << sl));
   }
   return mask;
 }
 
 bool FabricOracle::sl_usable(PortIdx out, std::uint8_t in_port_num, std::uint8_t sl) const noexcept {
-  const std::uint8_t vl = fabric_.sl_to_vl(out, in_port_num, sl);
-  return vl != kVl15 && vl < data_vls(fabric_.link_state(out).op_vls);
+  return ((sls_usable(out, in_port_num) >> sl) & 1u) != 0;
 }
 
 const FabricOracle::Entry& FabricOracle::entry(std::uint32_t sw, std::uint16_t dlid) noexcept {
@@ -197,8 +200,9 @@ FabricOracle::Entry FabricOracle::walk_from_switch(std::uint32_t sw, std::uint16
     const PortIdx out = fabric_.port(node, out_num);
     const PortIdx q = fabric_.peer(out);
     if (!linked(fabric_, out, q) || !active(fabric_, out) || !active(fabric_, q)) return e;
-    mtu = std::min({mtu, fabric_.link_state(out).neighbor_mtu, fabric_.link_state(q).mtu_cap});
-    rate = std::min(rate, link_rate_x10(out));
+    const auto out_link = fabric_.link_state(out);
+    mtu = std::min({mtu, out_link.neighbor_mtu, fabric_.link_state(q).mtu_cap});
+    rate = std::min(rate, rate_of(out_link));
     // The first egress's SL2VL depends on the port the packet came in on,
     // which differs per source: check() looks that one up itself.
     if (hops == 0) e.out_port = out_num;
@@ -214,55 +218,58 @@ FabricOracle::Entry FabricOracle::walk_from_switch(std::uint32_t sw, std::uint16
   return e;  // a loop
 }
 
+const FabricOracle::Start& FabricOracle::start_of(PortIdx from) noexcept {
+  Start& s = starts_[from];
+  if (s.state != 0) return s;
+  s = Start{2, kMtuNone, 0, 0, kRateNone, 0xffff, 0};
+  const std::uint32_t node = fabric_.node_of(from);
+  if (fabric_.is_switch(node)) {  // from the switch's port 0: its own MTUCap and rate bound the path
+    const PortIdx p0 = fabric_.port(node, 0);
+    const std::uint16_t r = link_rate_x10(p0);
+    s = Start{1, fabric_.link_state(p0).mtu_cap, 0, 0, r != 0 ? r : kRateNone, 0xffff, node};
+    return s;
+  }
+  const PortIdx q = fabric_.peer(from);
+  if (!linked(fabric_, from, q) || !active(fabric_, from) || !active(fabric_, q)) return s;
+  const auto mtu = std::min(fabric_.link_state(from).neighbor_mtu, fabric_.link_state(q).mtu_cap);
+  const std::uint32_t next = fabric_.node_of(q);
+  if (!fabric_.is_switch(next)) {  // two CAs cabled back to back
+    s = Start{3, mtu, 0, 1, link_rate_x10(from), sls_usable(from, 0), q};
+    return s;
+  }
+  s = Start{1, mtu, fabric_.port_num_of(q), 1, link_rate_x10(from), sls_usable(from, 0), next};
+  return s;
+}
+
 FabricOracle::Walk FabricOracle::walk(PortIdx from, std::uint16_t dlid, std::uint8_t sl) noexcept {
   Walk w;
-  if (from >= fabric_.port_count() || dlid == 0 || dlid > wire::kUnicastLidMax) return w;
-  const std::uint32_t node = fabric_.node_of(from);
+  if (from >= fabric_.port_count() || dlid == 0 || dlid > wire::kUnicastLidMax || sl > 15) return w;
   const PortIdx dest = owner_[dlid];
   if (dest == kNoPortIdx) return w;
-  std::uint32_t sw = node;
-  std::uint8_t in = 0;
-  std::uint8_t mtu = kMtuNone;
-  std::uint16_t rate = kRateNone;
-  bool sl_ok = sl < 16;
-  std::uint8_t hops = 0;
-  if (fabric_.is_switch(node)) {  // from the switch's port 0
-    const PortIdx p0 = fabric_.port(node, 0);
-    mtu = fabric_.link_state(p0).mtu_cap;
-    if (const std::uint16_t r = link_rate_x10(p0); r != 0) rate = r;
-  } else {
-    if (dest == from) {  // loopback: the port's own link bounds it, nothing is crossed
-      w.reached = true;
-      w.mtu = std::min(fabric_.link_state(from).neighbor_mtu, fabric_.link_state(from).mtu_cap);
-      w.rate_x10 = link_rate_x10(from);
-      w.sl_usable = sl_ok;
-      return w;
-    }
-    const PortIdx q = fabric_.peer(from);
-    if (!linked(fabric_, from, q) || !active(fabric_, from) || !active(fabric_, q)) return w;
-    mtu = std::min(fabric_.link_state(from).neighbor_mtu, fabric_.link_state(q).mtu_cap);
-    rate = link_rate_x10(from);
-    sl_ok = sl_ok && sl_usable(from, 0, sl);
-    hops = 1;
-    sw = fabric_.node_of(q);
-    if (!fabric_.is_switch(sw)) {  // two CAs cabled back to back
-      w.reached = q == dest;
-      w.hops = 1;
-      w.mtu = mtu;
-      w.rate_x10 = rate;
-      w.sl_usable = sl_ok;
-      return w;
-    }
-    in = fabric_.port_num_of(q);
+  if (dest == from && !fabric_.is_switch(fabric_.node_of(from))) {
+    // A CA port to itself: its own link bounds the path, nothing is crossed.
+    w.reached = true;
+    w.mtu = std::min(fabric_.link_state(from).neighbor_mtu, fabric_.link_state(from).mtu_cap);
+    w.rate_x10 = link_rate_x10(from);
+    w.sl_usable = true;
+    return w;
   }
-  const Entry& e = entry(sw, dlid);
+  const Start& s = start_of(from);
+  const bool sl_ok = ((s.sl_ok >> sl) & 1u) != 0;
+  if (s.state == 2) return w;
+  if (s.state == 3) {
+    w = Walk{s.sw == dest, s.hops, s.mtu, s.rate_x10, sl_ok};
+    return w;
+  }
+  const Entry& e = entry(s.sw, dlid);
   if (e.state != kReached) return w;
-  if (e.out_port != 0) sl_ok = sl_ok && sl_usable(fabric_.port(sw, e.out_port), in, sl);
   w.reached = true;
-  w.hops = static_cast<std::uint8_t>(hops + e.hops);
-  w.mtu = std::min(mtu, e.mtu);
-  w.rate_x10 = std::min(rate, e.rate_x10);
-  w.sl_usable = sl_ok && ((e.sl_ok >> sl) & 1u) != 0;
+  w.hops = static_cast<std::uint8_t>(s.hops + e.hops);
+  w.mtu = std::min(s.mtu, e.mtu);
+  w.rate_x10 = std::min(s.rate_x10, e.rate_x10);
+  // The first switch's SL2VL depends on the port the walk entered it by.
+  w.sl_usable = sl_ok && ((e.sl_ok >> sl) & 1u) != 0 &&
+                (e.out_port == 0 || sl_usable(fabric_.port(s.sw, e.out_port), s.in, sl));
   return w;
 }
 

@@ -26,7 +26,7 @@ struct FabricOracleConfig {
 // cost a few walks per switch pair: the cache assumes the LFTs and link
 // states do not change while it is used (call clear() after a re-route).
 // Rows (one per switch, LIDs wide, 8 bytes an entry) are allocated when a
-// switch first starts a walk.
+// switch first starts a walk; each port's first hop is kept too.
 class FabricOracle final : public PathOracle {
  public:
   FabricOracle(const madengine::sim::Fabric& fabric, FabricOracleConfig cfg = {});
@@ -58,6 +58,18 @@ class FabricOracle final : public PathOracle {
     std::uint16_t sl_ok = 0;    // SLs usable on the egresses after this switch's
   };
   static_assert(sizeof(Entry) == 8);
+  // The first hop of every walk from an end port: where it enters the
+  // switches and what the port's own link allows.
+  struct Start {
+    std::uint8_t state = 0;   // 0 unknown, 1 at switch `sw`, 2 blocked, 3 cabled to another CA's port `sw`
+    std::uint8_t mtu = 0;
+    std::uint8_t in = 0;      // the port number it enters `sw` by (0: the switch's own port 0)
+    std::uint8_t hops = 0;    // links crossed to get there
+    std::uint16_t rate_x10 = 0;
+    std::uint16_t sl_ok = 0;  // SLs with a data VL on the port's egress
+    std::uint32_t sw = 0;
+  };
+  const Start& start_of(madengine::sim::PortIdx from) noexcept;
   const Entry& entry(std::uint32_t sw, std::uint16_t dlid) noexcept;
   Entry walk_from_switch(std::uint32_t sw, std::uint16_t dlid) noexcept;
   std::uint16_t sls_usable(madengine::sim::PortIdx out, std::uint8_t in_port_num) const noexcept;
@@ -70,6 +82,7 @@ class FabricOracle final : public PathOracle {
   std::size_t row_width_ = 0;                   // the highest LID owned + 1
   std::vector<std::uint32_t> row_of_;           // node -> row in rows_ (kNoRow until it starts a walk)
   std::vector<std::vector<Entry>> rows_;
+  std::vector<Start> starts_;  // by PortIdx
   std::size_t walks_ = 0;
 };
 
