@@ -75,6 +75,25 @@ StormResult storm(md::Daemon& d, madengine::Transport& t, const std::vector<Host
   return s.run();
 }
 
+// A storm of `pattern` on ft2:8 with every PathRecord checked by the oracle
+// (and, when asked, one answer planted wrong).
+struct OracleRun {
+  std::unique_ptr<md::Daemon> daemon;
+  StormResult result;
+  std::uint64_t planted = 0;
+};
+OracleRun oracle_storm(Pattern pattern, PlantedFault plant = PlantedFault::kNone, std::uint64_t nth = 1) {
+  OracleRun run;
+  run.daemon = bring_up("ft2:8");
+  auto t = hosts_of(*run.daemon);
+  t->plant(plant, nth);
+  FabricOracle oracle(*run.daemon->fabric());
+  run.result = storm(*run.daemon, *t, t->hosts(), storm_config(t->local_port().sm_lid),
+                     WorkloadConfig{.pattern = pattern}, &oracle);
+  run.planted = t->planted();
+  return run;
+}
+
 wire::Gid gid(std::uint64_t guid) { return {wire::be64::from(wire::kDefaultSubnetPrefix), wire::be64::from(guid)}; }
 
 TEST(EmbeddedOracle, WalksAreTheFabricsOwnForwarding) {
@@ -205,11 +224,8 @@ TEST(EmbeddedOracle, RefusesEachWrongField) {
 }
 
 TEST(EmbeddedOracle, EveryPathRecordOfAJobStartIsChecked) {
-  auto d = bring_up("ft2:8");
-  auto t = hosts_of(*d);
-  FabricOracle oracle(*d->fabric());
-  const StormResult r = storm(*d, *t, t->hosts(), storm_config(t->local_port().sm_lid),
-                              WorkloadConfig{.pattern = Pattern::kJobStart}, &oracle);
+  const OracleRun run = oracle_storm(Pattern::kJobStart);
+  const StormResult& r = run.result;
   const StormCounters& c = r.counters;
   EXPECT_EQ(c.issued, 32u * 31u);
   EXPECT_EQ(c.answered, c.issued);
@@ -220,15 +236,12 @@ TEST(EmbeddedOracle, EveryPathRecordOfAJobStartIsChecked) {
   EXPECT_EQ(c.oracle_hops[4], 32u * 28u);
   EXPECT_TRUE(r.per_host_ports);
   EXPECT_TRUE(strict_problems(r, 32u * 31u).empty());
-  EXPECT_EQ(d->sa().counters().total().dropped, 0u);
+  EXPECT_EQ(run.daemon->sa().counters().total().dropped, 0u);
 }
 
 TEST(EmbeddedOracle, EveryRecordOfAGetTableStormIsChecked) {
-  auto d = bring_up("ft2:8");
-  auto t = hosts_of(*d);
-  FabricOracle oracle(*d->fabric());
-  const StormResult r = storm(*d, *t, t->hosts(), storm_config(t->local_port().sm_lid),
-                              WorkloadConfig{.pattern = Pattern::kGetTable}, &oracle);
+  const OracleRun run = oracle_storm(Pattern::kGetTable);
+  const StormResult& r = run.result;
   const StormCounters& c = r.counters;
   EXPECT_EQ(c.issued, 32u);
   EXPECT_EQ(c.answered, 32u) << "errors: " << c.errors << ", wrong paths: " << c.oracle_checked;
@@ -238,13 +251,9 @@ TEST(EmbeddedOracle, EveryRecordOfAGetTableStormIsChecked) {
 }
 
 TEST(EmbeddedOracle, APlantedWrongAnswerFailsTheStrictVerdict) {
-  auto d = bring_up("ft2:8");
-  auto t = hosts_of(*d);
-  t->plant(PlantedFault::kRate, 100);
-  FabricOracle oracle(*d->fabric());
-  const StormResult r = storm(*d, *t, t->hosts(), storm_config(t->local_port().sm_lid),
-                              WorkloadConfig{.pattern = Pattern::kJobStart}, &oracle);
-  EXPECT_EQ(t->planted(), 1u);
+  const OracleRun run = oracle_storm(Pattern::kJobStart, PlantedFault::kRate, 100);
+  const StormResult& r = run.result;
+  EXPECT_EQ(run.planted, 1u);
   EXPECT_EQ(r.counters.errors, 1u);
   EXPECT_EQ(r.counters.oracle_wrong_by[static_cast<std::size_t>(PathVerdict::kRate)], 1u);
   const auto problems = strict_problems(r, 32u * 31u);
