@@ -158,7 +158,9 @@ std::uint16_t FabricOracle::sls_usable(PortIdx out, std::uint8_t in_port_num) co
 }
 
 bool FabricOracle::sl_usable(PortIdx out, std::uint8_t in_port_num, std::uint8_t sl) const noexcept {
-  return ((sls_usable(out, in_port_num) >> sl) & 1u) != 0;
+  const auto table = fabric_.sl2vl(out, in_port_num);
+  const unsigned vl = sl % 2 == 0 ? table[sl / 2] >> 4 : table[sl / 2] & 0x0fu;
+  return vl != kVl15 && vl < data_vls(fabric_.link_state(out).op_vls);
 }
 
 const FabricOracle::Entry& FabricOracle::entry(std::uint32_t sw, std::uint16_t dlid) noexcept {
