@@ -67,8 +67,8 @@ std::optional<RunOutput> run_storm(const RunRequest& req, madengine::Transport& 
     }
     const std::int64_t late_ns = sleep_until_wall(req.start_at_unix_ns);
     if (late_ns > 1'000'000)
-      fmt::print(stderr, "madstorm: started {:.3f} s after --start-at (set-up took longer)\n",
-                 static_cast<double>(late_ns) / 1e9);
+      fmt::print(stderr, "madstorm: started {:.3f} s after --start-at ({})\n", static_cast<double>(late_ns) / 1e9,
+                 wait_ns > 0 ? "woken late: a busy machine" : "set-up ended after it");
   }
   // The storm's clock is monotonic; the wall clock at its zero lets merged
   // runs of several hosts share one time line.
