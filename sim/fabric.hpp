@@ -179,7 +179,9 @@ class Fabric {
   // first port. GSI responses whose TID carries `tid_tag` in its high 32 bits
   // go to it before any other endpoint of the port (ib_umad tells two agents
   // on one port apart by those bits the same way), so it can share a port
-  // with an SM. Throws std::invalid_argument on a port that is not a CA's.
+  // with an SM. Faults act on it as a whole: kill_node of any of its nodes
+  // takes its device away. Throws std::invalid_argument on a port that is
+  // not a CA's.
   EndpointId attach_ports(std::span<const PortIdx> ports, const AgentSpec& spec, std::uint32_t rx_depth,
                           std::uint32_t tid_tag);
   void detach(EndpointId e) noexcept;
