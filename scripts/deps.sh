@@ -17,7 +17,7 @@ packages=(
   # rings, CLI, config, logging, JSON
   libdpdk-dev libboost-dev libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   # tools the scripts and tests call
-  procps psmisc python3
+  procps psmisc python3 man-db
 )
 
 missing=()

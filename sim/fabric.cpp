@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "madengine/wire/smp/lft.hpp"
+#include "madengine/wire/smp/pkey_table.hpp"
 
 namespace madengine::sim {
 
@@ -196,10 +197,35 @@ PortIdx Fabric::mgmt_port(std::uint32_t node, PortIdx in) const noexcept {
   return is_switch(node) ? first_port_[node] : in;
 }
 
+Fabric::LinkState Fabric::link_state(PortIdx p) const noexcept {
+  LinkState l;
+  if (p >= port_count()) return l;
+  const PortCfg& c = cfg_[p];
+  l.neighbor_mtu = c.neighbor_mtu;
+  l.mtu_cap = mtu_cap_of(p);
+  l.width_active = c.width_active;
+  l.speed_active = c.speed_active;
+  l.speed_ext_active = c.speed_ext_active;
+  l.op_vls = c.op_vls;
+  l.lmc = c.lmc;
+  return l;
+}
+
+std::span<const std::uint16_t> Fabric::pkey_table(PortIdx p) const noexcept {
+  static constexpr std::uint16_t kDefaultOnly[] = {wire::kDefaultPKey};
+  const auto it = pkeys_.find(p);
+  if (it == pkeys_.end()) return kDefaultOnly;
+  return it->second;
+}
+
 std::uint8_t Fabric::lft_port(std::uint32_t node, std::uint16_t lid) const noexcept {
   if (switch_of_[node] == kNoNode) return wire::kLftNoPort;
   const SwitchState& sw = switches_[switch_of_[node]];
   return lid < sw.lft.size() ? sw.lft[lid] : wire::kLftNoPort;
+}
+
+std::uint16_t Fabric::linear_fdb_top(std::uint32_t node) const noexcept {
+  return switch_of_[node] == kNoNode ? 0 : switches_[switch_of_[node]].linear_fdb_top;
 }
 
 bool Fabric::port_state_change(std::uint32_t node) const noexcept {
@@ -390,8 +416,7 @@ bool Fabric::lid_route(Packet& pkt, PortIdx from, std::uint16_t dlid, PortIdx& a
   return false;
 }
 
-void Fabric::inject(Packet& pkt, EndpointId from) noexcept {
-  const PortIdx src = endpoints_[from].port;
+void Fabric::inject(Packet& pkt, PortIdx src) noexcept {
   const std::uint32_t node = port_node_[src];
   const auto klass = static_cast<wire::MgmtClass>(hdr(pkt).mgmt_class);
   pkt.at = src;
@@ -614,12 +639,18 @@ void Fabric::to_endpoint(Packet& pkt, PortIdx at, bool smi) noexcept {
     const wire::MadHeader& h = hdr(pkt);
     const bool sa_request =
         h.klass() == wire::MgmtClass::kSubnAdm && !h.is_response() && h.method != wire::method::kReport;
+    const bool tagged = !smi && !sa_request && it->second.size() > 1;
+    const auto tag = static_cast<std::uint32_t>(h.tid.get() >> 32);
     for (EndpointId e : it->second) {
-      const AgentSpec& s = endpoints_[e].spec;
-      if (!endpoints_[e].device_present) continue;
-      if (smi ? s.smi : (sa_request ? s.sa_server : s.gsi_client)) {
+      const Endpoint& ep = endpoints_[e];
+      if (!ep.device_present) continue;
+      if (tagged && !ep.ports.empty() && ep.tid_tag == tag && ep.spec.gsi_client) {  // see attach_ports
         chosen = e;
         break;
+      }
+      if (chosen == kNoEndpoint && (smi ? ep.spec.smi : (sa_request ? ep.spec.sa_server : ep.spec.gsi_client))) {
+        chosen = e;
+        if (!tagged) break;
       }
     }
   }
@@ -638,7 +669,9 @@ void Fabric::deliver(std::uint32_t slot, EndpointId e) noexcept {
   } else if (ep.count == ep.ring.size()) {
     drop(DropReason::kRxFull);
   } else {
-    MadBuf& b = ep.ring[(ep.head + ep.count++) % ep.ring.size()];
+    const std::size_t pos = (ep.head + ep.count++) % ep.ring.size();
+    if (!ep.ring_at.empty()) ep.ring_at[pos] = pkt.at;
+    MadBuf& b = ep.ring[pos];
     b.mad = pkt.mad;
     b.len = static_cast<std::uint16_t>(wire::kMadSize);
     b.addr = MadAddr{};
@@ -707,22 +740,62 @@ EndpointId Fabric::attach(std::uint32_t node, std::uint8_t port_num, const Agent
   return id;
 }
 
+EndpointId Fabric::attach_ports(std::span<const PortIdx> ports, const AgentSpec& spec, std::uint32_t rx_depth,
+                                std::uint32_t tid_tag) {
+  if (ports.empty() || rx_depth == 0) throw std::invalid_argument("attach_ports: no ports or no receive depth");
+  Endpoint ep;
+  ep.ports.assign(ports.begin(), ports.end());
+  std::sort(ep.ports.begin(), ep.ports.end());
+  ep.ports.erase(std::unique(ep.ports.begin(), ep.ports.end()), ep.ports.end());
+  bool dead = false;
+  for (const PortIdx p : ep.ports) {
+    if (p >= port_count() || is_switch(port_node_[p]))
+      throw std::invalid_argument("attach_ports: port " + std::to_string(p) + " is not a CA port");
+    dead = dead || (node_flags_[port_node_[p]] & kDead) != 0;
+  }
+  ep.port = ports.front();
+  ep.tid_tag = tid_tag;
+  ep.spec = spec;
+  ep.attached = true;
+  ep.device_present = !dead;
+  ep.ring.resize(rx_depth);
+  ep.ring_at.resize(rx_depth);
+  endpoints_.push_back(std::move(ep));
+  const auto id = static_cast<EndpointId>(endpoints_.size() - 1);
+  for (const PortIdx p : endpoints_[id].ports) port_endpoints_[p].push_back(id);
+  return id;
+}
+
 void Fabric::detach(EndpointId e) noexcept {
   if (e >= endpoints_.size() || !endpoints_[e].attached) return;
   Endpoint& ep = endpoints_[e];
-  auto& v = port_endpoints_[ep.port];
-  v.erase(std::remove(v.begin(), v.end(), e), v.end());
+  auto unlist = [&](PortIdx p) {
+    auto& v = port_endpoints_[p];
+    v.erase(std::remove(v.begin(), v.end(), e), v.end());
+  };
+  if (ep.ports.empty()) unlist(ep.port);
+  for (const PortIdx p : ep.ports) unlist(p);
   ep.attached = false;
   ep.count = 0;
 }
 
 bool Fabric::send(EndpointId e, const MadBuf& buf) noexcept {
   if (e >= endpoints_.size()) return false;
+  return send_at(e, endpoints_[e].port, buf);
+}
+
+bool Fabric::send_from(EndpointId e, PortIdx from, const MadBuf& buf) noexcept {
+  if (e >= endpoints_.size()) return false;
+  const auto& ports = endpoints_[e].ports;
+  if (!std::binary_search(ports.begin(), ports.end(), from)) return false;
+  return send_at(e, from, buf);
+}
+
+bool Fabric::send_at(EndpointId e, PortIdx src, const MadBuf& buf) noexcept {
   const Endpoint& ep = endpoints_[e];
   if (!ep.attached || !ep.device_present) return false;
   Packet pkt;
   pkt.mad = buf.mad;
-  const PortIdx src = ep.port;
   pkt.slid = static_cast<std::uint16_t>(lid_[src] | buf.addr.path_bits);
   pkt.dlid = buf.addr.lid;
   const wire::MgmtClass k = hdr(pkt).klass();
@@ -733,15 +806,19 @@ bool Fabric::send(EndpointId e, const MadBuf& buf) noexcept {
   pkt.sl = buf.addr.sl;
   pkt.pkey_index = buf.addr.pkey_index;
   pkt.from_endpoint = e;
-  inject(pkt, e);
+  inject(pkt, src);
   return true;
 }
 
-std::size_t Fabric::receive(EndpointId e, std::span<MadBuf*> bufs) noexcept {
+std::size_t Fabric::receive(EndpointId e, std::span<MadBuf*> bufs) noexcept { return receive(e, bufs, {}); }
+
+std::size_t Fabric::receive(EndpointId e, std::span<MadBuf*> bufs, std::span<PortIdx> arrived_at) noexcept {
   if (e >= endpoints_.size()) return 0;
   Endpoint& ep = endpoints_[e];
+  if (!arrived_at.empty() && arrived_at.size() < bufs.size()) bufs = bufs.first(arrived_at.size());
   std::size_t n = 0;
   while (n < bufs.size() && ep.count > 0) {
+    if (!arrived_at.empty()) arrived_at[n] = ep.ring_at.empty() ? ep.port : ep.ring_at[ep.head];
     MadBuf& src = ep.ring[ep.head];
     MadBuf& dst = *bufs[n++];
     dst.mad = src.mad;

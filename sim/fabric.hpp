@@ -125,6 +125,26 @@ class Fabric {
   wire::PortPhysState phys_state(PortIdx p) const noexcept { return static_cast<wire::PortPhysState>(phys_[p]); }
   // The LFT entry of a switch (kLftNoPort when unset).
   std::uint8_t lft_port(std::uint32_t node, std::uint16_t lid) const noexcept;
+  // SwitchInfo.LinearFDBTop: LID routing drops anything above it.
+  std::uint16_t linear_fdb_top(std::uint32_t node) const noexcept;
+
+  // What a port's PortInfo holds about its link, read-only: for checks that
+  // must not trust the SM or SA (madstorm's fabric-truth oracle).
+  struct LinkState {
+    std::uint8_t neighbor_mtu = 0;  // MTU code the port sends with (set by the SM)
+    std::uint8_t mtu_cap = 0;       // MTU code the port can take
+    std::uint8_t width_active = 0, speed_active = 0, speed_ext_active = 0;
+    std::uint8_t op_vls = 0;        // OperationalVLs code (1: VL0, 2: VL0-1, 3: VL0-3, 4: VL0-7, 5: VL0-14)
+    std::uint8_t lmc = 0;
+  };
+  LinkState link_state(PortIdx p) const noexcept;
+  // The port's P_Key table: the default partition alone until an SM set one.
+  std::span<const std::uint16_t> pkey_table(PortIdx p) const noexcept;
+  // The SL2VL table a packet leaving port `out` uses (IBA 14.2.5.8: SL 2i in
+  // the high nibble of byte i, SL 2i+1 in the low one): a switch's for
+  // (in_port_num, out), a CA port's own (in_port_num ignored); the default
+  // until an SM set one.
+  std::array<std::uint8_t, 8> sl2vl(PortIdx out, std::uint8_t in_port_num) const noexcept;
   bool port_state_change(std::uint32_t node) const noexcept;
 
   // Bytes the model holds (nodes, ports, switch tables, names), without the
@@ -153,12 +173,28 @@ class Fabric {
   // Several endpoints may share a port; each MAD goes to the first whose
   // AgentSpec wants it. Throws std::invalid_argument on a bad port.
   EndpointId attach(std::uint32_t node, std::uint8_t port_num, const AgentSpec& spec);
+  // One endpoint at several CA ports sharing one receive ring of rx_depth
+  // MADs: a client that speaks for many hosts, each from its own port (LID),
+  // as madstorm's requesters do. It sends with send_from(); send() uses the
+  // first port. GSI responses whose TID carries `tid_tag` in its high 32 bits
+  // go to it before any other endpoint of the port (ib_umad tells two agents
+  // on one port apart by those bits the same way), so it can share a port
+  // with an SM. Faults act on it as a whole: kill_node of any of its nodes
+  // takes its device away. Throws std::invalid_argument on a port that is
+  // not a CA's.
+  EndpointId attach_ports(std::span<const PortIdx> ports, const AgentSpec& spec, std::uint32_t rx_depth,
+                          std::uint32_t tid_tag);
   void detach(EndpointId e) noexcept;
   // Sends a copy of `buf` (addr.lid = destination LID for LID-routed MADs;
   // a DR SMP carries its path). False if the endpoint's device is gone.
   bool send(EndpointId e, const MadBuf& buf) noexcept;
+  // The same from one of the endpoint's ports (attach_ports); false if the
+  // port is not one of them.
+  bool send_from(EndpointId e, PortIdx from, const MadBuf& buf) noexcept;
   // Copies up to bufs.size() received MADs; returns the count.
   std::size_t receive(EndpointId e, std::span<MadBuf*> bufs) noexcept;
+  // The same, and the port each MAD arrived at (arrived_at.size() >= bufs.size()).
+  std::size_t receive(EndpointId e, std::span<MadBuf*> bufs, std::span<PortIdx> arrived_at) noexcept;
   std::size_t pending(EndpointId e) const noexcept;
   // The endpoint's view of its port, and life-cycle events since last asked.
   LocalPort local_port(EndpointId e) const noexcept;
@@ -224,17 +260,21 @@ class Fabric {
   };
   struct Endpoint {
     PortIdx port = kNoPortIdx;
+    std::vector<PortIdx> ports;  // attach_ports: every port, sorted (empty for one port)
+    std::uint32_t tid_tag = 0;   // attach_ports: responses with this TID high half come here first
     AgentSpec spec{};
     bool attached = false;
     bool device_present = true;
     DeviceEvent event = DeviceEvent::kNone;
     bool owe_back = false;     // kDeviceBack follows the pending kDeviceLost
     std::vector<MadBuf> ring;  // fixed capacity, allocated at attach
+    std::vector<PortIdx> ring_at;  // attach_ports: where each ring entry arrived
     std::size_t head = 0, count = 0;
   };
 
   // Forwarding: each returns false (and counts) when the packet is dropped.
-  void inject(Packet& pkt, EndpointId from) noexcept;
+  void inject(Packet& pkt, PortIdx src) noexcept;
+  bool send_at(EndpointId e, PortIdx src, const MadBuf& buf) noexcept;
   void dr_request_at(Packet& pkt, PortIdx in) noexcept;
   void dr_response_at(Packet& pkt, PortIdx in, bool at_responder) noexcept;
   bool cross(Packet& pkt, PortIdx out, PortIdx& arrived) noexcept;  // one link
@@ -248,6 +288,7 @@ class Fabric {
   std::uint32_t store(const Packet& pkt);
   bool lost(PortIdx out) noexcept;
   bool lid_matches(PortIdx p, std::uint16_t dlid) const noexcept;
+  std::uint8_t mtu_cap_of(PortIdx p) const noexcept;
   void set_state(PortIdx p, std::uint8_t state) noexcept;
   void note_port_change(PortIdx p) noexcept;
   void run_event(const Event& e) noexcept;

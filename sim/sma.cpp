@@ -278,7 +278,7 @@ std::uint16_t Fabric::sma_port_info(bool set, std::uint32_t node, PortIdx in, st
   pi.vl_high_limit = c.vl_high_limit;
   pi.vl_arbitration_high_cap = kVlArbCap;
   pi.vl_arbitration_low_cap = kVlArbCap;
-  pi.set_mtu_cap(port0 ? 3 : config_.mtu_cap);
+  pi.set_mtu_cap(mtu_cap_of(p));
   pi.set_vl_stall_count(c.vl_stall);
   pi.set_hoq_life(c.hoq_life);
   pi.set_operational_vls(c.op_vls);
@@ -391,6 +391,21 @@ std::uint16_t Fabric::sma_pkey(bool set, std::uint32_t node, PortIdx in, std::ui
     blk.set_pkey(i, v);
   }
   return st::kOk;
+}
+
+std::uint8_t Fabric::mtu_cap_of(PortIdx p) const noexcept {
+  const std::uint32_t node = port_node_[p];
+  return is_switch(node) && p == first_port_[node] ? 3 : config_.mtu_cap;  // a switch's port 0: 2048
+}
+
+std::array<std::uint8_t, 8> Fabric::sl2vl(PortIdx out, std::uint8_t in_port_num) const noexcept {
+  std::array<std::uint8_t, 8> t;
+  std::memcpy(t.data(), kDefaultSl2Vl, 8);
+  if (out >= port_count() || sl2vl_.empty()) return t;
+  const std::uint64_t key =
+      std::uint64_t{out} << 16 | (is_switch(port_node_[out]) ? std::uint64_t{in_port_num} : std::uint64_t{0});
+  if (const auto it = sl2vl_.find(key); it != sl2vl_.end()) t = it->second;
+  return t;
 }
 
 std::uint16_t Fabric::sma_sl2vl(bool set, std::uint32_t node, PortIdx in, std::uint32_t mod,

@@ -38,7 +38,6 @@ void HaAgent::apply(const Actions& a) noexcept {
     spdlog::info("sm/ha: {} -> {} ({}){}", wire::to_string(a.transition.from), wire::to_string(a.transition.to),
                  a.transition.reason,
                  sm_.polled_guid() != 0 ? fmt::format(", polling SM {:#018x}", sm_.polled_guid()) : std::string());
-    if (on_transition_) on_transition_(a.transition);
   }
   if (a.sweep) sweep_requested_ = true;
   // The ACKNOWLEDGE shows the state we had when the HANDOVER came (STANDBY):
@@ -48,6 +47,8 @@ void HaAgent::apply(const Actions& a) noexcept {
   // it shows the MASTER we were until this very transition.
   if (a.handover_to != 0) send_set(a.handover_to, wire::sm_info_mod::kHandover, wire::SmState::kMaster);
   if (a.trap144_to != 0) send_trap144(a.trap144_to);
+  // Last: what the owner publishes of the new state includes what was sent for it.
+  if (a.changed && on_transition_) on_transition_(a.transition);
 }
 
 void HaAgent::send_set(std::uint64_t guid, std::uint32_t modifier, wire::SmState shown) noexcept {

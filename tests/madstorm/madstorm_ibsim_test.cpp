@@ -15,6 +15,7 @@
 #include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
 #include "lib/hosts.hpp"
+#include "lib/merge.hpp"
 #include "lib/report.hpp"
 #include "lib/storm.hpp"
 #include "lib/workload.hpp"
@@ -165,7 +166,7 @@ TEST(MadstormIbsim, ToolWritesCompleteJson) {
   std::ifstream in(json);
   ASSERT_TRUE(in);
   const auto j = nlohmann::json::parse(in);
-  EXPECT_EQ(j.at("schema"), "madstorm/1");
+  EXPECT_EQ(j.at("schema"), "madstorm/2");
   EXPECT_EQ(j.at("label"), "opensm");
   EXPECT_EQ(j.at("transport"), "umad");
   for (const char* k : {"pattern", "by_gid", "hosts", "shard", "seed", "sa_lid", "window_max", "window_per_host_max",
@@ -195,6 +196,13 @@ TEST(MadstormIbsim, ToolWritesCompleteJson) {
     EXPECT_TRUE(j.at("timing").at(k).is_number()) << k;
   EXPECT_GT(j["timing"]["throughput_qps"].get<double>(), 0.0);
   EXPECT_FALSE(j.at("series").at("buckets").empty());
+  // What a merge needs: the wall clock, the histogram buckets; no oracle outside --embedded.
+  EXPECT_GT(j.at("wall").at("start_unix_ns").get<std::int64_t>(), 0);
+  EXPECT_EQ(j.at("latency_histogram").at("count"), j["latency"]["count"]);
+  EXPECT_TRUE(j.at("oracle").is_null());
+  EXPECT_EQ(j.at("requesters").at("per_host_ports"), false);
+  const ParsedRun back = parse_run(j, json);
+  EXPECT_EQ(back.result.counters.answered, c["answered"].get<std::uint64_t>());
   std::ifstream s(svg);
   std::string text((std::istreambuf_iterator<char>(s)), {});
   EXPECT_NE(text.find("<svg"), std::string::npos);

@@ -49,6 +49,27 @@ void LatencyHistogram::merge(const LatencyHistogram& other) noexcept {
 
 void LatencyHistogram::clear() noexcept { *this = LatencyHistogram{}; }
 
+bool LatencyHistogram::restore(std::span<const std::pair<std::size_t, std::uint64_t>> buckets, std::uint64_t sum,
+                               std::uint64_t min, std::uint64_t max) noexcept {
+  std::uint64_t n = 0;
+  std::size_t lo = kBuckets, hi = 0;
+  for (const auto& [i, c] : buckets) {
+    if (i >= kBuckets) return false;
+    n += c;
+    if (c != 0) lo = std::min(lo, i), hi = std::max(hi, i);
+  }
+  if (n != 0 && (min > max || index_of(min) != lo || index_of(max) != hi)) return false;
+  clear();
+  for (const auto& [i, c] : buckets) counts_[i] += c;
+  count_ = n;
+  sum_ = sum;
+  if (n != 0) {
+    min_ = min;
+    max_ = max;
+  }
+  return true;
+}
+
 std::uint64_t LatencyHistogram::quantile(double q) const noexcept {
   if (count_ == 0) return 0;
   q = std::clamp(q, 0.0, 1.0);

@@ -6,6 +6,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <utility>
 
 namespace madstorm {
 
@@ -22,10 +24,16 @@ class LatencyHistogram {
   void record(std::int64_t value_ns) noexcept;
   void merge(const LatencyHistogram& other) noexcept;
   void clear() noexcept;
+  // Rebuilds a histogram written out bucket by bucket (madstorm merge):
+  // false, and nothing changed, if an index is out of range or the summary
+  // does not fit the buckets.
+  bool restore(std::span<const std::pair<std::size_t, std::uint64_t>> buckets, std::uint64_t sum, std::uint64_t min,
+               std::uint64_t max) noexcept;
 
   std::uint64_t count() const noexcept { return count_; }
   std::uint64_t min() const noexcept { return count_ == 0 ? 0 : min_; }
   std::uint64_t max() const noexcept { return max_; }
+  std::uint64_t sum() const noexcept { return sum_; }
   double mean() const noexcept { return count_ == 0 ? 0.0 : static_cast<double>(sum_) / static_cast<double>(count_); }
   // The value at quantile q (0..1): the upper edge of the bucket that holds
   // it, clamped to [min, max], so p100 is the exact maximum.

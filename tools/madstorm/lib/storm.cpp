@@ -4,6 +4,9 @@
 
 #include <sys/resource.h>
 
+#include <optional>
+#include <string>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -17,6 +20,7 @@
 #include "madengine/wire/sa/mc_member_record.hpp"
 #include "madengine/wire/sa/node_record.hpp"
 #include "madengine/wire/sa/path_record.hpp"
+#include "lib/requester_ports.hpp"
 
 namespace madstorm {
 
@@ -31,6 +35,8 @@ const char* to_string(ErrorKind k) noexcept {
     case ErrorKind::kWrongRecord: return "wrong_record";
     case ErrorKind::kMalformed: return "malformed";
     case ErrorKind::kRmppAborted: return "rmpp_aborted";
+    case ErrorKind::kWrongPath: return "wrong_path";
+    case ErrorKind::kMisdirected: return "misdirected";
   }
   return "unknown";
 }
@@ -64,7 +70,7 @@ constexpr unsigned slot_bits_for(std::uint32_t window) noexcept {
   while (b < kSlotBitsMax && (1u << b) < window) ++b;
   return b;
 }
-constexpr std::uint64_t kTidHigh = 0x6d73746dull << 32;  // "mstm", for captures
+constexpr std::uint64_t kTidHigh = std::uint64_t{kStormTidTag} << 32;
 constexpr std::size_t kRxBurst = 32;
 constexpr std::size_t kCtlQueueMax = 256;  // RMPP ACKs waiting for the transport
 constexpr Nanos kTxStallBackoffNs = 50 * madengine::kNanosPerMicro;
@@ -225,7 +231,32 @@ struct Storm::Impl final : madengine::TxSink {
   Impl(const StormConfig& c, madengine::Transport& t, const madengine::Clock& clk, std::span<const Host> h,
        Workload& w)
       : cfg(c), transport(t), clock(clk), hosts(h), workload(w), slots(c.window_max),
-        per_host(h.size(), 0), rmpp(clk, *this, &Impl::on_rmpp_done, this, rmpp_config(c)) {
+        per_host(h.size(), 0), per_host_window(h.size(), static_cast<std::uint16_t>(c.window_per_host_max)),
+        ports(dynamic_cast<madstorm::RequesterPorts*>(&t)), rmpp(clk, *this, &Impl::on_rmpp_done, this, rmpp_config(c)) {
+    for (const auto& [host, window] : c.window_overrides) {
+      if (host >= h.size() || window == 0 || window > 0xffff)
+        throw std::invalid_argument("window override for host " + std::to_string(host) + ": host must be below " +
+                                    std::to_string(h.size()) + " and window 1..65535");
+      per_host_window[host] = static_cast<std::uint16_t>(window);
+    }
+    if (ports != nullptr) {
+      const auto r = ports->requesters();
+      bool same = r.size() == h.size();
+      for (std::size_t i = 0; same && i < h.size(); ++i) same = r[i].lid == h[i].lid;
+      if (!same) throw std::invalid_argument("the storm's hosts are not the transport's requesters");
+    }
+    result.per_host_ports = ports != nullptr;
+    if (by_source) {
+      const auto n = static_cast<std::uint32_t>(w.sources());
+      ready.resize(n);
+      in_ready.assign(n, 0);
+      cursor.assign(n, 0);
+      source_of_host.assign(h.size(), kNone);
+      for (std::uint32_t k = 0; k < n; ++k) source_of_host[w.source_host(k)] = k;
+      for (std::uint32_t i = 0; i < n; ++i) push_ready(w.turn(i));
+      sources_left = w.per_source_total() != 0 ? n : 0;
+    }
+    result.busy_answers_by_host.assign(h.size(), 0);
     for (std::uint32_t i = 0; i < slots.size(); ++i) slots[i].next_free = i + 1 < slots.size() ? i + 1 : kNone;
     free_head = 0;
     tx_queue.resize(c.window_max + kCtlQueueMax);
@@ -256,7 +287,9 @@ struct Storm::Impl final : madengine::TxSink {
     ctl_next = (ctl_next + 1) % kCtlQueueMax;
     ++ctl_count;
     b = buf;
-    tx_queue[tx_len++] = {&b, kNone};
+    // An ACK leaves from the host whose query the transfer answers.
+    const std::uint32_t slot = static_cast<std::uint32_t>(buf.hdr().tid.get()) & ((1u << slot_bits) - 1);
+    tx_queue[tx_len++] = {&b, kNone, slot < slots.size() ? slots[slot].q.src : 0};
     return true;
   }
 
@@ -292,7 +325,7 @@ struct Storm::Impl final : madengine::TxSink {
     // transport has not taken yet is the same transmission.
     if (!s.queued) {
       if (tx_len < tx_queue.size()) {
-        tx_queue[tx_len++] = {&s.req, i};
+        tx_queue[tx_len++] = {&s.req, i, s.q.src};
         s.queued = true;
         ++result.counters.sent;
       } else {
@@ -308,11 +341,17 @@ struct Storm::Impl final : madengine::TxSink {
   void flush_tx() noexcept {
     if (tx_len == 0) return;
     std::array<MadBuf*, 64> ptrs;
+    std::array<std::uint32_t, 64> from;
     std::size_t done = 0;
     while (done < tx_len) {
       const std::size_t n = std::min(ptrs.size(), tx_len - done);
-      for (std::size_t k = 0; k < n; ++k) ptrs[k] = tx_queue[done + k].buf;
-      const std::size_t sent = transport.tx_burst(std::span<MadBuf* const>(ptrs.data(), n));
+      for (std::size_t k = 0; k < n; ++k) {
+        ptrs[k] = tx_queue[done + k].buf;
+        from[k] = tx_queue[done + k].from;
+      }
+      const std::span<MadBuf* const> burst(ptrs.data(), n);
+      const std::size_t sent = ports != nullptr ? ports->tx_burst_from(burst, std::span<const std::uint32_t>(from.data(), n))
+                                                : transport.tx_burst(burst);
       for (std::size_t k = 0; k < sent; ++k) {
         const std::uint32_t slot = tx_queue[done + k].slot;
         if (slot == kNone) --ctl_count;
@@ -354,6 +393,7 @@ struct Storm::Impl final : madengine::TxSink {
       switch (o) {
         case Outcome::kAnswered:
           ++c.answered;
+          ++c.answered_by[static_cast<std::size_t>(s.q.kind)];
           ++b.answered;
           result.latency.record(now - s.sched_ns);
           break;
@@ -370,6 +410,7 @@ struct Storm::Impl final : madengine::TxSink {
     }
     --per_host[s.q.src];
     --in_flight;
+    if (by_source) source_may_go(source_of_host[s.q.src]);
     s.done_gen = s.gen;
     s.state = State::kFree;
     s.next_free = free_head;
@@ -392,41 +433,66 @@ struct Storm::Impl final : madengine::TxSink {
     return kNone;
   }
 
+  // The slot a TID names if that query is in flight; counts nothing.
+  std::uint32_t in_flight_slot(std::uint64_t tid) const noexcept {
+    const auto low = static_cast<std::uint32_t>(tid);
+    const std::uint32_t i = low & ((1u << slot_bits) - 1);
+    return i < slots.size() && slots[i].state == State::kInFlight && slots[i].gen == low >> slot_bits ? i : kNone;
+  }
+
   bool gid_is(const wire::Gid& g, std::uint64_t guid) const noexcept {
     return g.prefix.get() == cfg.sa.subnet_prefix && g.guid.get() == guid;
   }
 
-  // Checks one record against the query it answers.
-  bool record_ok(const Slot& s, std::span<const std::uint8_t> rec) const noexcept {
+  // The oracle's view of a PathRecord that names the right ends.
+  bool path_ok(const wire::PathRecord& pr) noexcept {
+    if (oracle == nullptr) return true;
+    const PathCheck c = oracle->check(pr);
+    StormCounters& k = result.counters;
+    ++k.oracle_checked;
+    if (c.verdict != PathVerdict::kUnreached && c.verdict != PathVerdict::kUnknownEnd)
+      ++k.oracle_hops[std::min<std::size_t>(c.hops, kPathHopsMax)];
+    if (c.verdict == PathVerdict::kOk) return true;
+    ++k.oracle_wrong_by[static_cast<std::size_t>(c.verdict)];
+    return false;
+  }
+
+  // Checks one record against the query it answers: nullopt when right.
+  std::optional<ErrorKind> check_record(const Slot& s, std::span<const std::uint8_t> rec) noexcept {
     const Host& src = hosts[s.q.src];
     const Host& dst = hosts[s.q.dst];
     switch (s.q.kind) {
       case QueryKind::kPathRecord:
       case QueryKind::kPathTable: {
         const auto pr = wire::decode<wire::PathRecord>(rec);
-        if (!pr) return false;
-        if (pr->slid.get() != src.lid || !gid_is(pr->sgid, src.port_guid)) return false;
-        if (s.q.kind == QueryKind::kPathTable) return pr->dlid.get() != 0;
-        return pr->dlid.get() == dst.lid && gid_is(pr->dgid, dst.port_guid);
+        if (!pr) return ErrorKind::kWrongRecord;
+        if (pr->slid.get() != src.lid || !gid_is(pr->sgid, src.port_guid)) return ErrorKind::kWrongRecord;
+        if (s.q.kind == QueryKind::kPathTable ? pr->dlid.get() == 0
+                                              : pr->dlid.get() != dst.lid || !gid_is(pr->dgid, dst.port_guid))
+          return ErrorKind::kWrongRecord;
+        if (!path_ok(*pr)) return ErrorKind::kWrongPath;
+        return std::nullopt;
       }
       case QueryKind::kNodeRecord: {
         const auto nr = wire::decode<wire::NodeRecord>(rec);
-        return nr && nr->lid.get() == dst.lid && nr->node_info.port_guid.get() == dst.port_guid;
+        if (nr && nr->lid.get() == dst.lid && nr->node_info.port_guid.get() == dst.port_guid) return std::nullopt;
+        return ErrorKind::kWrongRecord;
       }
       case QueryKind::kMcJoin:
       case QueryKind::kMcLeave: {
         const auto mc = wire::decode<wire::McMemberRecord>(rec);
-        if (!mc) return false;
+        if (!mc) return ErrorKind::kWrongRecord;
         const auto want = wire::decode<wire::McMemberRecord>(
             std::span<const std::uint8_t>(s.req.mad.bytes).subspan(wire::kSaHeaderSize));
-        if (!want || !(mc->mgid == want->mgid) || !gid_is(mc->port_gid, src.port_guid)) return false;
+        if (!want || !(mc->mgid == want->mgid) || !gid_is(mc->port_gid, src.port_guid)) return ErrorKind::kWrongRecord;
         // A join answers with the group (MLID set) and our join state (IBA 15.2.5.17.1).
-        if (s.q.kind == QueryKind::kMcJoin)
-          return mc->mlid.get() >= 0xc000 && (mc->join_state() & wire::join_state::kFullMember) != 0;
-        return true;
+        if (s.q.kind == QueryKind::kMcJoin &&
+            (mc->mlid.get() < 0xc000 || (mc->join_state() & wire::join_state::kFullMember) == 0))
+          return ErrorKind::kWrongRecord;
+        return std::nullopt;
       }
     }
-    return false;
+    return ErrorKind::kWrongRecord;
   }
 
   // The header checks shared by single answers and reassembled tables.
@@ -455,6 +521,7 @@ struct Storm::Impl final : madengine::TxSink {
   void on_busy(std::uint32_t i, Nanos now) noexcept {
     Slot& s = slots[i];
     ++result.counters.busy_answers;
+    ++result.busy_answers_by_host[s.q.src];
     if (s.busy_count >= cfg.retry.busy_retries) {
       finish(i, Outcome::kBusy, now);
       return;
@@ -467,11 +534,15 @@ struct Storm::Impl final : madengine::TxSink {
     append(i, ListId::kBackoff);
   }
 
-  void on_single(const MadBuf& buf, Nanos now) noexcept {
+  void on_single(const MadBuf& buf, Nanos now, std::uint32_t at) noexcept {
     const std::uint32_t i = match(buf.hdr().tid.get());
     if (i == kNone) return;
     const auto m = wire::decode<wire::SaMad>(std::span<const std::uint8_t>(buf.mad.bytes));
     Slot& s = slots[i];
+    if (ports != nullptr && at != s.q.src) {
+      finish(i, Outcome::kError, now, ErrorKind::kMisdirected);
+      return;
+    }
     ErrorKind ek{};
     switch (check_header(s, *m, ek)) {
       case Verdict::kBusy: on_busy(i, now); return;
@@ -489,8 +560,8 @@ struct Storm::Impl final : madengine::TxSink {
       finish(i, Outcome::kError, now, ErrorKind::kMalformed);
       return;
     }
-    if (!record_ok(s, std::span<const std::uint8_t>(m->data))) {
-      finish(i, Outcome::kError, now, ErrorKind::kWrongRecord);
+    if (const auto bad = check_record(s, std::span<const std::uint8_t>(m->data))) {
+      finish(i, Outcome::kError, now, *bad);
       return;
     }
     finish(i, Outcome::kAnswered, now);
@@ -529,8 +600,8 @@ struct Storm::Impl final : madengine::TxSink {
       return;
     }
     for (std::size_t r = 0; r < n; ++r) {
-      if (!record_ok(s, *wire::table_record_bytes(d.payload, aoff, r))) {
-        finish(i, Outcome::kError, now, ErrorKind::kWrongRecord);
+      if (const auto bad = check_record(s, *wire::table_record_bytes(d.payload, aoff, r))) {
+        finish(i, Outcome::kError, now, *bad);
         return;
       }
     }
@@ -542,7 +613,7 @@ struct Storm::Impl final : madengine::TxSink {
     finish(i, Outcome::kAnswered, now);
   }
 
-  void on_rx(const MadBuf& buf, Nanos now) noexcept {
+  void on_rx(const MadBuf& buf, Nanos now, std::uint32_t at) noexcept {
     const auto& h = buf.hdr();
     if (h.mgmt_class != static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm) || !h.is_response() ||
         buf.len < wire::kMadHeaderSize + wire::kRmppHeaderSize) {
@@ -558,12 +629,43 @@ struct Storm::Impl final : madengine::TxSink {
       return;
     }
     if (rm.active()) {
+      // A segment at another host's port fails its query at once.
+      if (const std::uint32_t i = in_flight_slot(h.tid.get()); ports != nullptr && i != kNone && at != slots[i].q.src) {
+        finish(i, Outcome::kError, now, ErrorKind::kMisdirected);
+        return;
+      }
       // Segments of one of our transfers (or of a stale one: the receiver
       // ACKs and delivers it, and the match then counts it as late).
       rmpp.on_mad(buf);
       return;
     }
-    on_single(buf, now);
+    on_single(buf, now, at);
+  }
+
+  // ---- sources issuing on their own (Workload::per_source) ----
+  bool source_has_more(std::uint32_t t) const noexcept {
+    return workload.config().repeat || cursor[t] < workload.per_source_total();
+  }
+  void push_ready(std::uint32_t t) noexcept {
+    ready[(ready_head + ready_count++) % ready.size()] = t;
+    in_ready[t] = 1;
+  }
+  // The source at the front of the ring issued a query: it goes to the back
+  // while it has room and queries, else leaves the ring until one of its
+  // queries finishes.
+  void took_from_source(std::uint32_t t) noexcept {
+    ++cursor[t];
+    ready_head = (ready_head + 1) % static_cast<std::uint32_t>(ready.size());
+    --ready_count;
+    in_ready[t] = 0;
+    const std::uint32_t host = workload.source_host(t);
+    if (!source_has_more(t)) --sources_left;
+    else if (per_host[host] < per_host_window[host]) push_ready(t);
+  }
+  void source_may_go(std::uint32_t t) noexcept {
+    if (t == kNone || in_ready[t] != 0 || !source_has_more(t)) return;
+    const std::uint32_t host = workload.source_host(t);
+    if (per_host[host] < per_host_window[host]) push_ready(t);
   }
 
   // ---- the loop ----
@@ -593,8 +695,10 @@ struct Storm::Impl final : madengine::TxSink {
 
       // 1. Answers.
       for (std::size_t round = 0; round < 4; ++round) {
-        const std::size_t n = transport.rx_burst(std::span<MadBuf*>(rx_ptrs.data(), kRxBurst));
-        for (std::size_t k = 0; k < n; ++k) on_rx(rx_bufs[k], now);
+        const std::span<MadBuf*> burst(rx_ptrs.data(), kRxBurst);
+        const std::size_t n = ports != nullptr ? ports->rx_burst_at(burst, std::span<std::uint32_t>(rx_at))
+                                               : transport.rx_burst(burst);
+        for (std::size_t k = 0; k < n; ++k) on_rx(rx_bufs[k], now, ports != nullptr ? rx_at[k] : kNoHost);
         work += n;
         if (n < kRxBurst) break;
       }
@@ -633,7 +737,14 @@ struct Storm::Impl final : madengine::TxSink {
             exhausted = true;
             break;
           }
-          if (!workload.next(pending)) {
+          if (by_source) {
+            if (ready_count == 0) {
+              exhausted = sources_left == 0;  // else every source waits for its window
+              break;
+            }
+            pending_source = ready[ready_head];
+            workload.query_of(pending_source, cursor[pending_source] % workload.per_source_total(), pending);
+          } else if (!workload.next(pending)) {
             exhausted = true;
             break;
           }
@@ -648,7 +759,7 @@ struct Storm::Impl final : madengine::TxSink {
           next_due = sched;
           break;
         }
-        if (in_flight >= cfg.window_max || per_host[pending.src] >= cfg.window_per_host_max ||
+        if (in_flight >= cfg.window_max || per_host[pending.src] >= per_host_window[pending.src] ||
             (pending.barrier && in_flight != 0) || free_head == kNone)
           break;  // held back by a window: its latency keeps counting from `sched`
         const std::uint32_t i = free_head;
@@ -664,6 +775,7 @@ struct Storm::Impl final : madengine::TxSink {
         s.busy_count = 0;
         Storm::build_request(cfg, hosts, s.q, s.req);
         ++per_host[s.q.src];
+        if (by_source) took_from_source(pending_source);  // after the count: it decides whether the source has room
         ++in_flight;
         ++issued_all;
         result.window_peak = std::max(result.window_peak, in_flight);
@@ -743,6 +855,7 @@ struct Storm::Impl final : madengine::TxSink {
   struct TxEntry {
     MadBuf* buf = nullptr;
     std::uint32_t slot = kNone;  // kNone: an RMPP ACK from ctl_bufs
+    std::uint32_t from = 0;      // the host it leaves from (RequesterPorts)
   };
 
   StormConfig cfg;
@@ -754,6 +867,19 @@ struct Storm::Impl final : madengine::TxSink {
   const unsigned slot_bits = slot_bits_for(cfg.window_max);
   const std::uint32_t gen_mask = (1u << (32 - slot_bits)) - 1;
   std::vector<std::uint16_t> per_host;
+  std::vector<std::uint16_t> per_host_window;
+  RequesterPorts* ports = nullptr;  // the transport, when it sends as each host
+  PathOracle* oracle = nullptr;
+  // Workload::per_source: the ring of sources that may issue (room in their
+  // window, queries left), each source's next query, hosts to sources.
+  const bool by_source = workload.per_source();
+  std::vector<std::uint32_t> ready;
+  std::uint32_t ready_head = 0, ready_count = 0;
+  std::vector<std::uint8_t> in_ready;
+  std::vector<std::uint64_t> cursor;
+  std::vector<std::uint32_t> source_of_host;
+  std::uint64_t sources_left = 0;
+  std::uint32_t pending_source = 0;
   madengine::RmppReceiver rmpp;
   std::uint32_t free_head = kNone;
   std::uint32_t in_flight = 0;
@@ -764,6 +890,7 @@ struct Storm::Impl final : madengine::TxSink {
   std::size_t ctl_next = 0, ctl_count = 0;
   std::vector<MadBuf> rx_bufs;
   std::array<MadBuf*, kRxBurst> rx_ptrs{};
+  std::array<std::uint32_t, kRxBurst> rx_at{};
   Nanos timeout_ns = static_cast<Nanos>(cfg.retry.timeout_ms) * madengine::kNanosPerMilli;
   Nanos busy_backoff_ns = static_cast<Nanos>(cfg.retry.busy_backoff_ms) * madengine::kNanosPerMilli;
   std::uint64_t measured_done = 0;
@@ -788,6 +915,13 @@ Storm::Storm(const StormConfig& cfg, madengine::Transport& transport, const made
 }
 
 Storm::~Storm() = default;
+
+void Storm::set_oracle(PathOracle* oracle) noexcept {
+  if (impl_) {
+    impl_->oracle = oracle;
+    impl_->result.oracle = oracle != nullptr;
+  }
+}
 
 StormResult Storm::run() {
   if (!impl_) throw std::logic_error("Storm::run called twice");

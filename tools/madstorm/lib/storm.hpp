@@ -1,7 +1,9 @@
 // The storm engine: issues a Workload's queries to one SA through any
-// Transport (umad on a fabric or ibsim, the sim in process), open loop on a
-// schedule or closed loop, with per-host and total windows, fixed timeouts
-// with retries and BUSY back-off, and checks every answer. Single-threaded;
+// Transport (umad on a fabric or ibsim, verbs, the sim in process), open loop
+// on a schedule or closed loop, with per-host and total windows, fixed
+// timeouts with retries and BUSY back-off, and checks every answer (and each
+// PathRecord against a PathOracle when one is set). A transport that is also
+// RequesterPorts sends each query from its host's own port. Single-threaded;
 // all tables are sized at construction, nothing allocates while it runs.
 #pragma once
 
@@ -11,9 +13,11 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "lib/histogram.hpp"
+#include "lib/path_oracle.hpp"
 #include "lib/workload.hpp"
 #include "madengine/engine/clock.hpp"
 #include "madengine/engine/mad_buf.hpp"
@@ -22,6 +26,11 @@
 namespace madstorm {
 
 using madengine::Nanos;
+
+// The high 32 bits of every TID the storm sends ("mstm", for captures). The
+// kernel and umad2sim replace them; the sim keeps them and uses them to give
+// answers to the storm's endpoint on a port it shares (sim::Fabric::attach_ports).
+inline constexpr std::uint32_t kStormTidTag = 0x6d73746d;
 
 // How a client waits for an answer, as the kernel's SA client and ibacm do:
 // a fixed timeout and N re-sends with the same TID; a BUSY answer waits
@@ -47,6 +56,9 @@ struct StormConfig {
   bool by_gid = false;                 // PathRecords name hosts by SGID/DGID instead of SLID/DLID
   std::uint32_t window_max = 64;       // queries in flight in all
   std::uint32_t window_per_host_max = 4;  // in flight per emulated requester (SGID/SLID)
+  // (host index, window): hosts that keep more (or fewer) queries in flight
+  // than window_per_host_max, e.g. one greedy client among polite ones.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> window_overrides;
   double rate_qps = 0;                 // open loop at this rate; 0 = closed loop
   std::uint64_t queries_max = 0;       // measured queries to issue (0 = the workload's total or the duration)
   std::uint32_t duration_ms = 0;       // measured time (0 = until queries_max or the workload ends)
@@ -68,8 +80,10 @@ enum class ErrorKind : std::uint8_t {
   kWrongRecord,  // decoded, but the record does not answer the query
   kMalformed,    // bad versions, short record, bad attribute offset
   kRmppAborted,  // a multi-MAD answer that did not complete
+  kWrongPath,    // a PathRecord the fabric itself contradicts (the PathOracle)
+  kMisdirected,  // the answer reached another host's port than the requester's
 };
-inline constexpr std::size_t kErrorKindCount = 6;
+inline constexpr std::size_t kErrorKindCount = 8;
 const char* to_string(ErrorKind k) noexcept;
 
 struct StormCounters {
@@ -81,6 +95,7 @@ struct StormCounters {
   std::uint64_t errors = 0;
   std::array<std::uint64_t, kErrorKindCount> error_by{};
   std::array<std::uint64_t, kQueryKindCount> issued_by{};
+  std::array<std::uint64_t, kQueryKindCount> answered_by{};
   // Events, not outcomes.
   std::uint64_t sent = 0;             // transmissions handed to the transport queue (re-sends included)
   std::uint64_t resent = 0;           // timeout re-sends
@@ -94,6 +109,11 @@ struct StormCounters {
   std::uint64_t tx_stalls = 0;        // tx bursts that took fewer MADs than offered
   std::uint64_t tx_dropped = 0;       // attempts not sent: the tx queue was full (they time out or re-send)
   std::uint64_t device_lost = 0;      // the transport reported the port or device lost
+  // The PathOracle's share: PathRecords it checked (table records included),
+  // why it refused some, and the hop counts of the walks that reached.
+  std::uint64_t oracle_checked = 0;
+  std::array<std::uint64_t, kPathVerdictCount> oracle_wrong_by{};
+  std::array<std::uint64_t, kPathHopsMax + 1> oracle_hops{};
 };
 
 // One time-series bucket (bucket_ns wide, from the measurement start).
@@ -116,6 +136,9 @@ struct StormResult {
   double cpu_user_s = 0, cpu_sys_s = 0;  // this process, during run()
   std::uint64_t hosts = 0;
   std::uint32_t window_peak = 0;
+  bool per_host_ports = false;    // each query left from its host's own port (RequesterPorts)
+  bool oracle = false;            // PathRecords were checked against the fabric
+  std::vector<std::uint32_t> busy_answers_by_host;  // BUSY answers each host's queries drew
   bool stopped_early = false;     // request_stop() or the device was lost: fewer queries than planned
   bool counts_add_up() const noexcept {
     const auto& c = counters;
@@ -149,6 +172,8 @@ class Storm {
   // How to pass idle time when nothing is due before `deadline_ns` (poll a
   // umad fd, step a simulator). Default: return at once (busy polling).
   void set_idle(std::function<void(Nanos deadline_ns)> idle) { idle_ = std::move(idle); }
+  // Checks every PathRecord answer against `oracle` (not owned; must outlive run()).
+  void set_oracle(PathOracle* oracle) noexcept;
   void set_progress(std::function<void(const Progress&)> cb, Nanos interval_ns = madengine::kNanosPerSecond) {
     progress_ = std::move(cb);
     progress_interval_ns_ = interval_ns;

@@ -87,9 +87,13 @@ Workload::Workload(const WorkloadConfig& cfg, std::span<const Host> hosts)
   const auto s = static_cast<std::uint64_t>(sources_.size());
 
   switch (cfg.pattern) {
-    case Pattern::kJobStart: total_ = s * (members - 1); break;
+    case Pattern::kJobStart:
+      per_source_total_ = members - 1;
+      total_ = s * per_source_total_;
+      break;
     case Pattern::kRestart: {
-      total_ = s * (hosts_ - 1);
+      per_source_total_ = hosts_ - 1;
+      total_ = s * per_source_total_;
       // Each host walks its peers from a random offset with a random stride
       // coprime to the peer count: a full, distinct walk without a table.
       const std::uint32_t peers = hosts_ - 1;
@@ -107,7 +111,10 @@ Workload::Workload(const WorkloadConfig& cfg, std::span<const Host> hosts)
       break;
     }
     case Pattern::kMcastJoin: total_ = 2 * s; break;
-    case Pattern::kGetTable: total_ = s; break;
+    case Pattern::kGetTable:
+      per_source_total_ = 1;
+      total_ = s;
+      break;
     case Pattern::kMix: {
       const MixWeights& w = cfg.mix;
       mix_cum_ = {w.path_record, w.path_record + w.path_table, w.path_record + w.path_table + w.node_record,
@@ -127,6 +134,32 @@ std::uint32_t Workload::random_below(std::uint32_t n) noexcept {
 std::uint32_t Workload::random_peer(std::uint32_t src, std::uint32_t n) noexcept {
   const std::uint32_t d = random_below(n - 1);
   return d >= src ? d + 1 : d;
+}
+
+bool Workload::per_source() const noexcept {
+  return cfg_.pattern == Pattern::kJobStart || cfg_.pattern == Pattern::kRestart || cfg_.pattern == Pattern::kGetTable;
+}
+
+void Workload::query_of(std::uint32_t t, std::uint64_t m, Query& q) const noexcept {
+  q = Query{};
+  q.src = sources_[t];
+  switch (cfg_.pattern) {
+    case Pattern::kJobStart: {
+      const std::uint32_t members = cfg_.job_size != 0 ? cfg_.job_size : hosts_;
+      q.dst = static_cast<std::uint32_t>((q.src + 1 + m) % members);
+      return;
+    }
+    case Pattern::kRestart: {
+      const std::uint32_t peers = hosts_ - 1;
+      const auto step = static_cast<std::uint32_t>((offset_[t] + m * stride_[t]) % peers);
+      q.dst = (q.src + 1 + step) % hosts_;
+      return;
+    }
+    default:  // kGetTable
+      q.kind = QueryKind::kPathTable;
+      q.dst = q.src;
+      return;
+  }
 }
 
 bool Workload::next(Query& q) noexcept {

@@ -84,6 +84,19 @@ class Workload {
   std::size_t sources() const noexcept { return sources_.size(); }
   const WorkloadConfig& config() const noexcept { return cfg_; }
 
+  // Job start, restart and GetTable give each source its own sequence of
+  // queries, the same set next() hands out in rounds. A storm can then issue
+  // them source by source, so a host whose window is full does not hold the
+  // others up (each host of a real job start asks on its own).
+  bool per_source() const noexcept;
+  std::uint64_t per_source_total() const noexcept { return per_source_total_; }  // queries of each source
+  // Source number t (0 <= t < sources()): its host, its place in the first
+  // round (restart: the shuffled turn order), and its m-th query
+  // (m < per_source_total()).
+  std::uint32_t source_host(std::uint32_t t) const noexcept { return sources_[t]; }
+  std::uint32_t turn(std::uint32_t i) const noexcept { return turn_order_.empty() ? i : turn_order_[i]; }
+  void query_of(std::uint32_t t, std::uint64_t m, Query& q) const noexcept;
+
  private:
   std::uint32_t random_below(std::uint32_t n) noexcept;
   std::uint32_t random_source() noexcept { return sources_[random_below(static_cast<std::uint32_t>(sources_.size()))]; }
@@ -93,6 +106,7 @@ class Workload {
   std::uint32_t hosts_ = 0;
   std::vector<std::uint32_t> sources_;  // this shard's requesters (host indices)
   std::uint64_t total_ = 0;
+  std::uint64_t per_source_total_ = 0;
   std::uint64_t produced_ = 0;
   std::mt19937_64 rng_;
   // Restart storm: per-source peer walk (offset, stride coprime to hosts-1)
