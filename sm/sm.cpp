@@ -48,7 +48,9 @@ class SubnetManager::PortWatch final : public LifecycleListener {
  public:
   explicit PortWatch(SubnetManager& sm) : sm_(sm) {}
   void on_port_event(const PortEvent& ev) noexcept override {
-    if (ev.event == DeviceEvent::kDeviceBack) {
+    if (ev.event == DeviceEvent::kDeviceLost) {
+      spdlog::warn("sm: the device of our port {} is lost: SMPs wait for it, then fail", ev.port_num);
+    } else if (ev.event == DeviceEvent::kDeviceBack) {
       spdlog::info("sm: our port {} is back: heavy sweep", ev.port_num);
       sm_.request_heavy_sweep();
     } else if (ev.event == DeviceEvent::kPortChanged) {

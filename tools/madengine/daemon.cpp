@@ -64,13 +64,21 @@ class JournalWriter final : public Poller {
     write();
     return 1;
   }
-  // Writes now when we are master (clean shutdown), on this thread: the
-  // file's time then says the state was current until this moment.
+  // Writes now when we are master (shutdown), on this thread, from the
+  // state the SA last published (any thread may read it): the file's time
+  // then says the state was current until this moment. Once per shutdown.
   void write_final() noexcept {
-    if (sm_.status().state != wire::SmState::kMaster) return;
+    if (final_written_) return;
+    final_written_ = true;
+    if (sm_.status().state != wire::SmState::kMaster) {
+      spdlog::info("sa journal {}: not written at shutdown: this SM is not master", path_);
+      return;
+    }
     try {
       std::string err;
-      if (!sa::write_journal_file(path_, sa_.capture_state(), clock_.now_ns(), err))
+      if (sa::write_journal_file(path_, sa_.capture_state(), clock_.now_ns(), err))
+        spdlog::info("sa journal {}: written at shutdown", path_);
+      else
         spdlog::warn("sa journal {}: not written at shutdown: {}", path_, err);
     } catch (const std::exception& e) {
       spdlog::warn("sa journal {}: not written at shutdown: {}", path_, e.what());
@@ -100,6 +108,7 @@ class JournalWriter final : public Poller {
   ComputePool& io_;
   Nanos next_ns_ = 0;
   std::uint64_t queued_ = ~std::uint64_t{0};
+  bool final_written_ = false;
 };
 
 // Restores the journal into the SA (applied by its state core before it
@@ -232,7 +241,7 @@ Daemon::Daemon(const Config& cfg) : p_(std::make_unique<Parts>()) {
   const bool threaded = cfg.transport.kind == TransportKind::kUmad;
   sm::SmConfig smc = sm_config(cfg);
   p_->compute = std::make_unique<ComputePool>(
-      ComputePoolConfig{.threads = threaded ? smc.routing_threads : 0, .name = "mad-compute"});
+      ComputePoolConfig{.threads = threaded ? smc.routing_threads : 0, .name = "mad-compute", .shutdown_wait_ms = 100});
   p_->io = std::make_unique<ComputePool>(
       ComputePoolConfig{.threads = threaded ? 1u : 0u, .nice = 0, .name = "mad-io", .finish_queued = true});
   smc.compute = p_->compute.get();
@@ -273,6 +282,11 @@ void Daemon::start() {
   if (p_->fabric || p_->started) return;
   p_->engine->start();
   p_->started = true;
+}
+
+void Daemon::write_journal_now() noexcept {
+  if (p_->journal) p_->journal->write_final();
+  else spdlog::info("sa journal: none configured: nothing written at shutdown");
 }
 
 void Daemon::stop() noexcept {

@@ -31,6 +31,9 @@ class Daemon {
   // is called, because the simulated fabric is single-threaded by design.
   void start();
   void stop() noexcept;
+  // The SA journal written now (the first thing a shutdown does, before
+  // anything that waits on a device): from the state the SA last published.
+  void write_journal_now() noexcept;
 
   // sim: one turn of every engine core; when nothing was due, advances the
   // fabric's clock to its next event. Returns the work done.

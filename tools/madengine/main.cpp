@@ -10,6 +10,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
 #include <csignal>
 #include <filesystem>
 #include <functional>
@@ -35,6 +39,37 @@ void setup_logging(const daemon::LogSection& log) {
   spdlog::flush_on(spdlog::level::warn);
   spdlog::flush_every(std::chrono::seconds(1));
 }
+
+// Once a shutdown starts, the process ends within this (systemd's
+// TimeoutStopSec is far longer; clients see the SM go either way).
+constexpr int kShutdownTimeoutMs = 1000;
+
+// Ends the process if the orderly shutdown has not finished by its deadline.
+class ShutdownWatchdog {
+ public:
+  explicit ShutdownWatchdog(std::chrono::milliseconds limit)
+      : thread_([this, limit] {
+          std::unique_lock lock(mu_);
+          if (cv_.wait_for(lock, limit, [this] { return done_; })) return;
+          spdlog::warn("shutdown: not done after {} ms (a device call has not returned): exiting now", limit.count());
+          spdlog::default_logger()->flush();
+          std::_Exit(0);
+        }) {}
+  ~ShutdownWatchdog() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
 
 void log_status(daemon::Daemon& d) {
   const auto s = d.sm().status();
@@ -121,6 +156,7 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
 
+  std::optional<ShutdownWatchdog> watchdog;  // outlives the daemon: its destruction is watched too
   try {
     daemon::Daemon d(cfg);
     d.start();
@@ -148,6 +184,11 @@ int main(int argc, char** argv) {
       }
     }
     log_status(d);
+    // A shutdown ends within shutdown_timeout_ms whatever the device does
+    // (a call into a dead device's driver or simulator may never return):
+    // the journal first, then the orderly stop under a watchdog.
+    d.write_journal_now();
+    watchdog.emplace(std::chrono::milliseconds(kShutdownTimeoutMs));
     d.stop();
   } catch (const daemon::ConfigError& e) {
     spdlog::error("{}", e.what());
@@ -156,6 +197,7 @@ int main(int argc, char** argv) {
     spdlog::error("{}", e.what());
     return 1;
   }
+  watchdog.reset();
   spdlog::shutdown();
   return 0;
 }
