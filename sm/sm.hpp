@@ -284,6 +284,8 @@ class SubnetManager {
   std::atomic<bool> heavy_requested_{true};
   std::uint8_t local_state_seen_ = 0;  // our port's PortState after our last sweep (0: unknown)
   bool local_check_now_ = false;       // a port event: check our port without waiting
+  TaskHandle run_task_;                // run(): woken from its idle sleep by traps and SMInfo Sets
+  bool idle_ = false;                  // run() sleeps between its checks
   std::atomic<bool> mcast_dirty_{false};
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;

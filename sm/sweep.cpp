@@ -27,6 +27,7 @@ Task<void> SubnetManager::heavy_sweep() {
   const Nanos t0 = clock.now_ns();
   const std::uint64_t smps0 = queue_->submitted();
   const LocalPort lp = transport_.local_port();
+  ha_->sweep_started();
   DiscoveryResult d = co_await discover(*queue_, DiscoveryOptions{.port_num = lp.port_num, .m_key = cfg_.m_key});
   const Nanos t1 = clock.now_ns();
   st.discovery_s = seconds(t0, t1);
