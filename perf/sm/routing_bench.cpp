@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
       {"ft3 k36 8 pods", 2592, [] { return testing::fat_tree3(8, 18, 18, 18, 18); }},
       {"ft3 k36 16 pods", 5184, [] { return testing::fat_tree3(16, 18, 18, 18, 18); }},
       {"ft3 k36 36 pods", 11664, [] { return testing::fat_tree3(36, 18, 18, 18, 18); }},
+      {"ft3 k48 48 pods", 27648, [] { return testing::fat_tree3(48, 24, 24, 24, 24); }},
+      {"ft3 k56 56 pods", 43904, [] { return testing::fat_tree3(56, 28, 28, 28, 28); }},
   };
   fmt::print("{:<17} {:>6} {:>6} {:>7} {:>7} {:>9} {:>10} {:>10} {:>8} {:>8}\n", "fabric", "hosts", "sw", "engine",
              "threads", "lids_ms", "hops_ms", "lfts_ms", "maxhop", "rss_MB");

@@ -1,0 +1,225 @@
+// The min-hop family's LFTs (min-hop, up/down, fat-tree) from the hop
+// tables. Switches are independent (each balances its own ports), so the
+// phase runs in parallel by switch and its result does not depend on the
+// thread count. A switch's candidate links towards every destination come
+// from comparing its hop-table row with each neighbour's row, eight links
+// per pass; LIDs then go to the least-used candidate (min-hop, up/down) or
+// to candidate (LID position mod count) (fat-tree, d-mod-k).
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <chrono>
+#include <cstring>
+
+#include "madengine/common/parallel_for.hpp"
+#include "sm/routing/engine.hpp"
+#include "sm/routing/hop_tables.hpp"
+
+namespace madengine::sm {
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Candidate links of switch `s` towards every destination, as one byte per
+// (group of 8 links, destination): bit k of cand[group * stride + D] is link
+// 8*group + k of s. Rows are padded to the stride with "unreachable", so the
+// comparisons run 16 destinations at a time.
+using Bytes16 = std::uint8_t __attribute__((vector_size(16)));
+
+Bytes16 load16(const std::uint8_t* p) noexcept {
+  Bytes16 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+void candidate_masks(const SwitchGraph& g, const HopTables& hops, const Ranking* r, SwIdx s,
+                     std::vector<std::uint8_t>& cand) {
+  const std::size_t stride = hops.stride;
+  const auto links = g.links(s);
+  const std::size_t groups = (links.size() + 7) / 8;
+  cand.assign(groups * stride, 0);
+  const std::uint8_t* here = hops.row(s);
+  const Bytes16 one = Bytes16{} + 1, unreachable = Bytes16{} + kHopUnreachable, mask = Bytes16{} + kHopMask,
+                down = Bytes16{} + kHopDownMode, zero = Bytes16{};
+  for (std::size_t li = 0; li < links.size(); ++li) {
+    const std::uint8_t* there = hops.row(links[li].peer);
+    std::uint8_t* out = cand.data() + (li / 8) * stride;
+    const Bytes16 bit = Bytes16{} + static_cast<std::uint8_t>(1u << (li % 8));
+    if (r == nullptr) {
+      for (std::size_t d = 0; d < stride; d += 16) {
+        const Bytes16 want = load16(here + d) - one;  // 0 (the destination itself) wraps to unreachable
+        const Bytes16 ok = reinterpret_cast<Bytes16>((want == load16(there + d)) & (want != unreachable));
+        const Bytes16 o = load16(out + d) | (ok & bit);
+        std::memcpy(out + d, &o, sizeof o);
+      }
+      continue;
+    }
+    // Up/down: a switch in down mode goes only down, to a switch that also
+    // goes only down; any other goes only up. Min-hop fallback destinations
+    // hold plain distances (no mode bit) and take any shortest link.
+    const bool up = r->is_up(s, links[li].peer);
+    const std::uint8_t* fallback = hops.minhop_fallback.data();
+    for (std::size_t d = 0; d < stride; d += 16) {
+      const Bytes16 h = load16(here + d), t = load16(there + d);
+      const Bytes16 hm = h & mask, tm = t & mask;
+      const auto shortest = (h != unreachable) & (t != unreachable) & (hm != zero) & (tm + one == hm);
+      const auto hdown = (h & down) != zero, tdown = (t & down) != zero;
+      const auto legal = (load16(fallback + d) != zero) | (up ? ~hdown : (hdown & tdown));
+      const Bytes16 o = load16(out + d) | (reinterpret_cast<Bytes16>(shortest & legal) & bit);
+      std::memcpy(out + d, &o, sizeof o);
+    }
+  }
+}
+
+// Sequential least-used choice, ties to the lowest port, done in passes:
+// within a pass at `level` the candidates still at that load take the next
+// LIDs in port order (exactly the argmin-per-LID sequence, without a scan
+// per LID).
+class LeastUsed {
+ public:
+  explicit LeastUsed(std::vector<std::uint32_t>& load) : load_(load) {}
+  void reset(const std::vector<std::uint8_t>& cand) {
+    cand_ = &cand;
+    cursor_ = 0;
+    level_ = ~0u;
+    for (std::uint8_t p : cand) level_ = std::min(level_, load_[p]);
+  }
+  std::uint8_t pick() {
+    const auto& c = *cand_;
+    for (;;) {
+      while (cursor_ < c.size() && load_[c[cursor_]] != level_) ++cursor_;
+      if (cursor_ < c.size()) break;
+      ++level_;
+      cursor_ = 0;
+    }
+    const std::uint8_t p = c[cursor_++];
+    ++load_[p];
+    return p;
+  }
+
+ private:
+  std::vector<std::uint32_t>& load_;
+  const std::vector<std::uint8_t>* cand_ = nullptr;
+  std::size_t cursor_ = 0;
+  std::uint32_t level_ = 0;
+};
+
+}  // namespace
+
+void init_lfts(const SwitchGraph& g, RoutingResult& res) {
+  res.top_lid = 0;
+  for (const LidTarget& t : g.targets)
+    res.top_lid = std::max<std::uint16_t>(res.top_lid, static_cast<std::uint16_t>(t.base_lid + t.lid_count - 1));
+  res.lfts.resize(g.size());
+  for (SwIdx s = 0; s < g.size(); ++s) {
+    Lft& lft = res.lfts[s];
+    lft.node = g.node_of[s];
+    lft.ports.assign(res.top_lid + 1u, kLftNoRoute);
+    for (const std::uint32_t ti : g.targets_at(s)) {
+      const LidTarget& t = g.targets[ti];
+      for (std::uint8_t i = 0; i < t.lid_count; ++i) lft.ports[t.base_lid + i] = t.exit_port;
+    }
+  }
+}
+
+bool route_minhop_family(const EngineInput& in, RoutingAlgo algo, RoutingResult& res) {
+  const SwitchGraph& g = in.g;
+  Ranking ranking;
+  const bool updn = algo != RoutingAlgo::kMinHop;
+  if (updn) {
+    ranking = rank_switches(in.fabric, g, in.opts.root_guids);
+    if (!in.opts.root_guids.empty() && ranking.roots.size() != in.opts.root_guids.size()) {
+      res.error = "configured root GUIDs not all found among the switches";
+      return false;
+    }
+    for (SwIdx s : ranking.roots) res.roots.push_back(g.node_of[s]);
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  const HopTables hops = compute_hop_tables(g, updn ? &ranking : nullptr, in.threads);
+  res.hop_tables_s = seconds_since(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  init_lfts(g, res);
+  const std::size_t n = g.size();
+  std::vector<std::uint32_t> unreachable(n, 0);
+  std::vector<std::uint8_t> max_hops(n, 0);
+  const Reuse* reuse = in.reuse;
+  // Each LID's position among all LIDs (fat-tree's d-mod-k index).
+  std::vector<std::uint32_t> seq_of(g.targets.size());
+  for (std::uint32_t i = 0, seq = 0; i < g.targets.size(); ++i) seq_of[i] = seq, seq += g.targets[i].lid_count;
+  parallel_for(n, in.threads, [&](std::size_t si) {
+    const auto s = static_cast<SwIdx>(si);
+    Lft& lft = res.lfts[s];
+    const auto links = g.links(s);
+    std::vector<std::uint8_t> masks;
+    candidate_masks(g, hops, updn ? &ranking : nullptr, s, masks);
+    const std::size_t groups = (links.size() + 7) / 8;
+    std::vector<std::uint32_t> load(g.max_ports + 1u, 0);
+    const bool reusing = reuse != nullptr && reuse->prev_ports[s] != nullptr;
+    // Kept routes count towards the balance of the new ones.
+    if (reusing)
+      for (const LidTarget& t : g.targets)
+        if (t.sw != s && reuse->keeps(t.base_lid))
+          for (std::uint8_t i = 0; i < t.lid_count; ++i) {
+            const std::uint8_t p = reuse->prev(s, static_cast<std::uint16_t>(t.base_lid + i));
+            lft.ports[t.base_lid + i] = p;
+            if (p != kLftNoRoute && p <= g.max_ports) ++load[p];
+          }
+    LeastUsed least(load);
+    std::vector<std::uint8_t> cand;
+    std::array<std::uint8_t, 32> key{}, cand_key{};  // the candidate link set (up to 256 links)
+    bool least_ready = false;
+    // Destination by destination: consecutive destinations usually share
+    // their candidate set (an edge switch's uplinks), found once.
+    for (SwIdx d = 0; d < n; ++d) {
+      const auto at_d = g.targets_at(d);
+      if (d == s || at_d.empty()) continue;
+      for (std::size_t gi = 0; gi < groups; ++gi) key[gi] = masks[gi * hops.stride + d];
+      if (cand.empty() || key != cand_key) {
+        cand.clear();
+        for (std::size_t gi = 0; gi < groups; ++gi)
+          for (std::uint8_t b = key[gi]; b != 0; b &= static_cast<std::uint8_t>(b - 1))
+            cand.push_back(links[gi * 8 + static_cast<std::size_t>(std::countr_zero(b))].port);
+        cand_key = key;
+        least_ready = false;
+      }
+      if (cand.empty()) {
+        for (const std::uint32_t ti : at_d)
+          if (!reusing || !reuse->keeps(g.targets[ti].base_lid)) unreachable[s] += g.targets[ti].lid_count;
+        continue;
+      }
+      max_hops[s] = std::max<std::uint8_t>(max_hops[s], hops.at(d, s) & kHopMask);
+      for (const std::uint32_t ti : at_d) {
+        const LidTarget& t = g.targets[ti];
+        if (reusing && reuse->keeps(t.base_lid)) continue;
+        for (std::uint8_t i = 0; i < t.lid_count; ++i) {
+          std::uint8_t port;
+          if (algo == RoutingAlgo::kFatTree) {
+            port = cand[(seq_of[ti] + i) % cand.size()];
+          } else {
+            // Loads change only through our own picks while the set stays
+            // the same, so one pass serves a run of destinations.
+            if (!least_ready) least.reset(cand), least_ready = true;
+            port = least.pick();
+          }
+          lft.ports[t.base_lid + i] = port;
+        }
+      }
+    }
+  });
+  res.lfts_s = seconds_since(t0);
+  for (const LidTarget& t : g.targets)
+    if (updn && hops.minhop_fallback[t.sw]) res.minhop_fallback_lids += t.lid_count;
+  for (SwIdx s = 0; s < n; ++s) {
+    res.unreachable += unreachable[s];
+    res.max_hops = std::max(res.max_hops, max_hops[s]);
+  }
+  res.layers = fabric::PathLayers(n, res.top_lid);
+  res.layers.set_count_at_least(1);
+  return true;
+}
+
+}  // namespace madengine::sm
