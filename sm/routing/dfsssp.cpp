@@ -119,9 +119,15 @@ bool route_dfsssp(const EngineInput& in, RoutingResult& res) {
         const SwIdx s = dag.order[k];
         std::uint64_t best = ~std::uint64_t{0};
         ChannelId pick = kNoChannel;
+        // Rerouted by an incremental pass: a still-shortest old port stays.
+        const std::uint8_t old = reuse != nullptr ? reuse->prev(s, lid) : kLftNoRoute;
         for (std::uint32_t j = dag.begin[k]; j < dag.begin[k + 1]; ++j) {
           const ChannelId c = dag.cand[j];
           const std::uint64_t v = cost[g.link[c].peer] + weight[c];
+          if (g.link[c].port == old) {
+            best = v, pick = c;
+            break;
+          }
           if (v < best) best = v, pick = c;
         }
         cost[s] = best;

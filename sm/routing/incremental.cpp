@@ -1,10 +1,11 @@
 // Incremental re-routing (see routing.hpp): which destinations a change
-// between two fabrics leaves alone. A destination switch keeps the routes
-// to its LIDs when it and every switch existed before (matched by GUID), the
-// same LIDs leave it by the same ports, every switch's allowed distance to it
-// is unchanged, and every port its routes used still leads to the same
-// neighbour. Then its old routes are still shortest (and legal, for
-// up/down) and the engine routes only the others.
+// between two fabrics leaves alone. A LID keeps its routes when every switch
+// existed before (matched by GUID), its switch delivers the same LIDs by the
+// same ports, every switch's allowed distance to that switch is unchanged,
+// and every port its routes used still leads to the same neighbour. Then its
+// old routes are still shortest (and legal, for up/down) and the engine
+// routes only the other LIDs, keeping at each switch the old port where it
+// is still a shortest one (so a change rewrites as few LFT blocks as it can).
 #include <unordered_map>
 
 #include "sm/routing/engine.hpp"
@@ -106,21 +107,23 @@ RoutingResult compute_routes(const fabric::Fabric& fabric, const RoutingOptions&
   for (SwIdx d = 0; d < n; ++d) {
     const SwIdx od = old_of[d];
     if (g.targets_at(d).empty() || !same_targets(g, d, pg, od)) continue;
-    bool keep = true;
-    for (SwIdx s = 0; s < n && keep; ++s) keep = now.at(d, s) == then.at(od, old_of[s]);
-    for (SwIdx s = 0; s < n && keep; ++s) {
-      if (!switch_changed[s] || s == d) continue;
-      for (const std::uint32_t ti : g.targets_at(d)) {
-        const LidTarget& t = g.targets[ti];
-        for (std::uint8_t i = 0; i < t.lid_count && keep; ++i) {
-          const std::uint8_t p = reuse.prev(s, static_cast<std::uint16_t>(t.base_lid + i));
-          keep = p != kLftNoRoute && p < port_changed[s].size() && port_changed[s][p] == 0;
+    bool same_distances = true;
+    for (SwIdx s = 0; s < n && same_distances; ++s) same_distances = now.at(d, s) == then.at(od, old_of[s]);
+    if (!same_distances) continue;
+    // Each LID on its own: kept unless one of its routes used a port that changed.
+    for (const std::uint32_t ti : g.targets_at(d)) {
+      const LidTarget& t = g.targets[ti];
+      for (std::uint8_t i = 0; i < t.lid_count; ++i) {
+        const auto lid = static_cast<std::uint16_t>(t.base_lid + i);
+        bool keep = true;
+        for (SwIdx s = 0; s < n && keep; ++s) {
+          if (!switch_changed[s] || s == d) continue;
+          const std::uint8_t p = reuse.prev(s, lid);
+          keep = p == kLftNoRoute ? now.at(d, s) == kHopUnreachable : p < port_changed[s].size() && port_changed[s][p] == 0;
         }
+        reuse.keep_lid[lid] = keep ? 1 : 0;
       }
     }
-    if (!keep) continue;
-    for (const std::uint32_t ti : g.targets_at(d))
-      for (std::uint8_t i = 0; i < g.targets[ti].lid_count; ++i) reuse.keep_lid[g.targets[ti].base_lid + i] = 1;
   }
   RoutingResult r = route_chain(fabric, opts, g, &reuse, engine);
   if (r.engine != engine) r.full_reason = "the previous engine failed on the new fabric";

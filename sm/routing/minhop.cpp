@@ -171,6 +171,7 @@ bool route_minhop_family(const EngineInput& in, RoutingAlgo algo, RoutingResult&
     LeastUsed least(load);
     std::vector<std::uint8_t> cand;
     std::array<std::uint8_t, 32> key{}, cand_key{};  // the candidate link set (up to 256 links)
+    std::array<std::uint64_t, 4> cand_ports{};       // the same set by port number
     bool least_ready = false;
     // Destination by destination: consecutive destinations usually share
     // their candidate set (an edge switch's uplinks), found once.
@@ -180,9 +181,13 @@ bool route_minhop_family(const EngineInput& in, RoutingAlgo algo, RoutingResult&
       for (std::size_t gi = 0; gi < groups; ++gi) key[gi] = masks[gi * hops.stride + d];
       if (cand.empty() || key != cand_key) {
         cand.clear();
+        cand_ports = {};
         for (std::size_t gi = 0; gi < groups; ++gi)
-          for (std::uint8_t b = key[gi]; b != 0; b &= static_cast<std::uint8_t>(b - 1))
-            cand.push_back(links[gi * 8 + static_cast<std::size_t>(std::countr_zero(b))].port);
+          for (std::uint8_t b = key[gi]; b != 0; b &= static_cast<std::uint8_t>(b - 1)) {
+            const std::uint8_t port = links[gi * 8 + static_cast<std::size_t>(std::countr_zero(b))].port;
+            cand.push_back(port);
+            cand_ports[port / 64] |= std::uint64_t{1} << (port % 64);
+          }
         cand_key = key;
         least_ready = false;
       }
@@ -197,7 +202,14 @@ bool route_minhop_family(const EngineInput& in, RoutingAlgo algo, RoutingResult&
         if (reusing && reuse->keeps(t.base_lid)) continue;
         for (std::uint8_t i = 0; i < t.lid_count; ++i) {
           std::uint8_t port;
-          if (algo == RoutingAlgo::kFatTree) {
+          const std::uint8_t old = reusing ? reuse->prev(s, static_cast<std::uint16_t>(t.base_lid + i)) : kLftNoRoute;
+          if (old != kLftNoRoute && ((cand_ports[old / 64] >> (old % 64)) & 1u)) {
+            // Rerouted, but this switch's old port is still a shortest one:
+            // keep it (fewer LFT blocks to rewrite), and restart the passes.
+            port = old;
+            ++load[port];
+            least_ready = false;
+          } else if (algo == RoutingAlgo::kFatTree) {
             port = cand[(seq_of[ti] + i) % cand.size()];
           } else {
             // Loads change only through our own picks while the set stays

@@ -118,6 +118,7 @@ RoutingResult route_chain(const fabric::Fabric& fabric, const RoutingOptions& op
       for (const LidTarget& t : g.targets)
         if (in.reuse == nullptr || !in.reuse->keeps(t.base_lid)) attempt.lids_rerouted += t.lid_count;
       attempt.incremental = in.reuse != nullptr;
+      if (in.reuse != nullptr) attempt.kept = in.reuse->keep_lid;
       return attempt;
     }
     failed.push_back(std::string(to_string(chain[i])) + ": " +

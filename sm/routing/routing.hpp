@@ -86,6 +86,7 @@ struct RoutingResult {
   // Incremental re-routing (compute_routes with previous routes):
   bool incremental = false;        // previous routes were kept where the change allows
   std::uint32_t lids_rerouted = 0; // LIDs whose routes this pass computed (all of them when full)
+  std::vector<std::uint8_t> kept;  // incremental: by LID, 1 where the previous routes were kept
   std::string full_reason;         // why a pass given previous routes still routed everything
 };
 

@@ -33,6 +33,16 @@ class PathLayers {
     return rows_[std::size_t{row_of_[dlid]} * switches_ + src_switch];
   }
 
+  // The layer every route to `dlid` shares (row set to nullptr), or the
+  // LID's row by source switch (then the return value is kMixed).
+  std::uint8_t lid_layer(std::uint16_t dlid, const std::uint8_t*& row) const noexcept {
+    row = nullptr;
+    if (dlid >= by_lid_.size()) return 0;
+    const std::uint8_t l = by_lid_[dlid];
+    if (l == kMixed) row = rows_.data() + std::size_t{row_of_[dlid]} * switches_;
+    return l;
+  }
+
   // Sets every route to `dlid` at once (the common case: one layer per LID).
   void set_lid(std::uint16_t dlid, std::uint8_t layer) {
     by_lid_[dlid] = layer;
