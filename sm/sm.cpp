@@ -15,6 +15,7 @@
 #include "sa/paths/path_db.hpp"
 #include "sm/discovery/discovery.hpp"
 #include "sm/lids/lid_assign.hpp"
+#include "sm/routing/switch_graph.hpp"
 
 namespace madengine::sm {
 
@@ -433,20 +434,28 @@ bool SubnetManager::settle_sa_state() {
 
 // ---- a standby's prepared snapshot ----------------------------------------------
 
+RoutingOptions SubnetManager::routing_options() const {
+  RoutingOptions o;
+  o.algo = cfg_.routing;
+  o.chain = cfg_.routing_chain;
+  o.root_guids = cfg_.root_guids;
+  o.threads = std::max(1u, cfg_.routing_threads);
+  o.vls_max = data_vls_of_cap(cfg_.operational_vls);  // the data VLs bring-up enables
+  return o;
+}
+
 void SubnetManager::prepare_warm(fabric::Fabric f, const std::vector<std::uint16_t>& current_lids, const LocalPort& lp) {
   warm_.reset();
   Guid2Lid map = guid2lid_;  // the master's LIDs as the ports report them; our map is not touched
   const LidAssignReport lids = assign_lids(f, map, cfg_.lmc, current_lids);
   if (lids.assigned_new != 0 || lids.conflicts != 0) return;  // the master has not numbered everything yet
-  RoutingOptions ropts;
-  ropts.algo = cfg_.routing;
-  ropts.root_guids = cfg_.root_guids;
-  ropts.threads = std::max(1u, cfg_.routing_threads);
-  RoutingResult routes = compute_routes(f, ropts);
+  RoutingResult routes = compute_routes(f, routing_options());
   if (!routes.ok()) return;
   auto snap = std::make_shared<sa::Snapshot>();
-  snap->paths = sa::PathDb::build(f, routes.lfts, routes.top_lid, engine_.cores(), std::max(1u, cfg_.path_db_threads));
+  snap->paths = sa::PathDb::build(f, routes.lfts, routes.top_lid, engine_.cores(), std::max(1u, cfg_.path_db_threads),
+                                  &routes.layers);
   snap->lfts = std::move(routes.lfts);
+  warm_routes_ = std::move(routes);
   snap->top_lid = routes.top_lid;
   snap->subnet_prefix = lp.subnet_prefix;
   snap->sm = sa::SmIdentity{.port_guid = lp.port_guid,
@@ -484,6 +493,7 @@ bool SubnetManager::publish_warm(const fabric::Fabric& f, const std::vector<std:
   warm_->epoch = ++epoch_;
   warm_->sm.act_count = ha_->act_count();
   current_ = warm_;
+  current_routes_ = std::move(warm_routes_);
   store_.publish(std::shared_ptr<const sa::Snapshot>(warm_));
   spdlog::info("sm: takeover: LIDs as prepared, SA answering from epoch {} while routing and programming run", epoch_);
   warm_.reset();
@@ -644,11 +654,12 @@ Task<void> SubnetManager::heavy_sweep() {
     spdlog::info("sm: LIDs: {} kept from map, {} kept current, {} new, {} conflicts, {} exhausted", lids.kept_from_map,
                  lids.kept_current, lids.assigned_new, lids.conflicts, lids.exhausted);
 
-  RoutingOptions ropts;
-  ropts.algo = cfg_.routing;
-  ropts.root_guids = cfg_.root_guids;
-  ropts.threads = std::max(1u, cfg_.routing_threads);
-  RoutingResult routes = compute_routes(f, ropts);
+  // Incremental: destinations the change since the last publication leaves
+  // alone keep their routes (an unchanged fabric writes no LFT block).
+  RoutingResult routes =
+      current_ != nullptr
+          ? compute_routes(f, routing_options(), PreviousRoutes{&current_->fabric, &current_routes_, &current_->lfts})
+          : compute_routes(f, routing_options());
   const auto w3 = std::chrono::steady_clock::now();
   st.routing_s = std::chrono::duration<double>(w3 - w2).count();
   if (!routes.ok()) {
@@ -658,11 +669,18 @@ Task<void> SubnetManager::heavy_sweep() {
     co_return;
   }
   st.top_lid = routes.top_lid;
+  st.routing_engine = to_string(routes.engine);
+  st.routing_vls = routes.layers.count();
+  st.lids_rerouted = routes.lids_rerouted;
+  for (const std::string& why : routes.failed) spdlog::warn("sm: routing: {} (next engine of the chain)", why);
+  spdlog::info("sm: routing: {} on {} SL/VL(s), {} LIDs routed{}{}", st.routing_engine, st.routing_vls, st.lids_rerouted,
+               routes.incremental ? " (incremental)" : "", routes.full_reason.empty() ? "" : " (full: " + routes.full_reason + ")");
   sm_lid_ = f.lid_of(fabric::EndPort{d.local_node, d.local_port});
   local_port_ = d.local_port;
 
   auto snap = std::make_shared<sa::Snapshot>();
-  snap->paths = sa::PathDb::build(f, routes.lfts, routes.top_lid, engine_.cores(), std::max(1u, cfg_.path_db_threads));
+  snap->paths = sa::PathDb::build(f, routes.lfts, routes.top_lid, engine_.cores(), std::max(1u, cfg_.path_db_threads),
+                                  &routes.layers);
   const auto w4 = std::chrono::steady_clock::now();
   st.path_db_s = std::chrono::duration<double>(w4 - w3).count();
   const Nanos t4 = clock.now_ns();
@@ -736,6 +754,7 @@ Task<void> SubnetManager::heavy_sweep() {
   snap->epoch = ++epoch_;
   snap->lfts = std::move(routes.lfts);
   snap->top_lid = routes.top_lid;
+  current_routes_ = std::move(routes);
   snap->sm = sa::SmIdentity{.port_guid = lp.port_guid,
                             .lid = sm_lid_,
                             .sl = cfg_.sm_sl,

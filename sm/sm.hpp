@@ -43,6 +43,7 @@ struct SmConfig {
   std::string guid2lid_path;               // empty: LIDs are not persisted
   std::uint8_t lmc = 0;
   RoutingAlgo routing = RoutingAlgo::kMinHop;
+  std::vector<RoutingAlgo> routing_chain;  // non-empty: engines tried in order, replacing `routing` (sm/routing)
   std::vector<std::uint64_t> root_guids;   // up/down roots (empty: detected)
   unsigned routing_threads = 1;
   unsigned path_db_threads = 1;
@@ -105,6 +106,9 @@ struct SweepStats {
   BringupReport bringup;
   std::uint32_t mft_blocks_written = 0;
   std::uint16_t top_lid = 0;
+  std::string routing_engine;        // the engine of the chain that routed
+  std::uint8_t routing_vls = 0;      // SLs/VLs its layers use (identity SL2VL)
+  std::uint32_t lids_rerouted = 0;   // LIDs routed this sweep (incremental: only those a change touched)
   double tables_s = 0;  // included in programming_s
   double discovery_s = 0, lids_s = 0, routing_s = 0, path_db_s = 0, programming_s = 0, total_s = 0;
   bool ok = false;
@@ -171,6 +175,7 @@ class SubnetManager {
   class SmaHandler;
   Task<void> run();
   Task<void> heavy_sweep();
+  RoutingOptions routing_options() const;
   void prepare_warm(fabric::Fabric f, const std::vector<std::uint16_t>& current_lids, const LocalPort& lp);
   bool publish_warm(const fabric::Fabric& f, const std::vector<std::uint16_t>& current_lids);
   Task<bool> light_sweep();
@@ -214,6 +219,9 @@ class SubnetManager {
   // (its LIDs, our routes), published the moment a takeover sweep finds the
   // same LIDs, so the SA answers before routing is recomputed.
   std::shared_ptr<sa::Snapshot> warm_;
+  // The routing of current_ (and of warm_) without its LFTs, which the
+  // snapshot holds: the next sweep re-routes incrementally from them.
+  RoutingResult current_routes_, warm_routes_;
   SmRoleState role_;
   std::uint16_t sm_lid_ = 0;
   std::uint8_t local_port_ = 1;  // as NodeInfo.LocalPortNum reported it (0 on a switch)

@@ -6,6 +6,7 @@
 // old routes are still shortest (and legal, for up/down) and the engine
 // routes only the other LIDs, keeping at each switch the old port where it
 // is still a shortest one (so a change rewrites as few LFT blocks as it can).
+#include <algorithm>
 #include <unordered_map>
 
 #include "sm/routing/engine.hpp"
@@ -42,7 +43,8 @@ RoutingResult compute_routes(const fabric::Fabric& fabric, const RoutingOptions&
   const std::vector<Lft>& plfts = prev.lfts != nullptr ? *prev.lfts : prev.result->lfts;
   const RoutingAlgo engine = prev.result->engine;
   const std::vector<RoutingAlgo> chain = opts.chain.empty() ? std::vector<RoutingAlgo>{opts.algo} : opts.chain;
-  if (chain.front() != engine) return full(fabric, opts, g, "the previous routes came from another engine");
+  if (std::find(chain.begin(), chain.end(), engine) == chain.end())
+    return full(fabric, opts, g, "the previous routes came from an engine not in the chain");
   if (engine == RoutingAlgo::kNue || engine == RoutingAlgo::kDor)
     return full(fabric, opts, g, std::string(to_string(engine)) + " routes all destinations together");
   const SwitchGraph pg = SwitchGraph::build(*prev.fabric);

@@ -42,7 +42,7 @@ struct SmSection {
   std::uint64_t sm_key = 1;   // OpenSM's default
   std::string guid2lid = "/var/lib/madengine/guid2lid";
   unsigned lmc = 0;           // 0..7
-  std::string routing = "minhop";  // minhop | updn | ftree
+  std::string routing = "minhop";  // an engine or a chain "a,b,c": minhop | updn | ftree | dfsssp | nue | dor
   std::vector<std::uint64_t> roots;  // updn/ftree root switch GUIDs; empty = detect
   unsigned sweep_interval_ms = 10000;
   unsigned smps_in_flight_max = 64;

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   app.add_option("--sim-speed", sim_speed, "sim: simulated seconds per wall second (0 = as fast as possible)");
   app.add_option("--cores", cores, "engine cores");
   app.add_option("--priority", priority, "SM priority 0..15")->check(CLI::Range(0, 15));
-  app.add_option("--routing", routing, "minhop | updn | ftree");
+  app.add_option("--routing", routing, "engine or chain tried in order: minhop | updn | ftree | dfsssp | nue | dor, e.g. dfsssp,updn,minhop");
   app.add_option("--guid2lid", guid2lid, "GUID-to-LID file kept across restarts");
   app.add_option("--sa-journal", sa_journal,
                  "SA state journal kept across restarts (\"\" = none; default: beside --guid2lid when that is given)");
