@@ -212,7 +212,8 @@ std::size_t Fabric::memory_bytes() const noexcept {
   b += (first_port_.capacity() + desc_off_.capacity() + switch_of_.capacity() + vendor_id_.capacity()) * 4;
   b += (node_guid_.capacity() + sys_guid_.capacity()) * 8 + device_id_.capacity() * 2 + desc_pool_.capacity();
   b += switches_.capacity() * sizeof(SwitchState);
-  for (const auto& sw : switches_) b += sw.lft.capacity() + sw.mft.capacity() * 2;
+  // LFTs reserve their whole capacity at the first write; only what is written is resident.
+  for (const auto& sw : switches_) b += sw.lft.size() + sw.mft.capacity() * 2;
   b += (peer_.capacity() + port_node_.capacity()) * 4 + lid_.capacity() * 2 + state_.capacity() + phys_.capacity();
   b += cfg_.capacity() * sizeof(PortCfg);
   b += by_id_.size() * (sizeof(std::string) + 4 + 2 * sizeof(void*)) + by_id_.bucket_count() * sizeof(void*);

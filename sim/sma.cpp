@@ -332,7 +332,12 @@ std::uint16_t Fabric::sma_lft(bool set, std::uint32_t node, std::uint32_t mod, s
   SwitchState &sw = switches_[switch_of_[node]];
   const std::size_t base = std::size_t{mod} * wire::kLftBlockSize;
   if (set) {
-    if (sw.lft.size() < base + wire::kLftBlockSize) sw.lft.resize(base + wire::kLftBlockSize, wire::kLftNoPort);
+    if (sw.lft.size() < base + wire::kLftBlockSize) {
+      // Room for the whole table at the first write (pages become resident
+      // only as blocks are written), not a doubling copy per growth.
+      if (sw.lft.capacity() < base + wire::kLftBlockSize) sw.lft.reserve(config_.linear_fdb_cap);
+      sw.lft.resize(base + wire::kLftBlockSize, wire::kLftNoPort);
+    }
     std::memcpy(sw.lft.data() + base, data, wire::kLftBlockSize);
   }
   if (base < sw.lft.size())
