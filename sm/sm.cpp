@@ -673,8 +673,10 @@ Task<void> SubnetManager::heavy_sweep() {
   st.routing_vls = routes.layers.count();
   st.lids_rerouted = routes.lids_rerouted;
   for (const std::string& why : routes.failed) spdlog::warn("sm: routing: {} (next engine of the chain)", why);
-  spdlog::info("sm: routing: {} on {} SL/VL(s), {} LIDs routed{}{}", st.routing_engine, st.routing_vls, st.lids_rerouted,
-               routes.incremental ? " (incremental)" : "", routes.full_reason.empty() ? "" : " (full: " + routes.full_reason + ")");
+  spdlog::info("sm: routing: {} on {} SL/VL(s), {} LIDs routed{}{}; {:.3f} s (hop tables {:.3f}, LFTs {:.3f}, layers {:.3f})",
+               st.routing_engine, st.routing_vls, st.lids_rerouted, routes.incremental ? " (incremental)" : "",
+               routes.full_reason.empty() ? "" : " (full: " + routes.full_reason + ")", st.routing_s, routes.hop_tables_s,
+               routes.lfts_s, routes.layers_s);
   sm_lid_ = f.lid_of(fabric::EndPort{d.local_node, d.local_port});
   local_port_ = d.local_port;
 

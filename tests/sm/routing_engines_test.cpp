@@ -13,7 +13,9 @@
 
 #include "fabric_builders.hpp"
 #include "routing_fabrics.hpp"
+#include "sm/routing/layering.hpp"
 #include "sm/routing/routing.hpp"
+#include "sm/routing/switch_graph.hpp"
 #include "sm/routing/verify.hpp"
 
 namespace madengine::sm {
@@ -178,6 +180,32 @@ TEST(RoutingEngines, NotEnoughVlsIsAClearError) {
   EXPECT_FALSE(dfsssp.ok());
   EXPECT_NE(dfsssp.error.find("needs more than 1 VL layer"), std::string::npos) << dfsssp.error;
   EXPECT_NE(dfsssp.error.find("offers 1 VLs"), std::string::npos) << dfsssp.error;
+}
+
+TEST(RoutingEngines, BothLayeringMethodsBreakEveryCycle) {
+  // Min-hop routes have cycles on these; either method's layers have none.
+  for (const Topo& t : topologies()) {
+    if (t.name.rfind("fat-tree-2", 0) == 0) continue;
+    SCOPED_TRACE(t.name);
+    RoutingResult r = route(t, RoutingAlgo::kMinHop);
+    ASSERT_TRUE(r.ok());
+    const SwitchGraph g = SwitchGraph::build(t.fabric);
+    for (auto method : {&assign_layers_first_fit, &assign_layers_by_cycles}) {
+      std::string error;
+      ASSERT_TRUE(method(g, r.lfts, r.top_lid, 15, r.layers, error)) << error;
+      const RouteCheck c = check_routes(t.fabric, r);
+      EXPECT_TRUE(c.acyclic) << c.first_problem;
+      EXPECT_EQ(c.unrouted, 0u);
+      EXPECT_LE(r.layers.count(), 15);
+    }
+    // One VL cannot hold a torus's shortest paths: both say so.
+    if (t.name == "torus-5-5") {
+      std::string error;
+      EXPECT_FALSE(assign_layers_first_fit(g, r.lfts, r.top_lid, 1, r.layers, error));
+      EXPECT_FALSE(assign_layers_by_cycles(g, r.lfts, r.top_lid, 1, r.layers, error));
+      EXPECT_NE(error.find("needs more than 1 VL layer"), std::string::npos) << error;
+    }
+  }
 }
 
 TEST(RoutingEngines, ChainFallsBackAndSaysWhy) {
