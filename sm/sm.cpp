@@ -681,8 +681,13 @@ Task<void> SubnetManager::heavy_sweep() {
   local_port_ = d.local_port;
 
   auto snap = std::make_shared<sa::Snapshot>();
-  snap->paths = sa::PathDb::build(f, routes.lfts, routes.top_lid, engine_.cores(), std::max(1u, cfg_.path_db_threads),
-                                  &routes.layers);
+  // Every route kept on the same fabric: the current publication's path
+  // database answers the same (renumbered), so it is not built again.
+  const bool same_routes = current_ != nullptr && routes.incremental && routes.lids_rerouted == 0 &&
+                           !routes.layers.layered() && routes.top_lid == current_->top_lid;
+  if (!same_routes || !sa::PathDb::reuse(current_->paths, current_->fabric, f, snap->paths))
+    snap->paths = sa::PathDb::build(f, routes.lfts, routes.top_lid, engine_.cores(), std::max(1u, cfg_.path_db_threads),
+                                    &routes.layers);
   const auto w4 = std::chrono::steady_clock::now();
   st.path_db_s = std::chrono::duration<double>(w4 - w3).count();
   const Nanos t4 = clock.now_ns();

@@ -6,9 +6,10 @@
 //   bringup_bench ibsim madengine ft2:36      (k = 36: 648 hosts)
 //   bringup_bench ibsim opensm ft3:36:4       (k = 36, 4 pods: 1,296 hosts)
 //   bringup_bench sim madengine ft3:36:36     (11,664 hosts)
-//   bringup_bench sim madengine ft3:56:56 2 minhop   (routing and path-db threads, routing chain)
-// On the sim, a second heavy sweep of the unchanged fabric follows subnet
-// up: it re-routes incrementally and should write no LFT block.
+//   bringup_bench sim madengine ft3:56:56 2 minhop [resweep]
+//     (routing and path-db threads, routing chain; with "resweep", a second
+//     heavy sweep of the unchanged fabric follows subnet up on the sim: it
+//     re-routes incrementally and should write no LFT block)
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -124,7 +125,7 @@ int run_ibsim(const std::string& sm_name, const Spec& spec, const sm::SmConfig& 
   return 0;
 }
 
-int run_sim(Spec spec, const sm::SmConfig& cfg) {
+int run_sim(Spec spec, const sm::SmConfig& cfg, bool resweep) {
   const auto t0 = std::chrono::steady_clock::now();
   sim::Fabric fabric(spec.topo);
   spec.topo = sim::Topology{};  // the sim has its own copy
@@ -145,7 +146,7 @@ int run_sim(Spec spec, const sm::SmConfig& cfg) {
               "the rest wall)\n",
               build_s, static_cast<double>(fabric.memory_bytes()) / 1048576.0);
   print_madengine("sim", spec, wall, st, peak_rss_kb());
-  if (st.subnet_up) {
+  if (st.subnet_up && resweep) {
     // The same fabric again: incremental routing keeps every route.
     sm->request_heavy_sweep();
     const auto t2 = std::chrono::steady_clock::now();
@@ -163,8 +164,8 @@ int run_sim(Spec spec, const sm::SmConfig& cfg) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 4 || argc > 6) {
-    std::fprintf(stderr, "usage: %s ibsim|sim madengine|opensm ft2:K|ft3:K:PODS [threads] [routing chain]\n", argv[0]);
+  if (argc < 4 || argc > 7) {
+    std::fprintf(stderr, "usage: %s ibsim|sim madengine|opensm ft2:K|ft3:K:PODS [threads] [routing chain] [resweep]\n", argv[0]);
     return 2;
   }
   sm::SmConfig cfg;
@@ -179,7 +180,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bad arguments\n");
     return 2;
   }
-  if (mode == "sim") return sm_name == "madengine" ? run_sim(std::move(spec), cfg) : 2;
+  const bool resweep = argc > 6 && std::string(argv[6]) == "resweep";
+  if (mode == "sim") return sm_name == "madengine" ? run_sim(std::move(spec), cfg, resweep) : 2;
   if (mode != "ibsim") return 2;
   if (sm_name == "madengine") ibsim::reexec_with_shim(argc, argv);
   return run_ibsim(sm_name, spec, cfg);

@@ -387,6 +387,40 @@ PathDb PathDb::build(const fabric::Fabric& fabric, const std::vector<fabric::Lft
   return db;
 }
 
+bool PathDb::reuse(const PathDb& db, const fabric::Fabric& then, const fabric::Fabric& now, PathDb& out) {
+  if (db.layered_ || then.nodes.size() != now.nodes.size()) return false;
+  std::unordered_map<std::uint64_t, NodeId> by_guid;
+  by_guid.reserve(then.nodes.size());
+  for (NodeId i = 0; i < then.nodes.size(); ++i) by_guid.emplace(then.nodes[i].node_guid, i);
+  std::vector<NodeId> old_of(now.nodes.size(), fabric::kNoNode);
+  for (NodeId i = 0; i < now.nodes.size(); ++i) {
+    const auto it = by_guid.find(now.nodes[i].node_guid);
+    if (it == by_guid.end()) return false;
+    old_of[i] = it->second;
+  }
+  for (NodeId i = 0; i < now.nodes.size(); ++i) {
+    const fabric::Node& x = now.nodes[i];
+    const fabric::Node& y = then.nodes[old_of[i]];
+    if (x.kind != y.kind || x.base_lid != y.base_lid || x.lmc != y.lmc || x.port_lids != y.port_lids ||
+        x.ports.size() != y.ports.size())
+      return false;
+    for (std::size_t p = 0; p < x.ports.size(); ++p) {
+      const fabric::Port& u = x.ports[p];
+      const fabric::Port& v = y.ports[p];
+      if (u.linked() != v.linked() || u.mtu != v.mtu || u.link_width != v.link_width || u.link_speed != v.link_speed)
+        return false;
+      if (u.linked() && (old_of[u.peer] != v.peer || u.peer_port != v.peer_port)) return false;
+    }
+  }
+  out = db;
+  // Lookups by node id go through switch_index_; everything else is keyed
+  // by switch index and LID, which the renumbering leaves alone.
+  out.switch_index_.assign(now.nodes.size(), ~0u);
+  for (NodeId i = 0; i < now.nodes.size(); ++i)
+    if (old_of[i] < db.switch_index_.size()) out.switch_index_[i] = db.switch_index_[old_of[i]];
+  return true;
+}
+
 PathAttrs PathDb::lookup_index(std::uint32_t s, std::uint16_t dlid) const noexcept {
   const Attach& d = attach_[dlid];
   if (d.dense != 0) return dense_[std::size_t{d.exc_offset} + s];

@@ -43,6 +43,13 @@ class PathDb {
   static PathDb build(const fabric::Fabric& fabric, const std::vector<fabric::Lft>& lfts, std::uint16_t top_lid,
                       unsigned shards, unsigned threads, const fabric::PathLayers* layers = nullptr);
 
+  // A re-sweep that found the same fabric (the same nodes by GUID, links,
+  // link MTUs, widths and speeds, and LIDs; discovery may number the nodes
+  // differently) and routed it the same (every switch's LFT by GUID, every
+  // path SL 0) can take the database of the last one: `db` renumbered for
+  // `now`. Returns false, leaving `out` alone, when something differs.
+  static bool reuse(const PathDb& db, const fabric::Fabric& db_fabric, const fabric::Fabric& now, PathDb& out);
+
   // The SLs come from a layered (deadlock-free over several VLs) routing:
   // a PathRecord must carry the path's SL, and no other.
   bool layered() const noexcept { return layered_; }

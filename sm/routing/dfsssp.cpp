@@ -67,10 +67,10 @@ bool route_dfsssp(const EngineInput& in, RoutingResult& res) {
   // carry management traffic, so they get what balance is left), each
   // port's LIDs in order; grouped by switch so one DAG serves a group.
   std::vector<std::uint32_t> dests;
-  for (SwIdx d = 0; d < n; ++d)
+  for (const SwIdx d : g.by_lid)
     for (const std::uint32_t ti : g.targets_at(d))
       if (!g.targets[ti].is_switch) dests.push_back(ti);
-  for (SwIdx d = 0; d < n; ++d)
+  for (const SwIdx d : g.by_lid)
     for (const std::uint32_t ti : g.targets_at(d))
       if (g.targets[ti].is_switch) dests.push_back(ti);
 

@@ -13,8 +13,12 @@ namespace madengine::sm {
 // Incremental re-routing: the LIDs whose routes stay as they were, and each
 // switch's previous LFT (matched by GUID). A kept LID keeps its port at every
 // switch that existed before; a new switch routes it afresh.
+struct HopTables;
+
 struct Reuse {
   std::vector<std::uint8_t> keep_lid;          // by LID: 1 = keep
+  std::uint32_t lids_to_route = 0;             // LIDs not kept
+  const HopTables* hops = nullptr;             // the new fabric's hop tables, already computed
   std::vector<const std::uint8_t*> prev_ports; // by SwIdx: the previous LFT (nullptr: a new switch)
   std::vector<std::size_t> prev_size;
   bool keeps(std::uint16_t lid) const noexcept { return lid < keep_lid.size() && keep_lid[lid] != 0; }

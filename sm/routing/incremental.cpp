@@ -106,12 +106,17 @@ RoutingResult compute_routes(const fabric::Fabric& fabric, const RoutingOptions&
     reuse.prev_ports[s] = old_lft[old_of[s]]->ports.data();
     reuse.prev_size[s] = old_lft[old_of[s]]->ports.size();
   }
+  // Destinations whose every distance is unchanged, row by row (a switch's
+  // row holds its distances to all destinations).
+  std::vector<std::uint8_t> same_distances(n, 1);
+  for (SwIdx s = 0; s < n; ++s) {
+    const std::uint8_t* a = now.row(s);
+    const std::uint8_t* b = then.row(old_of[s]);
+    for (SwIdx d = 0; d < n; ++d) same_distances[d] &= a[d] == b[old_of[d]] ? 1 : 0;
+  }
   for (SwIdx d = 0; d < n; ++d) {
     const SwIdx od = old_of[d];
-    if (g.targets_at(d).empty() || !same_targets(g, d, pg, od)) continue;
-    bool same_distances = true;
-    for (SwIdx s = 0; s < n && same_distances; ++s) same_distances = now.at(d, s) == then.at(od, old_of[s]);
-    if (!same_distances) continue;
+    if (g.targets_at(d).empty() || !same_distances[d] || !same_targets(g, d, pg, od)) continue;
     // Each LID on its own: kept unless one of its routes used a port that changed.
     for (const std::uint32_t ti : g.targets_at(d)) {
       const LidTarget& t = g.targets[ti];
@@ -127,6 +132,10 @@ RoutingResult compute_routes(const fabric::Fabric& fabric, const RoutingOptions&
       }
     }
   }
+  for (const LidTarget& t : g.targets)
+    for (std::uint8_t i = 0; i < t.lid_count; ++i) reuse.lids_to_route += reuse.keep_lid[t.base_lid + i] ? 0 : 1;
+  // The min-hop family routes on these same tables (dfsssp builds its own DAGs from plain distances).
+  if (engine != RoutingAlgo::kDfsssp) reuse.hops = &now;
   RoutingResult r = route_chain(fabric, opts, g, &reuse, engine);
   if (r.engine != engine) r.full_reason = "the previous engine failed on the new fabric";
   return r;

@@ -213,7 +213,15 @@ bool assign_layers_first_fit(const SwitchGraph& g, const std::vector<fabric::Lft
   std::vector<std::uint32_t> by_depth(n + 2);
   std::vector<std::uint8_t> layer(n);
   std::vector<std::pair<ChannelId, ChannelId>> added;
-  for (std::uint32_t lid = 1; lid <= top_lid; ++lid) {
+  // CA LIDs first, switches' own LIDs last (as dfsssp routes them): the
+  // switches' routes are the ones that turn down then up (a spine's route to
+  // another spine), so they get whatever layer is left.
+  std::vector<std::uint16_t> lids;
+  for (const bool switches : {false, true})
+    for (const LidTarget& t : g.targets)
+      if (t.is_switch == switches)
+        for (std::uint8_t i = 0; i < t.lid_count; ++i) lids.push_back(static_cast<std::uint16_t>(t.base_lid + i));
+  for (const std::uint32_t lid : lids) {
     const SwIdx d = home[lid];
     if (d == kNoSwitch) continue;
     for (SwIdx s = 0; s < n; ++s) {
@@ -243,13 +251,14 @@ bool assign_layers_first_fit(const SwitchGraph& g, const std::vector<fabric::Lft
         walk.pop_back();
       }
     }
-    // Sources by depth (counting sort): a path's continuation comes first.
+    // Sources by depth (counting sort; ties by GUID, not discovery order): a
+    // path's continuation comes first.
     std::fill(by_depth.begin(), by_depth.end(), 0u);
     for (SwIdx s = 0; s < n; ++s)
       if (depth[s] >= 0) ++by_depth[std::min<std::size_t>(static_cast<std::size_t>(depth[s]), n) + 1];
     for (std::size_t i = 1; i < by_depth.size(); ++i) by_depth[i] += by_depth[i - 1];
     order.resize(by_depth.back());
-    for (SwIdx s = 0; s < n; ++s)
+    for (const SwIdx s : g.by_guid)
       if (depth[s] >= 0) order[by_depth[std::min<std::size_t>(static_cast<std::size_t>(depth[s]), n)]++] = s;
     std::fill(layer.begin(), layer.end(), 0);
     for (const SwIdx s : order) {

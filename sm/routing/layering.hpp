@@ -11,9 +11,9 @@
 //    induce its weakest dependency (the one fewest paths induce) move up one
 //    layer. Fewer layers, a byte per (switch, LID) while it runs.
 // assign_layers tries first fit (on the test topologies it needs as few
-// layers as cycle breaking, or fewer, in a fraction of the time), then cycle
-// breaking when first fit needs more than `vls` layers and the fabric has at
-// most 32 M (switch, LID) paths. Fails (false, `error`)
+// layers as cycle breaking, in a fraction of the time), then cycle breaking
+// when first fit needs more than `vls` layers and the fabric has at most
+// 32 M (switch, LID) paths. Fails (false, `error`)
 // when no method fits the paths into `vls` layers.
 #pragma once
 

@@ -138,7 +138,10 @@ bool route_minhop_family(const EngineInput& in, RoutingAlgo algo, RoutingResult&
     for (SwIdx s : ranking.roots) res.roots.push_back(g.node_of[s]);
   }
   auto t0 = std::chrono::steady_clock::now();
-  const HopTables hops = compute_hop_tables(g, updn ? &ranking : nullptr, in.threads);
+  const Reuse* reuse = in.reuse;
+  HopTables computed;
+  if (reuse == nullptr || reuse->hops == nullptr) computed = compute_hop_tables(g, updn ? &ranking : nullptr, in.threads);
+  const HopTables& hops = reuse != nullptr && reuse->hops != nullptr ? *reuse->hops : computed;
   res.hop_tables_s = seconds_since(t0);
 
   t0 = std::chrono::steady_clock::now();
@@ -146,7 +149,6 @@ bool route_minhop_family(const EngineInput& in, RoutingAlgo algo, RoutingResult&
   const std::size_t n = g.size();
   std::vector<std::uint32_t> unreachable(n, 0);
   std::vector<std::uint8_t> max_hops(n, 0);
-  const Reuse* reuse = in.reuse;
   // Each LID's position among all LIDs (fat-tree's d-mod-k index).
   std::vector<std::uint32_t> seq_of(g.targets.size());
   for (std::uint32_t i = 0, seq = 0; i < g.targets.size(); ++i) seq_of[i] = seq, seq += g.targets[i].lid_count;
@@ -155,6 +157,22 @@ bool route_minhop_family(const EngineInput& in, RoutingAlgo algo, RoutingResult&
     Lft& lft = res.lfts[s];
     const auto links = g.links(s);
     std::vector<std::uint8_t> masks;
+    if (reuse != nullptr && reuse->lids_to_route == 0 && reuse->prev_ports[s] != nullptr) {
+      // Nothing to route again: the previous table (same LIDs, so its own
+      // LIDs' exits are the same too).
+      if (reuse->prev_size[s] == lft.ports.size()) {
+        std::memcpy(lft.ports.data(), reuse->prev_ports[s], lft.ports.size());
+      } else {
+        for (const LidTarget& t : g.targets)
+          if (t.sw != s)
+            for (std::uint8_t i = 0; i < t.lid_count; ++i)
+              lft.ports[t.base_lid + i] = reuse->prev(s, static_cast<std::uint16_t>(t.base_lid + i));
+      }
+      for (SwIdx d = 0; d < n; ++d)
+        if (d != s && !g.targets_at(d).empty() && hops.at(d, s) != kHopUnreachable)
+          max_hops[s] = std::max<std::uint8_t>(max_hops[s], hops.at(d, s) & kHopMask);
+      return;
+    }
     candidate_masks(g, hops, updn ? &ranking : nullptr, s, masks);
     const std::size_t groups = (links.size() + 7) / 8;
     std::vector<std::uint32_t> load(g.max_ports + 1u, 0);
@@ -173,11 +191,11 @@ bool route_minhop_family(const EngineInput& in, RoutingAlgo algo, RoutingResult&
     std::array<std::uint8_t, 32> key{}, cand_key{};  // the candidate link set (up to 256 links)
     std::array<std::uint64_t, 4> cand_ports{};       // the same set by port number
     bool least_ready = false;
-    // Destination by destination: consecutive destinations usually share
-    // their candidate set (an edge switch's uplinks), found once.
-    for (SwIdx d = 0; d < n; ++d) {
+    // Destination by destination, in LID order: consecutive destinations
+    // usually share their candidate set (an edge switch's uplinks), found once.
+    for (const SwIdx d : g.by_lid) {
       const auto at_d = g.targets_at(d);
-      if (d == s || at_d.empty()) continue;
+      if (d == s) continue;
       for (std::size_t gi = 0; gi < groups; ++gi) key[gi] = masks[gi * hops.stride + d];
       if (cand.empty() || key != cand_key) {
         cand.clear();

@@ -91,11 +91,13 @@ Tree spanning_tree(const SwitchGraph& g, SwIdx root) {
 
 struct Candidate {
   std::uint64_t dist;
+  std::uint64_t guid;  // ties go to the lower GUID, then the lower port: not to discovery order
+  std::uint8_t port;
   SwIdx sw;
   ChannelId via;   // sw -> the settled switch
   ChannelId then;  // the settled switch's channel (kNoChannel: it is the destination)
   bool operator>(const Candidate& o) const noexcept {
-    return dist != o.dist ? dist > o.dist : (sw != o.sw ? sw > o.sw : via > o.via);
+    return dist != o.dist ? dist > o.dist : (guid != o.guid ? guid > o.guid : port > o.port);
   }
 };
 
@@ -176,7 +178,7 @@ bool route_nue(const EngineInput& in, RoutingResult& res) {
           for (ChannelId c = g.link_begin[u]; c < g.link_begin[u + 1]; ++c) {
             const ChannelId into = g.link[c].reverse;  // x -> u
             if (into == kNoChannel || settled[g.link[c].peer]) continue;
-            heap.push({du + hop_weight + load[into], g.link[c].peer, into, next[u]});
+            heap.push({du + hop_weight + load[into], g.guid[g.link[c].peer], g.link[into].port, g.link[c].peer, into, next[u]});
           }
         };
         offer(d, 0);

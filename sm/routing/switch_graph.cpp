@@ -78,6 +78,12 @@ SwitchGraph SwitchGraph::build(const fabric::Fabric& fabric) {
   g.targets_by_switch.resize(g.targets.size());
   std::vector<std::uint32_t> fill(g.target_begin.begin(), g.target_begin.end() - 1);
   for (std::uint32_t i = 0; i < g.targets.size(); ++i) g.targets_by_switch[fill[g.targets[i].sw]++] = i;
+  std::vector<std::uint8_t> listed(n, 0);
+  for (const LidTarget& t : g.targets)
+    if (!listed[t.sw]) listed[t.sw] = 1, g.by_lid.push_back(t.sw);
+  g.by_guid.resize(n);
+  for (SwIdx s = 0; s < n; ++s) g.by_guid[s] = s;
+  std::sort(g.by_guid.begin(), g.by_guid.end(), [&](SwIdx a, SwIdx b) { return g.guid[a] < g.guid[b]; });
   return g;
 }
 

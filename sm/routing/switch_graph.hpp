@@ -46,6 +46,10 @@ struct SwitchGraph {
   std::vector<std::uint32_t> ca_lids;       // LIDs of CAs behind each switch (route sources for balance)
   std::vector<bool> has_ca;                 // a CA hangs off this switch (a leaf)
   std::vector<std::uint64_t> guid;          // node GUID by SwIdx
+  // Orders that do not depend on discovery order (node ids): engines walk
+  // these so a re-sweep that numbers nodes differently routes the same.
+  std::vector<SwIdx> by_lid;                // switches with LIDs behind them, by their lowest LID
+  std::vector<SwIdx> by_guid;               // every switch, by node GUID
   std::uint8_t max_ports = 0;               // largest switch port number
   std::vector<ChannelId> port_channel;      // [s * (max_ports + 1) + port]
   // Data VLs every linked port offers (from VLCap: 1, 2, 4, 8 or 15);

@@ -156,15 +156,19 @@ TEST(RoutingEngines, ToriNeedLayersThatMinHopDoesNotHave) {
   EXPECT_GT(d.layers.count(), 1);
 }
 
-TEST(RoutingEngines, FatTreesNeedOneLayerAndStayBalanced) {
+TEST(RoutingEngines, FatTreesNeedFewLayersAndStayBalanced) {
   const Topo t{"k8", testing::with_lids(sim::make_fat_tree_2level({.k = 8})), {}, false};
   for (auto algo : {RoutingAlgo::kDfsssp, RoutingAlgo::kMinHop, RoutingAlgo::kFatTree}) {
     SCOPED_TRACE(to_string(algo));
     const RoutingResult r = route(t, algo);
     ASSERT_TRUE(r.ok());
-    EXPECT_LE(r.layers.count(), 1);
+    // Host to host a fat tree's shortest routes go up then down: one layer.
+    // dfsssp also routes the switches' own LIDs (a spine's route to another
+    // spine turns down then up), which may take a second.
+    EXPECT_LE(r.layers.count(), 2);
     const RouteCheck c = check_routes(t.fabric, r, {.switch_endpoints = false});
     EXPECT_TRUE(c.acyclic);
+    EXPECT_EQ(c.vls_used, 1);  // the host-to-host paths alone
     // Every leaf-spine link carries the same number of host routes, within 25 %.
     EXPECT_LE(static_cast<double>(c.max_routes), 1.25 * c.mean_routes) << c.max_routes << " vs " << c.mean_routes;
   }
