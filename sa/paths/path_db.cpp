@@ -90,7 +90,7 @@ struct Hop {
 class LidWalker {
  public:
   LidWalker(const fabric::Fabric& f, const std::vector<fabric::Lft>& lfts, const std::vector<std::uint32_t>& index)
-      : state_(lfts.size()), step_(lfts.size()) {
+      : state_(lfts.size()), step_(lfts.size()), depth_(lfts.size(), 0), done_(lfts.size(), 0) {
     for (const fabric::Lft& l : lfts) {
       width_ = std::max<std::size_t>(width_, f.nodes[l.node].ports.size());
       lft_.push_back(l.ports.data());
@@ -115,7 +115,6 @@ class LidWalker {
 
   void walk(std::uint16_t dlid, std::uint32_t home, PathAttrs* exact, PathAttrs* part) {
     const std::uint32_t switches = static_cast<std::uint32_t>(lft_.size());
-    std::fill(state_.begin(), state_.end(), 0);
     // Every switch's step first, from the LFTs' block of 64 LIDs copied
     // switch by switch (one cache line each) and kept for the next LIDs of
     // the block: the walk below then touches only this column, instead of
@@ -125,6 +124,41 @@ class LidWalker {
       const std::uint8_t port = block[std::size_t{s} * kBlockLids];
       step_[s] = port < width_ ? hops_[s * width_ + port] : Hop{};
     }
+    // The LIDs behind one switch usually have trees of the same depths (a
+    // minimal routing's are): in the last tree's depth order every switch's
+    // next hop is already done, with no walk. Any other tree: walk it.
+    if (order_home_ == home && walk_in_order(home, exact, part)) return;
+    walk_trees(home, exact, part);
+  }
+
+ private:
+  bool walk_in_order(std::uint32_t home, PathAttrs* exact, PathAttrs* part) {
+    if (++stamp_ == 0) {
+      std::fill(done_.begin(), done_.end(), 0u);
+      stamp_ = 1;
+    }
+    for (const std::uint32_t s : order_) {
+      const Hop& h = step_[s];
+      if (h.kind == Hop::kSwitch) {
+        if (done_[h.next] != stamp_) return false;
+        exact[s] = join_ranked(exact[h.next], h.mtu, h.rate, true);
+        part[s] = join_ranked(part[h.next], h.mtu, h.rate, true);
+      } else if (h.kind == Hop::kDead) {
+        exact[s] = part[s] = PathAttrs{};
+      } else {
+        exact[s] = h.kind == Hop::kSelf ? kAtSwitch : PathAttrs{0, h.mtu, h.rate, 0};
+        part[s] = s == home ? kAtSwitch : kForeign;
+      }
+      done_[s] = stamp_;
+    }
+    return true;
+  }
+
+  // Walks down each tree until a known entry, then fills in on the way back;
+  // records the depth order for walk_in_order.
+  void walk_trees(std::uint32_t home, PathAttrs* exact, PathAttrs* part) {
+    const std::uint32_t switches = static_cast<std::uint32_t>(lft_.size());
+    std::fill(state_.begin(), state_.end(), 0);
     for (std::uint32_t start = 0; start < switches; ++start) {
       if (state_[start] == 2) continue;
       // Walk down the tree until a known entry, then fill in on the way back.
@@ -141,7 +175,7 @@ class LidWalker {
           tail = tail_part = PathAttrs{};
           break;
         }
-        const Hop& h = hop(s, dlid);
+        const Hop& h = step_[s];
         if (h.kind == Hop::kSwitch) {
           state_[s] = 1;
           stack_.push_back(s);
@@ -157,23 +191,33 @@ class LidWalker {
         exact[s] = tail;
         part[s] = tail_part;
         state_[s] = 2;
+        depth_[s] = 0;
         break;
       }
+      // Loops: nothing on the stack has a done next hop; depth 0 is as good as any.
+      std::uint32_t d = state_[s] == 2 ? depth_[s] : 0;
       while (!stack_.empty()) {
         const std::uint32_t at = stack_.back();
         stack_.pop_back();
-        const Hop& h = hop(at, dlid);
+        const Hop& h = step_[at];
         tail = join_ranked(tail, h.mtu, h.rate, true);
         tail_part = join_ranked(tail_part, h.mtu, h.rate, true);
         exact[at] = tail;
         part[at] = tail_part;
         state_[at] = 2;
+        depth_[at] = ++d;
       }
     }
+    // The depth order (counting sort) for the next LIDs of this switch.
+    std::uint32_t deepest = 0;
+    for (std::uint32_t s = 0; s < switches; ++s) deepest = std::max(deepest, depth_[s]);
+    count_.assign(deepest + 2u, 0);
+    for (std::uint32_t s = 0; s < switches; ++s) ++count_[depth_[s] + 1u];
+    for (std::size_t i = 1; i < count_.size(); ++i) count_[i] += count_[i - 1];
+    order_.resize(switches);
+    for (std::uint32_t s = 0; s < switches; ++s) order_[count_[depth_[s]]++] = s;
+    order_home_ = home;
   }
-
- private:
-  const Hop& hop(std::uint32_t s, std::uint16_t) const noexcept { return step_[s]; }
 
   // Block b of every switch's LFT, [switch * kBlockLids + lid % kBlockLids];
   // a few blocks are kept (a destination switch's LIDs and its own LID
@@ -207,6 +251,12 @@ class LidWalker {
   std::vector<std::size_t> lft_size_;
   std::vector<std::uint8_t> state_;       // 0 new, 1 on the stack, 2 done
   std::vector<Hop> step_;                 // this LID's step at each switch
+  std::vector<std::uint32_t> depth_;      // the last walked tree's depth of each switch
+  std::vector<std::uint32_t> order_;      // and its switches by depth
+  std::vector<std::uint32_t> count_;
+  std::uint32_t order_home_ = ~0u;        // the destination switch order_ was recorded for
+  std::vector<std::uint32_t> done_;       // walk_in_order: == stamp_ when done for this LID
+  std::uint32_t stamp_ = 0;
   static constexpr std::size_t kBlockLids = 64;
   struct Cached {
     std::size_t block = ~std::size_t{0};

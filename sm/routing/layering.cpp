@@ -207,9 +207,8 @@ bool assign_layers_first_fit(const SwitchGraph& g, const std::vector<fabric::Lft
   std::vector<SwIdx> home(top_lid + 1u, kNoSwitch);
   for (const LidTarget& t : g.targets)
     for (std::uint8_t i = 0; i < t.lid_count; ++i) home[t.base_lid + i] = t.sw;
-  std::vector<ChannelId> next(n);
-  std::vector<std::int32_t> depth(n);
-  std::vector<SwIdx> walk, order;
+  LidRoutes routes;
+  std::vector<SwIdx> order;
   std::vector<std::uint32_t> by_depth(n + 2);
   std::vector<std::uint8_t> layer(n);
   std::vector<std::pair<ChannelId, ChannelId>> added;
@@ -224,33 +223,9 @@ bool assign_layers_first_fit(const SwitchGraph& g, const std::vector<fabric::Lft
   for (const std::uint32_t lid : lids) {
     const SwIdx d = home[lid];
     if (d == kNoSwitch) continue;
-    for (SwIdx s = 0; s < n; ++s) {
-      const std::uint8_t p = lid < lfts[s].ports.size() ? lfts[s].ports[lid] : fabric::kLftNoRoute;
-      next[s] = s == d ? kDeliver : (p == fabric::kLftNoRoute || p == 0 ? kNoChannel : g.channel_at(s, p));
-    }
-    // Depth along the routes (memoised walks; loops and drops stay -1).
-    std::fill(depth.begin(), depth.end(), -2);
-    for (SwIdx start = 0; start < n; ++start) {
-      walk.clear();
-      SwIdx s = start;
-      while (depth[s] == -2) {
-        if (next[s] == kDeliver) {
-          depth[s] = 0;
-          break;
-        }
-        if (next[s] == kNoChannel) break;
-        depth[s] = -3;  // on this walk
-        walk.push_back(s);
-        s = g.link[next[s]].peer;
-      }
-      std::int32_t tail = depth[s] >= 0 ? depth[s] : -1;
-      if (depth[s] < -1) depth[s] = -1;
-      while (!walk.empty()) {
-        tail = tail < 0 ? -1 : tail + 1;
-        depth[walk.back()] = tail;
-        walk.pop_back();
-      }
-    }
+    routes.load(g, lfts, lid, d);
+    const std::vector<ChannelId>& next = routes.next;
+    const std::vector<std::int32_t>& depth = routes.depth;
     // Sources by depth (counting sort; ties by GUID, not discovery order): a
     // path's continuation comes first.
     std::fill(by_depth.begin(), by_depth.end(), 0u);

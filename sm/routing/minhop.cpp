@@ -74,38 +74,51 @@ void candidate_masks(const SwitchGraph& g, const HopTables& hops, const Ranking*
   }
 }
 
-// Sequential least-used choice, ties to the lowest port, done in passes:
-// within a pass at `level` the candidates still at that load take the next
-// LIDs in port order (exactly the argmin-per-LID sequence, without a scan
-// per LID).
+// Sequential least-used choice done in passes: within a pass at `level` the
+// candidates still at that load take the next LIDs in order (exactly the
+// argmin-per-LID sequence, without a scan per LID). Ties go to the first
+// candidate at or after the switch's own offset, wrapping: with ties to the
+// lowest port every switch would pick alike for a LID, and in a 3-level fat
+// tree a LID's edge and aggregation choices would correlate (an
+// aggregation switch would send all its edges' traffic up one core link).
 class LeastUsed {
  public:
   explicit LeastUsed(std::vector<std::uint32_t>& load) : load_(load) {}
-  void reset(const std::vector<std::uint8_t>& cand) {
-    cand_ = &cand;
+  void reset(const std::vector<std::uint8_t>& cand, std::size_t offset) {
+    rot_.resize(cand.size());
+    for (std::size_t i = 0; i < cand.size(); ++i) rot_[i] = cand[(i + offset) % cand.size()];
     cursor_ = 0;
     level_ = ~0u;
     for (std::uint8_t p : cand) level_ = std::min(level_, load_[p]);
   }
   std::uint8_t pick() {
-    const auto& c = *cand_;
     for (;;) {
-      while (cursor_ < c.size() && load_[c[cursor_]] != level_) ++cursor_;
-      if (cursor_ < c.size()) break;
+      while (cursor_ < rot_.size() && load_[rot_[cursor_]] != level_) ++cursor_;
+      if (cursor_ < rot_.size()) break;
       ++level_;
       cursor_ = 0;
     }
-    const std::uint8_t p = c[cursor_++];
+    const std::uint8_t p = rot_[cursor_++];
     ++load_[p];
     return p;
   }
 
  private:
   std::vector<std::uint32_t>& load_;
-  const std::vector<std::uint8_t>* cand_ = nullptr;
+  std::vector<std::uint8_t> rot_;
   std::size_t cursor_ = 0;
   std::uint32_t level_ = 0;
 };
+
+// d-mod-k for fat trees: at `level` switches above the leaves, LID position
+// d takes candidate (d / k^level) mod k, so each level spreads what the one
+// below sent it (the same d mod k at every level would send an aggregation
+// switch's traffic from all its edges up one link).
+std::size_t dmodk(std::uint32_t d, std::uint32_t level, std::size_t k) noexcept {
+  std::uint64_t div = 1;
+  for (std::uint32_t l = 0; l < level && div < (std::uint64_t{1} << 32); ++l) div *= k;
+  return static_cast<std::size_t>((d / div) % k);
+}
 
 }  // namespace
 
@@ -149,7 +162,16 @@ bool route_minhop_family(const EngineInput& in, RoutingAlgo algo, RoutingResult&
   const std::size_t n = g.size();
   std::vector<std::uint32_t> unreachable(n, 0);
   std::vector<std::uint8_t> max_hops(n, 0);
-  // Each LID's position among all LIDs (fat-tree's d-mod-k index).
+  // Each switch's place in GUID order (its tie offset) and height above the
+  // leaves (fat-tree's d-mod-k level); each LID's position among all LIDs.
+  std::vector<std::uint32_t> guid_rank(n), level(n, 0);
+  for (std::uint32_t i = 0; i < n; ++i) guid_rank[g.by_guid[i]] = i;
+  if (algo == RoutingAlgo::kFatTree) {
+    std::vector<SwIdx> leaves;
+    for (SwIdx s = 0; s < n; ++s)
+      if (g.has_ca[s]) leaves.push_back(s);
+    level = switch_distances_from(g, leaves);
+  }
   std::vector<std::uint32_t> seq_of(g.targets.size());
   for (std::uint32_t i = 0, seq = 0; i < g.targets.size(); ++i) seq_of[i] = seq, seq += g.targets[i].lid_count;
   parallel_for(n, in.threads, [&](std::size_t si) {
@@ -228,11 +250,11 @@ bool route_minhop_family(const EngineInput& in, RoutingAlgo algo, RoutingResult&
             ++load[port];
             least_ready = false;
           } else if (algo == RoutingAlgo::kFatTree) {
-            port = cand[(seq_of[ti] + i) % cand.size()];
+            port = cand[dmodk(seq_of[ti] + i, level[s], cand.size())];
           } else {
             // Loads change only through our own picks while the set stays
             // the same, so one pass serves a run of destinations.
-            if (!least_ready) least.reset(cand), least_ready = true;
+            if (!least_ready) least.reset(cand, guid_rank[s]), least_ready = true;
             port = least.pick();
           }
           lft.ports[t.base_lid + i] = port;

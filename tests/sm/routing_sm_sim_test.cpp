@@ -19,38 +19,12 @@
 #include "sim/sim_transport.hpp"
 #include "sm/routing/verify.hpp"
 #include "sm/sm.hpp"
+#include "sm_sim_rig.hpp"
 
 namespace madengine {
 namespace {
 
-struct Rig {
-  sim::Fabric fabric;
-  sim::SimTransport transport;
-  Engine engine;
-  sa::SnapshotStore store;
-  std::unique_ptr<sm::SubnetManager> sm;
-
-  Rig(const sim::Topology& topo, const char* sm_node, sm::SmConfig cfg)
-      : fabric(topo, sim::FabricConfig{.seed = 1}),
-        transport(fabric, fabric.find_node(sm_node), 1),
-        engine(EngineConfig{.cores = 1, .pin = false, .clock = &fabric.clock()}) {
-    if (!transport.open(AgentSpec{.smi = true, .is_sm = true})) throw std::runtime_error("sim transport did not open");
-    engine.add_transport(transport, 0);
-    sm = std::make_unique<sm::SubnetManager>(engine, transport, std::move(cfg), store);
-  }
-  ~Rig() {
-    sm.reset();
-    engine.quiesce();
-  }
-  bool run_until(const std::function<bool(const sm::SmStatus&)>& pred, Nanos sim_ms) {
-    const Nanos end = fabric.now_ns() + sim_ms * kNanosPerMilli;
-    while (fabric.now_ns() < end) {
-      if (pred(sm->status())) return true;
-      if (engine.poll_all_once() == 0) fabric.advance(kNanosPerMilli);
-    }
-    return pred(sm->status());
-  }
-};
+using Rig = testing::SimRig;
 
 // The snapshot's routes with each path's SL as the SA will answer it.
 sm::RoutingResult published_routes(const sa::Snapshot& s) {
