@@ -13,10 +13,15 @@ LayeredCdg::LayeredCdg(const SwitchGraph& g, unsigned layers) : g_(g) {
   words_ = (degree + 63) / 64;
   const std::size_t n = g.channels();
   bits_.assign(layers, std::vector<std::uint64_t>(n * words_, 0));
+  refused_ = bits_;
   ord_.assign(layers, std::vector<std::uint32_t>(n));
   for (unsigned l = 0; l < layers; ++l) std::iota(ord_[l].begin(), ord_[l].end(), 0u);
   count_.assign(layers, 0);
   mark_.assign(n, 0);
+}
+
+void LayeredCdg::set_initial_order(const std::vector<std::uint32_t>& position) {
+  for (auto& ord : ord_) ord = position;
 }
 
 // Channels reachable from `from` whose position is at most `upper`; false

@@ -18,6 +18,10 @@ namespace madengine::sm {
 class LayeredCdg {
  public:
   LayeredCdg(const SwitchGraph& g, unsigned layers);
+  // Starts every layer from this order of the channels (position by
+  // channel, a permutation): one close to topological for the dependencies
+  // to come makes most additions a comparison.
+  void set_initial_order(const std::vector<std::uint32_t>& position);
 
   unsigned layers() const noexcept { return static_cast<unsigned>(ord_.size()); }
   // c2 must leave the switch c1 enters.
@@ -35,6 +39,17 @@ class LayeredCdg {
   }
   std::uint64_t dependencies(unsigned layer) const noexcept { return count_[layer]; }
 
+  // A dependency found to close a cycle with edges that stay (none of an
+  // attempt that may be undone): it always will, so callers skip the search.
+  bool refused(unsigned layer, ChannelId c1, ChannelId c2) const noexcept {
+    const std::uint32_t j = c2 - g_.link_begin[g_.link[c1].peer];
+    return (refused_[layer][std::size_t{c1} * words_ + j / 64] >> (j % 64)) & 1u;
+  }
+  void refuse(unsigned layer, ChannelId c1, ChannelId c2) noexcept {
+    const std::uint32_t j = c2 - g_.link_begin[g_.link[c1].peer];
+    refused_[layer][std::size_t{c1} * words_ + j / 64] |= std::uint64_t{1} << (j % 64);
+  }
+
  private:
   void set(unsigned layer, ChannelId c1, ChannelId c2) noexcept {
     const std::uint32_t j = c2 - g_.link_begin[g_.link[c1].peer];
@@ -47,6 +62,7 @@ class LayeredCdg {
   const SwitchGraph& g_;
   std::size_t words_ = 1;                          // 64-bit words per channel row (links of the far switch)
   std::vector<std::vector<std::uint64_t>> bits_;   // [layer][channel * words_ + j]
+  std::vector<std::vector<std::uint64_t>> refused_;  // same layout
   std::vector<std::vector<std::uint32_t>> ord_;    // [layer][channel]: position in the order
   std::vector<std::uint64_t> count_;
   // Search scratch (one search at a time).

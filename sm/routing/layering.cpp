@@ -52,6 +52,55 @@ struct LidRoutes {
   }
 };
 
+// An order of the channels close to topological for all the routes'
+// dependencies together: reverse DFS postorder of their graph (exactly
+// topological where it has no cycle), as each channel's position.
+std::vector<std::uint32_t> dependency_order(const SwitchGraph& g, const std::vector<fabric::Lft>& lfts,
+                                            std::uint16_t top_lid, const std::vector<SwIdx>& home, LidRoutes& routes) {
+  const std::size_t n = g.size(), channels = g.channels();
+  std::size_t degree = 1;
+  for (SwIdx s = 0; s < n; ++s) degree = std::max<std::size_t>(degree, g.link_begin[s + 1] - g.link_begin[s]);
+  std::vector<std::uint8_t> dep(channels * degree, 0);  // [c1 * degree + index of c2 at its switch]
+  for (std::uint32_t lid = 1; lid <= top_lid; ++lid) {
+    if (home[lid] == kNoSwitch) continue;
+    routes.load(g, lfts, lid, home[lid]);
+    for (SwIdx s = 0; s < n; ++s) {
+      if (routes.depth[s] < 2) continue;
+      const ChannelId c1 = routes.next[s];
+      const SwIdx q = g.link[c1].peer;
+      dep[std::size_t{c1} * degree + (routes.next[q] - g.link_begin[q])] = 1;
+    }
+  }
+  std::vector<std::uint8_t> seen(channels, 0);
+  std::vector<ChannelId> post;
+  post.reserve(channels);
+  std::vector<std::pair<ChannelId, std::size_t>> stack;
+  for (ChannelId start = 0; start < channels; ++start) {
+    if (seen[start]) continue;
+    seen[start] = 1;
+    stack.assign(1, {start, 0});
+    while (!stack.empty()) {
+      auto& [c, j] = stack.back();
+      const SwIdx b = g.link[c].peer;
+      const std::size_t out = g.link_begin[b + 1] - g.link_begin[b];
+      if (j < out) {
+        const std::size_t k = j++;
+        const ChannelId c2 = g.link_begin[b] + static_cast<ChannelId>(k);
+        if (dep[std::size_t{c} * degree + k] && !seen[c2]) {
+          seen[c2] = 1;
+          stack.push_back({c2, 0});
+        }
+        continue;
+      }
+      post.push_back(c);
+      stack.pop_back();
+    }
+  }
+  std::vector<std::uint32_t> position(channels);
+  for (std::size_t i = 0; i < post.size(); ++i) position[post[i]] = static_cast<std::uint32_t>(post.size() - 1 - i);
+  return position;
+}
+
 }  // namespace
 
 bool assign_layers(const SwitchGraph& g, const std::vector<fabric::Lft>& lfts, std::uint16_t top_lid, unsigned vls,
@@ -208,6 +257,7 @@ bool assign_layers_first_fit(const SwitchGraph& g, const std::vector<fabric::Lft
   for (const LidTarget& t : g.targets)
     for (std::uint8_t i = 0; i < t.lid_count; ++i) home[t.base_lid + i] = t.sw;
   LidRoutes routes;
+  cdg.set_initial_order(dependency_order(g, lfts, top_lid, home, routes));
   std::vector<SwIdx> order;
   std::vector<std::uint32_t> by_depth(n + 2);
   std::vector<std::uint8_t> layer(n);
@@ -241,9 +291,12 @@ bool assign_layers_first_fit(const SwitchGraph& g, const std::vector<fabric::Lft
       const ChannelId c1 = next[s];
       const SwIdx q = g.link[c1].peer;
       const std::uint8_t lq = layer[q];
-      if (cdg.add(lq, c1, next[q])) {
-        layer[s] = lq;
-        continue;
+      if (!cdg.refused(lq, c1, next[q])) {
+        if (cdg.add(lq, c1, next[q])) {
+          layer[s] = lq;
+          continue;
+        }
+        cdg.refuse(lq, c1, next[q]);
       }
       bool placed = false;
       for (unsigned l = 0; l < vls && !placed; ++l) {
@@ -253,7 +306,9 @@ bool assign_layers_first_fit(const SwitchGraph& g, const std::vector<fabric::Lft
         for (SwIdx at = s; depth[at] >= 2; at = g.link[next[at]].peer) {
           const ChannelId a = next[at], b = next[g.link[a].peer];
           if (cdg.has(l, a, b)) continue;
-          if (!cdg.add(l, a, b)) {
+          if (cdg.refused(l, a, b) || !cdg.add(l, a, b)) {
+            // Refused with nothing of this attempt added: by what stays.
+            if (added.empty()) cdg.refuse(l, a, b);
             fits = false;
             break;
           }
