@@ -4,9 +4,9 @@
 // checker (delivery, routes per link); the VLs it needed come from its log.
 // madengine's engine then routes the same fabric with OpenSM's LIDs.
 //
-//   routing_ibsim_compare SPEC [ENGINE]
+//   routing_ibsim_compare SPEC [ENGINE...]
 //     SPEC: torus:X:Y[:Z] | mesh:X:Y[:Z] | dragonfly:GROUPS:ROUTERS:HOSTS:GLOBALS | ft3:K:PODS[:CUT%]
-//     ENGINE: madengine's chain (default dfsssp)
+//     ENGINE: madengine chains to run on the same fabric (default dfsssp)
 // Times: OpenSM's routing phase from its log timestamps (wall, in its own
 // process) and start-to-exit; ours in process (wall and CPU).
 #include <unistd.h>
@@ -18,6 +18,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "ibsim_harness.hpp"
 #include "routing_ibsim.hpp"
@@ -70,7 +71,7 @@ double log_time(const std::string& line) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s SPEC [ENGINE]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s SPEC [ENGINE...]\n", argv[0]);
     return 2;
   }
   Spec spec;
@@ -78,7 +79,6 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bad SPEC %s\n", argv[1]);
     return 2;
   }
-  const std::string engine = argc > 2 ? argv[2] : "dfsssp";
   const std::string path = std::filesystem::temp_directory_path() / ("routing-compare-" + std::to_string(::getpid()) + ".topo");
   sim::save_topology(spec.topo, path);
   ibsim::IbsimFabric fabric(path, {.start_timeout = std::chrono::seconds(120)});
@@ -99,6 +99,7 @@ int main(int argc, char** argv) {
   int vls_needed = -1, vls_available = -1;
   double t_first = -1, t_last = -1;
   bool fallback = false;
+  std::string first_error;
   std::istringstream in(log);
   std::string line;
   while (std::getline(in, line)) {
@@ -111,6 +112,7 @@ int main(int argc, char** argv) {
       if (t >= 0) t_last = t;
     }
     if (line.find("Falling back") != std::string::npos || line.find("fallback") != std::string::npos) fallback = true;
+    if (line.find("ERR ") != std::string::npos && first_error.empty()) first_error = line.substr(line.find("ERR "));
   }
   testing::ReadBack rb = testing::read_back_routes(fabric, spec.host);
   if (!rb.error.empty()) {
@@ -118,15 +120,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   const sm::RouteCheck osm = sm::check_routes(rb.fabric, rb.routes, {.cycles = false});
-
-  sm::RoutingOptions o;
-  if (!sm::parse_routing_chain(engine, o.chain)) return 2;
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::clock_t c0 = std::clock();
-  const sm::RoutingResult ours = sm::compute_routes(rb.fabric, o);
-  const double our_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double our_cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
-  const sm::RouteCheck mine = sm::check_routes(rb.fabric, ours);
 
   std::printf("fabric %s: %zu switches, %zu CAs, %zu links\n", argv[1], spec.topo.switch_count(), spec.topo.ca_count(),
               spec.topo.link_count());
@@ -136,11 +129,32 @@ int main(int argc, char** argv) {
               t_first >= 0 ? t_last - t_first : -1.0, wall, rss_kb / 1024.0, static_cast<unsigned long long>(osm.pairs),
               static_cast<unsigned long long>(osm.unrouted), static_cast<unsigned long long>(osm.max_routes), osm.mean_routes,
               osm.links_used, osm.links);
-  std::printf("madengine %s: %s, engine %s, VLs %u, %.4f s wall %.4f s CPU; pairs %llu unrouted %llu, acyclic per VL %s, "
-              "routes per link max %llu mean %.1f (links used %u of %u)\n",
-              engine.c_str(), ours.ok() ? "ok" : ours.error.c_str(), sm::to_string(ours.engine), mine.vls_used, our_s, our_cpu,
-              static_cast<unsigned long long>(mine.pairs), static_cast<unsigned long long>(mine.unrouted),
-              mine.acyclic ? "yes" : "NO", static_cast<unsigned long long>(mine.max_routes), mine.mean_routes, mine.links_used,
-              mine.links);
-  return up && ours.ok() ? 0 : 1;
+  if (!first_error.empty()) std::printf("opensm log: %s\n", first_error.c_str());
+  if (osm.unrouted != 0) std::printf("opensm routes: %s\n", osm.first_problem.c_str());
+  bool all_ok = up;
+  std::vector<std::string> engines;
+  for (int i = 2; i < argc; ++i) engines.emplace_back(argv[i]);
+  if (engines.empty()) engines.emplace_back("dfsssp");
+  for (const std::string& engine : engines) {
+    sm::RoutingOptions o;
+    if (!sm::parse_routing_chain(engine, o.chain)) return 2;
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::clock_t c0 = std::clock();
+    const sm::RoutingResult ours = sm::compute_routes(rb.fabric, o);
+    const double our_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double our_cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+    if (!ours.ok()) {
+      std::printf("madengine %s: %s\n", engine.c_str(), ours.error.c_str());
+      all_ok = false;
+      continue;
+    }
+    const sm::RouteCheck mine = sm::check_routes(rb.fabric, ours);
+    std::printf("madengine %s: %s, engine %s, VLs %u, %.4f s wall %.4f s CPU; pairs %llu unrouted %llu, acyclic per VL %s, "
+                "routes per link max %llu mean %.1f (links used %u of %u)\n",
+                engine.c_str(), ours.ok() ? "ok" : ours.error.c_str(), sm::to_string(ours.engine), mine.vls_used, our_s, our_cpu,
+                static_cast<unsigned long long>(mine.pairs), static_cast<unsigned long long>(mine.unrouted),
+                mine.acyclic ? "yes" : "NO", static_cast<unsigned long long>(mine.max_routes), mine.mean_routes, mine.links_used,
+                mine.links);
+  }
+  return all_ok ? 0 : 1;
 }
