@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
-#include <filesystem>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -79,10 +78,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bad SPEC %s\n", argv[1]);
     return 2;
   }
-  const std::string path = std::filesystem::temp_directory_path() / ("routing-compare-" + std::to_string(::getpid()) + ".topo");
-  sim::save_topology(spec.topo, path);
-  ibsim::IbsimFabric fabric(path, {.start_timeout = std::chrono::seconds(120)});
-  std::filesystem::remove(path);
+  const auto started = testing::start_ibsim(spec.topo, "routing-compare");
+  const ibsim::IbsimFabric& fabric = *started;
   if (!fabric.ok()) {
     std::fprintf(stderr, "ibsim: %s\n", fabric.error().c_str());
     return 1;

@@ -4,8 +4,12 @@
 // checker takes. Shared by the ibsim routing test and the OpenSM comparison.
 #pragma once
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <memory>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -17,6 +21,18 @@
 #include "sm/routing/routing.hpp"
 
 namespace madengine::testing {
+
+// An ibsim fabric of `topo` (written to a temporary file, removed once
+// ibsim has read it); check ok() and error().
+inline std::unique_ptr<ibsim::IbsimFabric> start_ibsim(const sim::Topology& topo, const std::string& tag,
+                                                       std::chrono::milliseconds start_timeout = std::chrono::minutes(2)) {
+  const std::string path =
+      std::filesystem::temp_directory_path() / (tag + "-" + std::to_string(::getpid()) + ".topo");
+  sim::save_topology(topo, path);
+  auto fabric = std::make_unique<ibsim::IbsimFabric>(path, ibsim::IbsimFabric::Options{.start_timeout = start_timeout});
+  std::filesystem::remove(path);
+  return fabric;
+}
 
 struct ReadBack {
   fabric::Fabric fabric;   // node ids: ibnetdiscover's node order

@@ -6,7 +6,6 @@
 // from another host carry those SLs.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <map>
 #include <random>
 
@@ -33,10 +32,8 @@ struct Case {
 };
 
 void bring_up_and_check(const Case& c) {
-  const std::string path = std::filesystem::temp_directory_path() / ("routing-ibsim-" + std::to_string(::getpid()) + ".topo");
-  sim::save_topology(c.topo, path);
-  ibsim::IbsimFabric fabric(path, {.start_timeout = 60s});
-  std::filesystem::remove(path);
+  const auto started = testing::start_ibsim(c.topo, "routing-ibsim");
+  ibsim::IbsimFabric& fabric = *started;
   ASSERT_TRUE(fabric.ok()) << fabric.error();
   fabric.attach_self(c.sm_host);
   ibsim::MadengineRig rig;
