@@ -5,11 +5,11 @@
 // madengine's engine then routes the same fabric with OpenSM's LIDs.
 //
 //   routing_ibsim_compare SPEC [ENGINE...]
+//   routing_ibsim_compare --write SPEC FILE   (only write SPEC's ibsim topology file)
 //     SPEC: torus:X:Y[:Z] | mesh:X:Y[:Z] | dragonfly:GROUPS:ROUTERS:HOSTS:GLOBALS | ft3:K:PODS[:CUT%]
 //     ENGINE: madengine chains to run on the same fabric (default dfsssp)
 // Times: OpenSM's routing phase from its log timestamps (wall, in its own
 // process) and start-to-exit; ours in process (wall and CPU).
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -74,6 +74,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   Spec spec;
+  if (std::string(argv[1]) == "--write") {
+    if (argc != 4 || !parse_spec(argv[2], spec)) {
+      std::fprintf(stderr, "usage: %s --write SPEC FILE\n", argv[0]);
+      return 2;
+    }
+    sim::save_topology(spec.topo, argv[3]);
+    return 0;
+  }
   if (!parse_spec(argv[1], spec)) {
     std::fprintf(stderr, "bad SPEC %s\n", argv[1]);
     return 2;

@@ -159,7 +159,6 @@ bool route_nue(const EngineInput& in, RoutingResult& res) {
   std::vector<std::uint8_t> settled(n);
   std::vector<SwIdx> settle_order;
   std::vector<std::uint64_t> carried(n);
-  std::uint32_t escapes = 0;
   for (unsigned l = 0; l < layers; ++l)
     for (const std::uint32_t ti : order) {
       if (layer_of_target[ti] != l) continue;
@@ -204,7 +203,6 @@ bool route_nue(const EngineInput& in, RoutingResult& res) {
         for (SwIdx s = 0; s < n; ++s) impasse = impasse || (!settled[s] && hops.at(d, s) != kHopUnreachable);
         if (impasse) {
           // Escape: the whole destination along the spanning tree.
-          ++escapes;
           for (const auto& [a, b] : added) cdg.remove(l, a, b);
           settle_order.clear();
           for (const SwIdx s : tree.bfs) {
@@ -243,7 +241,6 @@ bool route_nue(const EngineInput& in, RoutingResult& res) {
     for (SwIdx s = 0; s < n; ++s)
       if (s != d && hops.at(d, s) == kHopUnreachable) res.unreachable += lids;
   }
-  (void)escapes;
   return true;
 }
 
