@@ -49,6 +49,7 @@ struct SmConfig {
   std::string guid2lid_path;               // empty: LIDs are not persisted
   std::uint8_t lmc = 0;
   RoutingAlgo routing = RoutingAlgo::kMinHop;
+  std::vector<RoutingAlgo> routing_chain;  // non-empty: engines tried in order, replacing `routing` (sm/routing)
   std::vector<std::uint64_t> root_guids;   // up/down roots (empty: detected)
   unsigned routing_threads = 1;
   unsigned path_db_threads = 1;
@@ -135,6 +136,9 @@ struct SweepStats {
   BringupReport bringup;
   std::uint32_t mft_blocks_written = 0;
   std::uint16_t top_lid = 0;
+  std::string routing_engine;        // the engine of the chain that routed
+  std::uint8_t routing_vls = 0;      // SLs/VLs its layers use (identity SL2VL)
+  std::uint32_t lids_rerouted = 0;   // LIDs routed this sweep (incremental: only those a change touched)
   double tables_s = 0;  // included in programming_s
   double discovery_s = 0, lids_s = 0, routing_s = 0, path_db_s = 0, programming_s = 0, total_s = 0;
   bool ok = false;
@@ -148,8 +152,19 @@ struct Routed {
   double routing_s = 0, path_db_s = 0;  // wall time on the compute thread
 };
 
-// The compute job itself: a pure function of its arguments.
-Routed route_fabric(const fabric::Fabric& f, const RoutingOptions& ropts, unsigned shards, unsigned path_db_threads);
+// The publication a sweep re-routes from (incremental routing, path
+// database reuse): its snapshot (fabric, LFTs, paths) and its routing
+// without the LFTs, which the snapshot holds. Immutable, so a compute job
+// can read it while the SM core goes on.
+struct RouteBase {
+  std::shared_ptr<const sa::Snapshot> snap;
+  std::shared_ptr<const RoutingResult> routes;
+};
+
+// The compute job itself: a pure function of its arguments; `base` null:
+// every destination routed, the path database built.
+Routed route_fabric(const fabric::Fabric& f, const RoutingOptions& ropts, unsigned shards, unsigned path_db_threads,
+                    const RouteBase* base = nullptr);
 
 // What the SM remembers of its own mastership; the SMInfo state itself is
 // the HA agent's (sm/ha).
@@ -214,7 +229,7 @@ class SubnetManager {
   Task<void> heavy_sweep();
   RoutingOptions routing_options() const;
   // Routes and the path database of `f`, computed on the compute pool.
-  Task<std::optional<Routed>> route(std::shared_ptr<const fabric::Fabric> f);
+  Task<std::optional<Routed>> route(std::shared_ptr<const fabric::Fabric> f, bool incremental);
   // snap->index() on the compute pool; false when cancelled.
   Task<bool> index_snapshot(std::shared_ptr<sa::Snapshot> snap);
   sa::SmIdentity sm_identity(const LocalPort& lp, std::uint16_t lid, wire::SmState state, std::uint32_t act_count) const noexcept;
@@ -272,6 +287,10 @@ class SubnetManager {
   // (its LIDs, our routes), published the moment a takeover sweep finds the
   // same LIDs, so the SA answers before routing is recomputed.
   std::shared_ptr<sa::Snapshot> warm_;
+  // The routing of current_ (and of warm_) without its LFTs, which the
+  // snapshot holds: the next sweep re-routes incrementally from them (null:
+  // it routes everything).
+  std::shared_ptr<const RoutingResult> current_routes_, warm_routes_;
   SmRoleState role_;
   std::uint16_t sm_lid_ = 0;
   std::uint8_t local_port_ = 1;  // as NodeInfo.LocalPortNum reported it (0 on a switch)

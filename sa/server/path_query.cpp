@@ -144,7 +144,15 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
   if ((mask & cm::kTClass) != 0) out.tclass = q.tclass;
   out.set_reversible(reverse);
   out.pkey = wire::be16::from(pkey);
-  out.set_sl((mask & cm::kSl) != 0 ? q.sl() : 0);
+  // A layered (deadlock-free over several VLs) routing fixes each path's SL:
+  // the path must use it, and a query for another SL has no answer (as
+  // OpenSM with a routing engine that chooses path SLs).
+  if (s.paths.layered()) {
+    if ((mask & cm::kSl) != 0 && q.sl() != fwd.sl) return false;
+    out.set_sl(fwd.sl);
+  } else {
+    out.set_sl((mask & cm::kSl) != 0 ? q.sl() : 0);
+  }
   out.set_mtu_selector(sel::kExactly);
   out.set_mtu(mtu);
   out.set_rate_selector(sel::kExactly);

@@ -27,7 +27,9 @@ sm::SmConfig sm_config(const Config& c) {
   s.retries = static_cast<std::uint8_t>(c.sm.transaction_retries);
   s.guid2lid_path = c.sm.guid2lid;
   s.lmc = static_cast<std::uint8_t>(c.sm.lmc);
-  if (!sm::parse_routing_algo(c.sm.routing, s.routing)) throw ConfigError("sm.routing: " + c.sm.routing);
+  std::string why;
+  if (!sm::parse_routing_chain(c.sm.routing, s.routing_chain, &why)) throw ConfigError("sm.routing: " + why);
+  s.routing = s.routing_chain.front();
   s.root_guids = c.sm.roots;
   // Routing uses every CPU (on the compute pool, beside the cores).
   const unsigned threads = c.sm.routing_threads ? c.sm.routing_threads : std::max(1u, std::thread::hardware_concurrency());

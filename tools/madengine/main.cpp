@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
   app.add_option("--sim-speed", sim_speed, "sim: simulated seconds per wall second (0 = as fast as possible)");
   flags.add(app, "--cores", cfg.engine.cores, "engine cores")->check(CLI::Range(1, 256));
   flags.add(app, "--priority", cfg.sm.priority, "SM priority 0..15")->check(CLI::Range(0, 15));
-  flags.add(app, "--routing", cfg.sm.routing, "minhop | updn | ftree");
+  flags.add(app, "--routing", cfg.sm.routing, "engine or chain tried in order: minhop | updn | ftree | dfsssp | nue | dor, e.g. dfsssp,updn,minhop");
   CLI::Option* guid2lid_opt = flags.add(app, "--guid2lid", cfg.sm.guid2lid,
                                         "GUID-to-LID file kept across restarts (OpenSM's format; \"\" = none)");
   std::string sa_journal;
