@@ -35,6 +35,13 @@ Bytes16 load16(const std::uint8_t* p) noexcept {
   return v;
 }
 
+// Every lane set to b (a scalar operand would be promoted to int first).
+Bytes16 splat(std::uint8_t b) noexcept {
+  Bytes16 v;
+  std::memset(&v, b, sizeof v);
+  return v;
+}
+
 void candidate_masks(const SwitchGraph& g, const HopTables& hops, const Ranking* r, SwIdx s,
                      std::vector<std::uint8_t>& cand) {
   const std::size_t stride = hops.stride;
@@ -42,12 +49,12 @@ void candidate_masks(const SwitchGraph& g, const HopTables& hops, const Ranking*
   const std::size_t groups = (links.size() + 7) / 8;
   cand.assign(groups * stride, 0);
   const std::uint8_t* here = hops.row(s);
-  const Bytes16 one = Bytes16{} + 1, unreachable = Bytes16{} + kHopUnreachable, mask = Bytes16{} + kHopMask,
-                down = Bytes16{} + kHopDownMode, zero = Bytes16{};
+  const Bytes16 one = splat(1), unreachable = splat(kHopUnreachable), mask = splat(kHopMask),
+                down = splat(kHopDownMode), zero = Bytes16{};
   for (std::size_t li = 0; li < links.size(); ++li) {
     const std::uint8_t* there = hops.row(links[li].peer);
     std::uint8_t* out = cand.data() + (li / 8) * stride;
-    const Bytes16 bit = Bytes16{} + static_cast<std::uint8_t>(1u << (li % 8));
+    const Bytes16 bit = splat(static_cast<std::uint8_t>(1u << (li % 8)));
     if (r == nullptr) {
       for (std::size_t d = 0; d < stride; d += 16) {
         const Bytes16 want = load16(here + d) - one;  // 0 (the destination itself) wraps to unreachable

@@ -7,7 +7,8 @@
 // must then give the same records field by field both ways, after the
 // normalisation in kNormalised (with its reason), and `ibroute -M` on S1 must
 // show the new group's MFT entry reaching both members' ports. Each query is
-// answered in one MAD. A second test registers a ServiceRecord with a short
+// answered in one MAD (-g and -m then wait out madengine's re-sends of the
+// NodeRecord table saquery also asks for). A second test registers a ServiceRecord with a short
 // lease from H2 and watches it listed by saquery on H3, then gone once the
 // lease has run out.
 #include <gtest/gtest.h>
@@ -310,6 +311,11 @@ TEST(SaStateConformance, SaquerySeesTheSameStateAsFromOpenSm) {
   std::map<std::string, Outcome> answers;
   for (const auto& q : kQueries) {
     const Outcome& b = answers[q] = ibsim::conformance::saquery_once(fabric, q, "H3");
+    // saquery -g and -m also ask for every NodeRecord (to name members): an
+    // answer of several MADs, which madengine re-sends to the shim for 1.2 s
+    // and which would reach the next saquery (docs/sa.md, "saquery on
+    // ibsim"). The next query waits until those re-sends are over.
+    if (q.rfind("-g", 0) == 0 || q.rfind("-m", 0) == 0) std::this_thread::sleep_for(1500ms);
     const Outcome& a = o.answers.at(q);
     const std::string diff = ibsim::conformance::compare(q, a, b, kNormalised, {}, tally, record_order);
     EXPECT_EQ(diff, "") << "saquery " << q << "\nOpenSM:\n" << a.out << a.err << "\nmadengine:\n" << b.out << b.err;
@@ -325,7 +331,10 @@ TEST(SaStateConformance, SaquerySeesTheSameStateAsFromOpenSm) {
       EXPECT_TRUE(mft_reaches(p->mft, p->mlid, port))
           << who << ": MLID " << p->mlid << " not forwarded to S1 port " << port << "\n" << p->mft;
   }
-  std::printf("compared %zu queries, %zu records equal\n", tally.queries, tally.records);
+  const auto c = me.sa->counters();
+  std::printf("compared %zu queries, %zu records equal; madengine SA: %llu RMPP transfers, %llu Reports sent, %llu acked\n",
+              tally.queries, tally.records, (unsigned long long)c.rmpp_transfers, (unsigned long long)c.reports_sent,
+              (unsigned long long)c.reports_acked);
   EXPECT_GE(tally.records, 10u);
 }
 
@@ -345,9 +354,8 @@ TEST(SaStateIbsim, ServiceFoundByAnotherClientExpiresWithItsLease) {
                             "H2", 60s);
   ASSERT_EQ(c.exit_code, 0) << c.out << c.err;
   const auto registered = std::chrono::steady_clock::now();
-  int crashes = 0;
   const auto listed = [&] {
-    const Outcome o = ibsim::run_saquery(fabric, "SR", "H3", crashes);
+    const Outcome o = ibsim::conformance::saquery_once(fabric, "SR", "H3");
     EXPECT_EQ(o.exit_code, 0) << o.err;
     return o.out.find(kLeaseServiceName) != std::string::npos;
   };
