@@ -7,6 +7,7 @@
 #include "sm/sm.hpp"
 
 #include <spdlog/spdlog.h>
+#include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +21,7 @@ namespace madengine::sm {
 
 namespace {
 
+constexpr std::size_t kChangedSwitchesMax = 64;  // switches noted between heavy sweeps
 constexpr Nanos kIdleStepNs = 20 * kNanosPerMilli;  // how often the idle loop looks for traps and requests
 
 }  // namespace
@@ -205,6 +207,7 @@ void SubnetManager::on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept {
     const std::uint16_t trap = notice && notice->is_generic() ? notice->trap_number.get() : 0;
     if (trap == wire::trap::kLinkStateChange) {
       spdlog::info("sm: trap 128 (link state change) from LID {}: heavy sweep", notice->issuer_lid.get());
+      note_changed_switch(notice->issuer_lid.get());
       heavy_requested_.store(true, std::memory_order_relaxed);
     } else if (trap == wire::trap::kLocalChanges) {
       // Another SM's priority or IsSM changed: a master looks again (IBA 14.4.1.1).
@@ -241,6 +244,19 @@ void SubnetManager::on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept {
   const std::uint64_t n = sminfo_answered_;
   update_status([n](SmStatus& s) { s.sminfo_answered = n; });
   publish_ha_status();
+}
+
+void SubnetManager::note_changed_switch(std::uint16_t lid) {
+  const fabric::EndPort* e = current_ != nullptr ? current_->end_port_by_lid(lid) : nullptr;
+  if (e == nullptr || !current_->fabric.nodes[e->node].is_switch()) {
+    walk_reason_ = fmt::format("trap 128 from LID {}, not a switch we know", lid);
+    return;
+  }
+  if (changed_switches_.size() >= kChangedSwitchesMax) {
+    walk_reason_ = "many switches changed";
+    return;
+  }
+  changed_switches_.push_back(current_->fabric.nodes[e->node].node_guid);
 }
 
 // ---- the main loop --------------------------------------------------------------

@@ -44,6 +44,10 @@ struct SmConfig {
   std::uint16_t core = 0;                  // engine core the SM's tasks run on
   std::uint32_t window_smps_max = 64;      // SMPs in flight (OpenSM: 4)
   std::uint32_t window_per_dest_max = 4;   // in flight to one node (DR path or LID)
+  // Links that went down at switches that reported them (trap 128, light
+  // sweep) are taken down in the last fabric after reading those switches'
+  // ports, instead of walking the whole subnet (OpenSM walks it).
+  bool rediscover_link_changes = true;
   std::uint32_t timeout_ms = 200;          // per attempt, OpenSM's default
   std::uint8_t retries = 3;
   std::string guid2lid_path;               // empty: LIDs are not persisted
@@ -133,6 +137,8 @@ struct SweepStats {
   std::uint32_t new_nodes = 0, vanished_nodes = 0;
   std::uint32_t lids_new = 0;
   std::uint32_t discovery_errors = 0;
+  bool rediscovered = false;          // from the last fabric and the changed switches, not a walk of the subnet
+  std::string walk_reason;            // why a re-discovery was not enough (empty: none was tried)
   BringupReport bringup;
   std::uint32_t mft_blocks_written = 0;
   std::uint16_t top_lid = 0;
@@ -219,7 +225,11 @@ class SubnetManager {
   bool wait_subnet_up(std::chrono::milliseconds timeout) const {
     return wait_for([](const SmStatus& s) { return s.subnet_up; }, timeout);
   }
-  void request_heavy_sweep() noexcept { heavy_requested_.store(true, std::memory_order_relaxed); }
+  // A heavy sweep that walks the whole subnet (no re-discovery from the last fabric).
+  void request_heavy_sweep() noexcept {
+    walk_requested_.store(true, std::memory_order_relaxed);
+    heavy_requested_.store(true, std::memory_order_relaxed);
+  }
 
  private:
   class ResponseHook;
@@ -237,6 +247,9 @@ class SubnetManager {
   Task<void> prepare_warm(fabric::Fabric f, std::vector<std::uint16_t> current_lids, LocalPort lp);
   bool publish_warm(const fabric::Fabric& f, const std::vector<std::uint16_t>& current_lids);
   Task<bool> light_sweep();
+  // A switch reported a link-state change (trap 128 from its LID): the next
+  // heavy sweep re-reads it; an issuer that is not a known switch makes it walk.
+  void note_changed_switch(std::uint16_t lid);
   // Our own port's PortInfo (state, LID) as a master left it; true when it changed.
   Task<bool> local_port_changed();
   Task<void> replica_loop();
@@ -301,6 +314,12 @@ class SubnetManager {
   bool sa_state_restored_ = false; // cfg_.sa_state_restored, until our first mastership
 
   std::atomic<bool> heavy_requested_{true};
+  // The next heavy sweep walks the whole subnet; unless set, it re-discovers
+  // from the last fabric the switches in changed_switches_ (node GUIDs, from
+  // traps 128 and light sweeps; sm/discovery/rediscover.hpp).
+  std::atomic<bool> walk_requested_{true};  // request_heavy_sweep() (any thread)
+  std::string walk_reason_;                  // the SM's own finding that the next sweep must walk
+  std::vector<std::uint64_t> changed_switches_;
   std::uint8_t local_state_seen_ = 0;  // our port's PortState after our last sweep (0: unknown)
   bool local_check_now_ = false;       // a port event: check our port without waiting
   TaskHandle run_task_;                // run(): woken from its idle sleep by traps and SMInfo Sets

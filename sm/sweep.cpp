@@ -10,6 +10,7 @@
 #include "madengine/wire/codec.hpp"
 #include "sa/paths/path_db.hpp"
 #include "sm/discovery/discovery.hpp"
+#include "sm/discovery/rediscover.hpp"
 #include "sm/lids/lid_assign.hpp"
 #include "sm/sm.hpp"
 
@@ -18,6 +19,13 @@ namespace madengine::sm {
 namespace {
 
 double seconds(Nanos a, Nanos b) { return static_cast<double>(b - a) / 1e9; }
+
+// The SM's own node in a fabric it discovered: the one reached by the empty path.
+fabric::NodeId local_node_of(const fabric::Fabric& f) {
+  for (fabric::NodeId i = 0; i < f.nodes.size(); ++i)
+    if (f.nodes[i].dr_path.hops == 0) return i;
+  return fabric::kNoNode;
+}
 
 }  // namespace
 
@@ -28,7 +36,37 @@ Task<void> SubnetManager::heavy_sweep() {
   const std::uint64_t smps0 = queue_->submitted();
   const LocalPort lp = transport_.local_port();
   ha_->sweep_started();
-  DiscoveryResult d = co_await discover(*queue_, DiscoveryOptions{.port_num = lp.port_num, .m_key = cfg_.m_key});
+  const DiscoveryOptions dopts{.port_num = lp.port_num, .m_key = cfg_.m_key};
+  std::vector<std::uint64_t> changed = std::move(changed_switches_);
+  changed_switches_.clear();
+  std::string walk_reason = std::move(walk_reason_);
+  walk_reason_.clear();
+  if (walk_requested_.exchange(false, std::memory_order_relaxed)) walk_reason = "requested";
+  else if (!cfg_.rediscover_link_changes) walk_reason = "re-discovery is off";
+  else if (current_ == nullptr) walk_reason = "no fabric yet";
+  else if (ha_->state() != wire::SmState::kMaster || role_.mastership_new) walk_reason = "a new mastership";
+  else if (walk_reason.empty() && changed.empty()) walk_reason = "no switch reported a change";
+  st.walk_reason = walk_reason;
+  std::optional<DiscoveryResult> found;
+  if (walk_reason.empty()) {
+    Task<Rediscovery> again = rediscover(*queue_, current_->fabric, local_node_of(current_->fabric), local_port_,
+                                         std::move(changed), dopts);
+    Rediscovery r = co_await again;
+    if (r.result) {
+      found = std::move(r.result);
+      st.rediscovered = true;
+      spdlog::info("sm: re-discovery: {} link(s) down, {} SMPs", r.links_down, found->smps);
+    } else {
+      st.walk_reason = r.full_reason;
+      spdlog::info("sm: re-discovery not enough ({}): walking the subnet", r.full_reason);
+    }
+  }
+  if (!found) {
+    Task<DiscoveryResult> walking = discover(*queue_, dopts);
+    found = co_await walking;
+  }
+  DiscoveryResult d = std::move(*found);
+  found.reset();
   const Nanos t1 = clock.now_ns();
   st.discovery_s = seconds(t0, t1);
   st.discovery_smps = queue_->submitted() - smps0;
@@ -274,14 +312,19 @@ Task<bool> SubnetManager::light_sweep() {
                                                  {}, cfg_.m_key)
                               : make_dr_request(wire::method::kGet, wire::smp_attr::kSwitchInfo, 0, path, port_num, {},
                                                 cfg_.m_key);
-    queue_->submit(get, [this, changed, path, port_num](const TxnResult& r) {
+    queue_->submit(get, [this, changed, path, port_num, guid = n.node_guid](const TxnResult& r) {
       const auto si = smp_response_ok(r) ? wire::decode<wire::SwitchInfo>(smp_data(r.response)) : std::nullopt;
       if (!si) {
-        *changed = true;  // a switch stopped answering
+        // A switch stopped answering, or its LID route crossed a link that
+        // went down: the heavy sweep reads it around the changed links, and
+        // walks the subnet if it still does not answer.
+        *changed = true;
+        changed_switches_.push_back(guid);
         return;
       }
       if (si->port_state_change() == 0) return;
       *changed = true;
+      changed_switches_.push_back(guid);
       wire::SwitchInfo clear = *si;
       clear.prepare_for_set(true);  // write 1 to clear (IBA 14.2.5.4)
       queue_->submit(make_dr_request(wire::method::kSet, wire::smp_attr::kSwitchInfo, 0, path, port_num,
@@ -292,9 +335,12 @@ Task<bool> SubnetManager::light_sweep() {
   const std::uint16_t want_lid = sm_lid_;
   queue_->submit(make_dr_request(wire::method::kGet, wire::smp_attr::kPortInfo, local_port_, wire::DrPath{}, port_num, {},
                                  cfg_.m_key),
-                 [changed, want_lid](const TxnResult& r) {
+                 [this, changed, want_lid](const TxnResult& r) {
                    const auto pi = smp_response_ok(r) ? wire::decode<wire::PortInfo>(smp_data(r.response)) : std::nullopt;
-                   if (!pi || pi->state() != wire::PortState::kActive || pi->lid.get() != want_lid) *changed = true;
+                   if (!pi || pi->state() != wire::PortState::kActive || pi->lid.get() != want_lid) {
+                     *changed = true;
+                     walk_reason_ = "our port changed";
+                   }
                  });
   co_await queue_->drained();
   const std::uint64_t smps = queue_->submitted() - smps0;
@@ -325,8 +371,10 @@ Task<bool> SubnetManager::local_port_changed() {
                    *state = pi->port_state();
                  });
   co_await queue_->drained();
-  if (*changed)
+  if (*changed) {
     spdlog::info("sm: our port is {} (was {}): heavy sweep", *state, local_state_seen_);
+    walk_reason_ = "our port changed";
+  }
   local_state_seen_ = *state;
   co_return *changed;
 }
