@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "madengine/common/parallel_for.hpp"
+#include "engine/parallel_for.hpp"
 
 namespace madengine {
 

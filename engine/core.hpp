@@ -14,14 +14,14 @@
 #include <poll.h>
 
 #include "madengine/engine/clock.hpp"
-#include "madengine/engine/dispatch.hpp"
-#include "madengine/engine/lifecycle.hpp"
+#include "engine/dispatch.hpp"
+#include "engine/lifecycle.hpp"
 #include "madengine/engine/mad_buf.hpp"
-#include "madengine/engine/mad_pool.hpp"
-#include "madengine/engine/poller.hpp"
-#include "madengine/engine/ring.hpp"
+#include "engine/mad_pool.hpp"
+#include "engine/poller.hpp"
+#include "engine/ring.hpp"
 #include "madengine/engine/transport.hpp"
-#include "madengine/engine/tx_sink.hpp"
+#include "engine/tx_sink.hpp"
 
 namespace madengine {
 

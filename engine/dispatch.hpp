@@ -11,7 +11,7 @@
 
 #include "madengine/engine/clock.hpp"
 #include "madengine/engine/mad_buf.hpp"
-#include "madengine/engine/tx_sink.hpp"
+#include "engine/tx_sink.hpp"
 #include "madengine/wire/mad.hpp"
 
 namespace madengine {

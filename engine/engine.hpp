@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "madengine/engine/clock.hpp"
-#include "madengine/engine/core.hpp"
-#include "madengine/engine/dispatch.hpp"
-#include "madengine/engine/lifecycle.hpp"
-#include "madengine/engine/mad_pool.hpp"
-#include "madengine/engine/poller.hpp"
+#include "engine/core.hpp"
+#include "engine/dispatch.hpp"
+#include "engine/lifecycle.hpp"
+#include "engine/mad_pool.hpp"
+#include "engine/poller.hpp"
 #include "madengine/engine/transport.hpp"
 
 namespace madengine {

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <span>
 
-#include "madengine/engine/transaction.hpp"
+#include "engine/transaction.hpp"
 #include "madengine/engine/transport.hpp"
 
 namespace madengine {

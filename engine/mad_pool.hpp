@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "madengine/engine/mad_buf.hpp"
-#include "madengine/engine/ring.hpp"
+#include "engine/ring.hpp"
 
 namespace madengine {
 

@@ -20,10 +20,10 @@
 #include <utility>
 #include <vector>
 
-#include "madengine/engine/compute_pool.hpp"
-#include "madengine/engine/core.hpp"
-#include "madengine/engine/poller.hpp"
-#include "madengine/engine/task.hpp"
+#include "engine/compute_pool.hpp"
+#include "engine/core.hpp"
+#include "engine/poller.hpp"
+#include "engine/task.hpp"
 
 namespace madengine {
 

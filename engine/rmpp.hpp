@@ -11,9 +11,9 @@
 
 #include "madengine/engine/clock.hpp"
 #include "madengine/engine/mad_buf.hpp"
-#include "madengine/engine/poller.hpp"
-#include "madengine/engine/scheduler.hpp"
-#include "madengine/engine/tx_sink.hpp"
+#include "engine/poller.hpp"
+#include "engine/scheduler.hpp"
+#include "engine/tx_sink.hpp"
 #include "madengine/wire/rmpp.hpp"
 #include "madengine/wire/sa.hpp"
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "madengine/engine/clock.hpp"
-#include "madengine/engine/poller.hpp"
-#include "madengine/engine/task.hpp"
+#include "engine/poller.hpp"
+#include "engine/task.hpp"
 
 namespace madengine {
 

@@ -16,12 +16,12 @@
 #include <vector>
 
 #include "madengine/engine/clock.hpp"
-#include "madengine/engine/dispatch.hpp"
+#include "engine/dispatch.hpp"
 #include "madengine/engine/mad_buf.hpp"
-#include "madengine/engine/poller.hpp"
-#include "madengine/engine/scheduler.hpp"
-#include "madengine/engine/task.hpp"
-#include "madengine/engine/tx_sink.hpp"
+#include "engine/poller.hpp"
+#include "engine/scheduler.hpp"
+#include "engine/task.hpp"
+#include "engine/tx_sink.hpp"
 #include "madengine/wire/smp.hpp"
 
 namespace madengine {

@@ -1,5 +1,5 @@
 // TOML -> Config with errors that name the line (see config.hpp).
-#include "config.hpp"
+#include "madengine/node/config.hpp"
 
 #include <arpa/inet.h>
 #include <fmt/format.h>

@@ -1,12 +1,12 @@
 // Generator specs (see fabric_spec.hpp).
-#include "fabric_spec.hpp"
+#include "node/fabric_spec.hpp"
 
 #include <fmt/format.h>
 
 #include <sstream>
 #include <vector>
 
-#include "config.hpp"
+#include "madengine/node/config.hpp"
 #include "sim/generators.hpp"
 
 namespace madengine::daemon {

@@ -1,5 +1,5 @@
 // Wiring of transport, engine, SA and SM (see daemon.hpp).
-#include "daemon.hpp"
+#include "madengine/node/node.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -10,7 +10,7 @@
 
 #include "engine/umad/umad_transport.hpp"
 #include "sa/server/response_chain.hpp"
-#include "fabric_spec.hpp"
+#include "node/fabric_spec.hpp"
 #include "sim/fabric.hpp"
 #include "sim/sim_transport.hpp"
 

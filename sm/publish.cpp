@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "madengine/engine/offload.hpp"
+#include "engine/offload.hpp"
 #include "sa/paths/path_db.hpp"
 #include "sm/lids/lid_assign.hpp"
 #include "sm/sm.hpp"

@@ -12,7 +12,7 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "madengine/engine/offload.hpp"
+#include "engine/offload.hpp"
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/smp/notice.hpp"
 

@@ -17,10 +17,10 @@
 #include <unordered_set>
 #include <vector>
 
-#include "madengine/engine/compute_pool.hpp"
-#include "madengine/engine/engine.hpp"
-#include "madengine/engine/scheduler.hpp"
-#include "madengine/engine/transaction.hpp"
+#include "engine/compute_pool.hpp"
+#include "engine/engine.hpp"
+#include "engine/scheduler.hpp"
+#include "engine/transaction.hpp"
 #include "madengine/engine/transport.hpp"
 #include "madengine/wire/smp/notice.hpp"
 #include "madengine/wire/smp/sm_info.hpp"

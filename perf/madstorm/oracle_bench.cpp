@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon.hpp"
+#include "madengine/node/node.hpp"
 #include "lib/fabric_hosts.hpp"
 #include "lib/fabric_oracle.hpp"
 #include "sim/fabric.hpp"

@@ -28,7 +28,7 @@
 #include <cstring>
 #include <optional>
 
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa_records.hpp"
 #include "sa/server/sa_server.hpp"

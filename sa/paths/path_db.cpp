@@ -10,7 +10,7 @@
 #include <array>
 #include <unordered_map>
 
-#include "madengine/common/parallel_for.hpp"
+#include "engine/parallel_for.hpp"
 #include "sa/paths/link_rate.hpp"
 
 namespace madengine::sa {

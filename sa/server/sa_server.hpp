@@ -15,10 +15,10 @@
 #include <optional>
 #include <vector>
 
-#include "madengine/engine/dispatch.hpp"
-#include "madengine/engine/engine.hpp"
-#include "madengine/engine/rmpp.hpp"
-#include "madengine/engine/transaction.hpp"
+#include "engine/dispatch.hpp"
+#include "engine/engine.hpp"
+#include "engine/rmpp.hpp"
+#include "engine/transaction.hpp"
 #include "madengine/wire/sa_records.hpp"
 #include "madengine/wire/smp/notice.hpp"
 #include "sa/snapshot.hpp"

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "madengine/common/parallel_for.hpp"
+#include "engine/parallel_for.hpp"
 
 namespace madengine::sm {
 

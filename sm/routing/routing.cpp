@@ -8,7 +8,7 @@
 #include <unordered_map>
 
 #include "sm/routing/hop_tables.hpp"
-#include "madengine/common/parallel_for.hpp"
+#include "engine/parallel_for.hpp"
 #include "sm/routing/switch_graph.hpp"
 
 namespace madengine::sm {

@@ -1,7 +1,7 @@
 // Task<T> and Scheduler: lazy start, nested awaits, timer ordering (ties in
 // insertion order), yield fairness, cancellation of sleeping/queued/running
 // tasks, and destruction of suspended frames without resuming them.
-#include "madengine/engine/scheduler.hpp"
+#include "engine/scheduler.hpp"
 
 #include <gtest/gtest.h>
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <thread>
 
-#include "daemon.hpp"
+#include "madengine/node/node.hpp"
 #include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
 #include "umad_sa_client.hpp"

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "engine/umad/umad_transport.hpp"
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sa/snapshot.hpp"
 #include "sm/sm.hpp"

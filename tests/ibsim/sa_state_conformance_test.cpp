@@ -28,7 +28,7 @@
 #include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
 #include "madengine_rig.hpp"
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa_records.hpp"

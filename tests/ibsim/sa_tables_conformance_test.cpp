@@ -20,7 +20,7 @@
 #include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
 #include "madengine_rig.hpp"
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sa/snapshot.hpp"
 #include "saquery_records.hpp"

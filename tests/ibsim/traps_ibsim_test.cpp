@@ -21,7 +21,7 @@
 
 #include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa/inform_info.hpp"
 #include "madengine/wire/smp/notice.hpp"

@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "daemon.hpp"
+#include "madengine/node/node.hpp"
 #include "lib/fabric_hosts.hpp"
 #include "lib/fabric_oracle.hpp"
 #include "lib/report.hpp"

@@ -13,7 +13,7 @@
 #include <optional>
 #include <vector>
 
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa/get_table.hpp"
 #include "madengine/wire/sa_records.hpp"

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "sa/server/response_chain.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sa/snapshot.hpp"

@@ -7,7 +7,7 @@
 #include <functional>
 #include <memory>
 
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "madengine/wire/sa_records.hpp"
 #include "madengine/wire/smp/notice.hpp"
 #include "sa/server/sa_server.hpp"

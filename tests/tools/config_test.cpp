@@ -1,6 +1,6 @@
 // The daemon's configuration: defaults, every section parsed, and bad input
 // rejected with a message naming the line.
-#include "config.hpp"
+#include "madengine/node/config.hpp"
 
 #include <gtest/gtest.h>
 

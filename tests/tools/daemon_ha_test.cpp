@@ -16,7 +16,7 @@
 #include <memory>
 #include <optional>
 
-#include "daemon.hpp"
+#include "madengine/node/node.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa/get_table.hpp"
 #include "madengine/wire/sa_records.hpp"

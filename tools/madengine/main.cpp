@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "daemon.hpp"
+#include "madengine/node/node.hpp"
 #include "sim/fabric.hpp"
 
 using namespace madengine;

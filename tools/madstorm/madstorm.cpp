@@ -23,7 +23,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "daemon.hpp"
+#include "madengine/node/node.hpp"
 #include "engine/umad/umad_transport.hpp"
 #include "lib/fabric_hosts.hpp"
 #include "lib/fabric_oracle.hpp"

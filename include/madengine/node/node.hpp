@@ -7,8 +7,8 @@
 #include <chrono>
 #include <memory>
 
-#include "config.hpp"
-#include "madengine/engine/engine.hpp"
+#include "madengine/node/config.hpp"
+#include "engine/engine.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sm/sm.hpp"
 
