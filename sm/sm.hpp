@@ -92,7 +92,7 @@ struct SmConfig {
   std::uint8_t leaf_head_of_queue_lifetime = 0x10;
   std::uint8_t vl_stall_count = 7;
   std::uint8_t leaf_vl_stall_count = 7;
-  McGroupProvider* mcast = nullptr;  // optional; must outlive the SM
+  sa::McGroupProvider* mcast = nullptr;  // optional; must outlive the SM
   // Also read SL2VL/VLArb of switch external ports (ports^2 SMPs a switch;
   // see sm/tables). End ports' tables and GUIDInfo are always read.
   bool read_switch_port_tables = false;
