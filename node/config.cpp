@@ -1,4 +1,4 @@
-// TOML -> Config with errors that name the line (see config.hpp).
+// TOML -> NodeConfig with errors that name the line (see madengine/node/config.hpp).
 #include "madengine/node/config.hpp"
 
 #include <arpa/inet.h>
@@ -8,7 +8,7 @@
 #include <sstream>
 #include <toml++/toml.h>
 
-namespace madengine::daemon {
+namespace madengine::node {
 
 const char* to_string(TransportKind k) noexcept { return k == TransportKind::kUmad ? "umad" : "sim"; }
 
@@ -65,6 +65,12 @@ class Section {
       auto v = n->value<bool>();
       if (!v) fail(file_, *n, fmt::format("{}{} must be true or false", prefix_, key));
       out = *v;
+    } else if constexpr (std::is_floating_point_v<T>) {
+      auto v = n->value<double>();  // an integer is a number too
+      if (!v) fail(file_, *n, fmt::format("{}{} must be a number", prefix_, key));
+      if (*v < static_cast<double>(lo) || *v > static_cast<double>(hi))
+        fail(file_, *n, fmt::format("{}{} = {} is outside {}..{}", prefix_, key, *v, lo, hi));
+      out = *v;
     } else if constexpr (std::is_same_v<T, std::string>) {
       auto v = n->value<std::string>();
       if (!v) fail(file_, *n, fmt::format("{}{} must be a string", prefix_, key));
@@ -115,14 +121,14 @@ class Section {
 
 }  // namespace
 
-Config parse_config(const std::string& text, const std::string& name) {
+NodeConfig parse_config(const std::string& text, const std::string& name) {
   toml::table root;
   try {
     root = toml::parse(text, name);
   } catch (const toml::parse_error& e) {
     throw ConfigError(fmt::format("{}:{}: {}", name, e.source().begin.line, e.description()));
   }
-  Config c;
+  NodeConfig c;
   const toml::table empty;
   auto table = [&](const char* key) -> const toml::table& {
     const toml::node* n = root.get(key);
@@ -154,6 +160,7 @@ Config parse_config(const std::string& text, const std::string& name) {
     s.get("generate", c.transport.generate);
     s.get("seed", c.transport.seed, 0);
     s.get("sim_node", c.transport.sim_node);
+    s.get("sim_speed", c.transport.sim_speed, 0, 1'000'000);
     s.reject_unknown();
   }
   {
@@ -214,7 +221,7 @@ Config parse_config(const std::string& text, const std::string& name) {
   return c;
 }
 
-Config load_config_file(const std::string& path) {
+NodeConfig load_config_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw ConfigError(fmt::format("{}: cannot open", path));
   std::stringstream ss;
@@ -222,18 +229,18 @@ Config load_config_file(const std::string& path) {
   return parse_config(ss.str(), path);
 }
 
-void apply_state_defaults(Config& c, bool guid2lid_given, bool journal_given) {
+void apply_state_defaults(NodeConfig& c, bool guid2lid_given, bool journal_given) {
   if (c.transport.kind != TransportKind::kUmad) return;
   const std::string dir = kStateDir;
   if (!guid2lid_given && !c.given.contains("sm.guid2lid")) c.sm.guid2lid = dir + "/guid2lid";
   if (!journal_given && !c.given.contains("sa.journal")) c.sa.journal = dir + "/sa-state.journal";
 }
 
-void validate(const Config& c) {
+void validate(const NodeConfig& c) {
   if (c.transport.kind == TransportKind::kSim && c.transport.topology.empty() && c.transport.generate.empty())
     throw ConfigError("transport.kind = \"sim\" needs transport.topology or transport.generate");
   if (c.sm.smps_per_node_max > c.sm.smps_in_flight_max)
     throw ConfigError("sm.smps_per_node_max cannot exceed sm.smps_in_flight_max");
 }
 
-}  // namespace madengine::daemon
+}  // namespace madengine::node

@@ -1,4 +1,4 @@
-// Generator specs (see fabric_spec.hpp).
+// Generator specs (see node/fabric_spec.hpp).
 #include "node/fabric_spec.hpp"
 
 #include <fmt/format.h>
@@ -9,7 +9,7 @@
 #include "madengine/node/config.hpp"
 #include "sim/generators.hpp"
 
-namespace madengine::daemon {
+namespace madengine::node {
 
 namespace {
 
@@ -73,4 +73,4 @@ sim::Topology make_topology(const std::string& generate, const std::string& topo
   throw ConfigError(fmt::format("fabric spec '{}': expected {}", generate, usage));
 }
 
-}  // namespace madengine::daemon
+}  // namespace madengine::node

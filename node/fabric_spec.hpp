@@ -6,9 +6,9 @@
 
 #include "sim/topology.hpp"
 
-namespace madengine::daemon {
+namespace madengine::node {
 
 // Throws ConfigError with the spec and what is wrong with it.
 sim::Topology make_topology(const std::string& generate, const std::string& topology_file);
 
-}  // namespace madengine::daemon
+}  // namespace madengine::node

@@ -1,4 +1,4 @@
-// Wiring of transport, engine, SA and SM (see daemon.hpp).
+// Wiring of transport, engine, SA and SM (see madengine/node/node.hpp).
 #include "madengine/node/node.hpp"
 
 #include <fmt/format.h>
@@ -6,19 +6,28 @@
 
 #include <chrono>
 #include <filesystem>
+#include <stdexcept>
 #include <thread>
 
+#include "engine/compute_pool.hpp"
+#include "engine/engine.hpp"
 #include "engine/umad/umad_transport.hpp"
-#include "sa/server/response_chain.hpp"
+#include "node/event_hub.hpp"
 #include "node/fabric_spec.hpp"
+#include "node/internals.hpp"
+#include "node/sim_driver.hpp"
+#include "node/vendor_mads.hpp"
+#include "sa/server/response_chain.hpp"
+#include "sa/server/sa_server.hpp"
 #include "sim/fabric.hpp"
 #include "sim/sim_transport.hpp"
+#include "sm/sm.hpp"
 
-namespace madengine::daemon {
+namespace madengine::node {
 
 namespace {
 
-sm::SmConfig sm_config(const Config& c) {
+sm::SmConfig sm_config(const NodeConfig& c) {
   sm::SmConfig s;
   s.core = 0;
   s.window_smps_max = c.sm.smps_in_flight_max;
@@ -156,55 +165,87 @@ std::uint32_t first_ca(const sim::Fabric& f) {
 
 }  // namespace
 
-struct Daemon::Parts {
-  Config cfg;
+struct Node::Parts {
+  NodeConfig cfg;
   // Compute (routing, path database) and I/O (journal, guid2lid) threads
   // beside the cores; inline on the simulator, which is single-threaded by design.
   std::unique_ptr<ComputePool> compute;
   std::unique_ptr<ComputePool> io;
-  // sim
-  std::unique_ptr<sim::Fabric> fabric;
-  // either transport
-  std::unique_ptr<Transport> transport;
+  // sim: ours, or one shared with other nodes (NodeInternals)
+  std::unique_ptr<sim::Fabric> own_fabric;
+  sim::Fabric* fabric = nullptr;
+  // either transport, or the embedder's
+  std::unique_ptr<Transport> own_transport;
+  Transport* transport = nullptr;
+  std::unique_ptr<EventHub> events;
+  std::unique_ptr<VendorMads> vendor;
   std::unique_ptr<Engine> engine;
   sa::SnapshotStore store;
   std::unique_ptr<sa::SaServer> sa;
   std::unique_ptr<sm::SubnetManager> sm;
   std::vector<std::unique_ptr<sa::ResponseChain>> chains;
   std::unique_ptr<JournalWriter> journal;
+  std::unique_ptr<SimDriver> driver;
   bool started = false;
+  bool engine_running = false;
+
+  // One turn of every core; when nothing was due, the fabric's clock moves on.
+  std::size_t pump(Nanos step_ns) {
+    const std::size_t work = engine->poll_all_once();
+    if (work == 0) fabric->advance(step_ns);
+    return work;
+  }
 };
 
-Daemon::Daemon(const Config& cfg) : p_(std::make_unique<Parts>()) {
+Node::Node(const NodeConfig& cfg, NodeHooks hooks) : Node(cfg, std::move(hooks), NodeInternals{}) {}
+
+Node::Node(const NodeConfig& cfg, NodeHooks hooks, const NodeInternals& in) : p_(std::make_unique<Parts>()) {
   validate(cfg);
   p_->cfg = cfg;
+  for (const VendorClassHandler& v : hooks.vendor_classes)
+    if (!is_vendor_class(v.mgmt_class) || !v.handler)
+      throw ConfigError(fmt::format("vendor class 0x{:02x}: not a vendor-specific class (0x09, 0x30-0x4f) or no handler",
+                                    v.mgmt_class));
   const Clock* clock = nullptr;
   static const SteadyClock steady;
-  if (cfg.transport.kind == TransportKind::kSim) {
-    const sim::Topology topo = make_topology(cfg.transport.generate, cfg.transport.topology);
-    p_->fabric = std::make_unique<sim::Fabric>(topo, sim::FabricConfig{.seed = cfg.transport.seed});
-    std::uint32_t node = first_ca(*p_->fabric);
-    if (!cfg.transport.sim_node.empty()) {
-      node = p_->fabric->find_node(cfg.transport.sim_node);
-      if (node >= p_->fabric->node_count()) throw ConfigError("transport.sim_node: no node named " + cfg.transport.sim_node);
+  if (hooks.transport != nullptr) {
+    p_->transport = hooks.transport;
+    clock = &steady;
+  } else if (cfg.transport.kind == TransportKind::kSim) {
+    std::uint32_t node = 0;
+    if (in.sim_fabric != nullptr) {
+      p_->fabric = in.sim_fabric;
+      node = in.sim_node;
+    } else {
+      const sim::Topology topo = make_topology(cfg.transport.generate, cfg.transport.topology);
+      p_->own_fabric = std::make_unique<sim::Fabric>(topo, sim::FabricConfig{.seed = cfg.transport.seed});
+      p_->fabric = p_->own_fabric.get();
+      node = first_ca(*p_->fabric);
+      if (!cfg.transport.sim_node.empty()) {
+        node = p_->fabric->find_node(cfg.transport.sim_node);
+        if (node >= p_->fabric->node_count()) throw ConfigError("transport.sim_node: no node named " + cfg.transport.sim_node);
+      }
+      spdlog::info("sim fabric: {} nodes, SM on node {} ({})", p_->fabric->node_count(), node,
+                   cfg.transport.topology.empty() ? cfg.transport.generate : cfg.transport.topology);
     }
-    p_->transport = std::make_unique<sim::SimTransport>(*p_->fabric, node, p_->fabric->is_switch(node) ? 0 : 1, "sim");
+    p_->own_transport = std::make_unique<sim::SimTransport>(*p_->fabric, node, p_->fabric->is_switch(node) ? 0 : 1, "sim");
     clock = &p_->fabric->clock();
-    spdlog::info("sim fabric: {} nodes, SM on node {} ({})", p_->fabric->node_count(), node,
-                 cfg.transport.topology.empty() ? cfg.transport.generate : cfg.transport.topology);
   } else {
     UmadConfig u;
     u.ca_name = cfg.transport.ca;
     u.port_num = static_cast<int>(cfg.transport.port);
-    p_->transport = std::make_unique<UmadTransport>(u, steady);
+    p_->own_transport = std::make_unique<UmadTransport>(u, steady);
     clock = &steady;
   }
-  if (!p_->transport->open(AgentSpec{.smi = true, .is_sm = true, .sa_server = true, .gsi_client = true})) {
-    if (cfg.transport.kind == TransportKind::kUmad)
+  if (p_->transport == nullptr) p_->transport = p_->own_transport.get();
+  AgentSpec agents{.smi = true, .is_sm = true, .sa_server = true, .gsi_client = true};
+  for (const VendorClassHandler& v : hooks.vendor_classes) agents.vendor_classes.push_back(v.mgmt_class);
+  if (!p_->transport->open(agents)) {
+    if (p_->own_transport && cfg.transport.kind == TransportKind::kUmad)
       throw std::runtime_error(fmt::format(
           "umad: {} (an SM needs an InfiniBand port; the in-process simulator is --transport sim)",
           static_cast<UmadTransport&>(*p_->transport).last_error()));
-    throw std::runtime_error(fmt::format("transport {} did not open", to_string(cfg.transport.kind)));
+    throw std::runtime_error(fmt::format("transport {} did not open", p_->transport->name()));
   }
 
   if (cfg.engine.idle == "block" && std::uint64_t{cfg.sm.ha_poll_interval_ms} * cfg.sm.ha_poll_retries < 1000)
@@ -218,18 +259,21 @@ Daemon::Daemon(const Config& cfg) : p_(std::make_unique<Parts>()) {
   engine_cfg.backoff.spin_loops_min = cfg.engine.idle_spin_loops_min;
   p_->engine = std::make_unique<Engine>(engine_cfg);
   p_->engine->add_transport(*p_->transport, 0);
+  if (!hooks.vendor_classes.empty())
+    p_->vendor = std::make_unique<VendorMads>(*p_->engine, std::move(hooks.vendor_classes));
 
   sa::SaServerConfig sac;
   sac.queue_max = cfg.sa.queue_depth;
   sac.requester_queued_max = cfg.sa.requester_share_max;
   sac.install_response_hooks = false;
   sac.gid_traps_from_epochs = false;  // the SM sends traps 64/65 (on_notice below)
+  if (in.sa) in.sa(sac);
   p_->sa = std::make_unique<sa::SaServer>(*p_->engine, p_->store, sac);
 
   make_parent_dir(cfg.sa.journal);
   const bool journal_fresh = restore_journal(cfg.sa, *p_->sa, clock->now_ns());
 
-  const bool threaded = cfg.transport.kind == TransportKind::kUmad;
+  const bool threaded = !p_->fabric;
   sm::SmConfig smc = sm_config(cfg);
   p_->compute = std::make_unique<ComputePool>(
       ComputePoolConfig{.threads = threaded ? smc.routing_threads : 0, .name = "mad-compute"});
@@ -238,12 +282,22 @@ Daemon::Daemon(const Config& cfg) : p_(std::make_unique<Parts>()) {
   smc.compute = p_->compute.get();
   smc.io = p_->io.get();
   smc.mcast = &p_->sa->mcast_provider();
+  p_->events = std::make_unique<EventHub>(std::move(hooks.events), p_->store);
   sa::SaServer* sa = p_->sa.get();
-  // Traps the SM receives or raises reach InformInfo subscribers as Reports.
-  smc.on_notice = [sa](const wire::Notice& n) { sa->forward_notice(n); };
+  EventHub* events = p_->events.get();
+  // Traps the SM receives or raises reach InformInfo subscribers as Reports,
+  // and the embedder's notice callback.
+  smc.on_notice = [sa, events](const wire::Notice& n) {
+    sa->forward_notice(n);
+    events->push_notice(n);
+  };
+  smc.on_transition = [events](wire::SmState from, wire::SmState to) { events->push_transition(from, to); };
   smc.restore_sa_state = [sa](sa::SaStateImage img) { sa->restore_state(std::move(img)); };
   smc.sa_state_restored = journal_fresh;
+  smc.routing_hook = std::move(hooks.routing);
+  if (in.sm) in.sm(smc);
   p_->sm = std::make_unique<sm::SubnetManager>(*p_->engine, *p_->transport, smc, p_->store);
+  p_->events->attach(*p_->sm);
   MadHandler* sm_hook = p_->engine->dispatcher().response_hook(smc.core);
   for (std::uint16_t c = 0; c < p_->engine->cores(); ++c) {
     p_->chains.push_back(std::make_unique<sa::ResponseChain>(*p_->sa, c == smc.core ? sm_hook : nullptr));
@@ -256,7 +310,7 @@ Daemon::Daemon(const Config& cfg) : p_(std::make_unique<Parts>()) {
   }
 }
 
-Daemon::~Daemon() {
+Node::~Node() {
   stop();
   if (p_->journal) p_->journal->write_final();
   // The SM and SA go before the engine they registered with; sim parts last.
@@ -264,33 +318,45 @@ Daemon::~Daemon() {
   p_->sa.reset();
   p_->io.reset();  // queued writes finish (a bounded wait), then the threads go
   p_->compute.reset();
-  if (p_->engine && !p_->started) p_->engine->quiesce();
+  if (p_->engine && !p_->engine_running) p_->engine->quiesce();
   p_->engine.reset();
   if (p_->transport) p_->transport->close();
 }
 
-void Daemon::start() {
-  if (p_->fabric || p_->started) return;
-  p_->engine->start();
+void Node::start() {
+  if (p_->started) throw std::logic_error("madengine node: already started");
+  if (p_->fabric) {
+    Parts* p = p_.get();
+    p_->driver = std::make_unique<SimDriver>(*p_->fabric, p_->cfg.transport.sim_speed,
+                                             [p] { return p->pump(10 * kNanosPerMicro); });
+  } else {
+    p_->engine->start();
+    p_->engine_running = true;
+  }
+  p_->events->start();
   p_->started = true;
 }
 
-void Daemon::stop() noexcept {
-  if (p_->started) {
+void Node::stop() noexcept {
+  if (!p_->started) return;
+  p_->driver.reset();  // joins the thread that pumped the fabric
+  if (p_->engine_running) {
     p_->engine->stop();
-    p_->started = false;
+    p_->engine_running = false;
   }
+  p_->events->stop();
+  p_->started = false;
 }
 
-std::size_t Daemon::pump(Nanos step_ns) {
-  if (!p_->fabric) return 0;
-  const std::size_t work = p_->engine->poll_all_once();
-  if (work == 0) p_->fabric->advance(step_ns);
-  return work;
+bool Node::started() const noexcept { return p_->started; }
+
+std::size_t Node::pump(Nanos step_ns) {
+  if (!p_->fabric || p_->started) return 0;
+  return p_->pump(step_ns);
 }
 
-bool Daemon::wait_subnet_up(std::chrono::milliseconds limit) {
-  if (!p_->fabric) return p_->sm->wait_subnet_up(limit);
+bool Node::wait_subnet_up(std::chrono::milliseconds limit) {
+  if (!p_->fabric || p_->started) return p_->sm->wait_subnet_up(limit);
   const Nanos end = p_->fabric->now_ns() + limit.count() * kNanosPerMilli;
   while (p_->fabric->now_ns() < end) {
     if (p_->sm->status().subnet_up) return true;
@@ -299,11 +365,26 @@ bool Daemon::wait_subnet_up(std::chrono::milliseconds limit) {
   return p_->sm->status().subnet_up;
 }
 
-bool Daemon::is_sim() const noexcept { return p_->fabric != nullptr; }
-sim::Fabric* Daemon::fabric() noexcept { return p_->fabric.get(); }
-Engine& Daemon::engine() noexcept { return *p_->engine; }
-sm::SubnetManager& Daemon::sm() noexcept { return *p_->sm; }
-sa::SaServer& Daemon::sa() noexcept { return *p_->sa; }
-const Config& Daemon::config() const noexcept { return p_->cfg; }
+std::size_t Node::dispatch_events() { return p_->started ? 0 : p_->events->dispatch(); }
 
-}  // namespace madengine::daemon
+NodeStatus Node::status() const {
+  const sm::SmStatus s = p_->sm->status();
+  return NodeStatus{.subnet_up = s.subnet_up,
+                    .state = s.state,
+                    .sm_lid = s.sm_lid,
+                    .epoch = s.epoch,
+                    .heavy_sweeps = s.heavy_sweeps,
+                    .light_sweeps = s.light_sweeps,
+                    .traps = s.traps,
+                    .events_dropped = p_->events->dropped()};
+}
+
+bool Node::is_sim() const noexcept { return p_->fabric != nullptr; }
+const NodeConfig& Node::config() const noexcept { return p_->cfg; }
+sim::Fabric* Node::fabric() noexcept { return p_->fabric; }
+Engine& Node::engine() noexcept { return *p_->engine; }
+sm::SubnetManager& Node::sm() noexcept { return *p_->sm; }
+sa::SaServer& Node::sa() noexcept { return *p_->sa; }
+const sa::SnapshotStore& Node::store() const noexcept { return p_->store; }
+
+}  // namespace madengine::node

@@ -10,6 +10,7 @@
 #include "engine/offload.hpp"
 #include "sa/paths/path_db.hpp"
 #include "sm/lids/lid_assign.hpp"
+#include "sm/routing_hook.hpp"
 #include "sm/sm.hpp"
 
 namespace madengine::sm {
@@ -31,10 +32,11 @@ RoutingOptions SubnetManager::routing_options() const {
 }
 
 // On a compute thread: touches only its arguments (the job owns them).
-Routed route_fabric(const fabric::Fabric& f, const RoutingOptions& ropts, unsigned shards, unsigned path_db_threads) {
+Routed route_fabric(const fabric::Fabric& f, const RoutingOptions& ropts, unsigned shards, unsigned path_db_threads,
+                    const RoutingHook* hook) {
   Routed out;
   const auto t0 = std::chrono::steady_clock::now();
-  out.routes = compute_routes(f, ropts);
+  out.routes = hook != nullptr && *hook ? route_by_hook(f, *hook) : compute_routes(f, ropts);
   out.routing_s = seconds_since(t0);
   if (!out.routes.ok()) return out;
   const auto t1 = std::chrono::steady_clock::now();
@@ -45,9 +47,8 @@ Routed route_fabric(const fabric::Fabric& f, const RoutingOptions& ropts, unsign
 
 Task<std::optional<Routed>> SubnetManager::route(std::shared_ptr<const fabric::Fabric> f) {
   auto job = offload(*compute_, mailbox_,
-                     [f, ropts = routing_options(), shards = unsigned{engine_.cores()}, threads = cfg_.path_db_threads] {
-                       return route_fabric(*f, ropts, shards, threads);
-                     });
+                     [f, ropts = routing_options(), shards = unsigned{engine_.cores()}, threads = cfg_.path_db_threads,
+                      hook = cfg_.routing_hook] { return route_fabric(*f, ropts, shards, threads, &hook); });
   auto r = co_await job;
   if (!r) {
     if (!r.cancelled) spdlog::error("sm: routing failed (out of memory?)");

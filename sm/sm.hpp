@@ -23,6 +23,7 @@
 #include "engine/transaction.hpp"
 #include "madengine/engine/transport.hpp"
 #include "madengine/wire/smp/notice.hpp"
+#include "madengine/sm/routing_hook.hpp"
 #include "madengine/wire/smp/sm_info.hpp"
 #include "sa/snapshot.hpp"
 #include "sm/bringup/bringup.hpp"
@@ -116,6 +117,11 @@ struct SmConfig {
   std::uint32_t ha_replica_interval_ms = 1000;
   std::uint32_t ha_replica_max_age_ms = 0;
   bool sa_state_restored = false;
+  // An embedder's routing (madengine/sm/routing_hook.hpp) in place of
+  // `routing`: called on the compute pool with each heavy sweep's fabric.
+  RoutingHook routing_hook;
+  // Every SMInfo state change of this SM (sm/ha), on the SM's core.
+  std::function<void(wire::SmState from, wire::SmState to)> on_transition;
 };
 
 // The replica age a takeover still vouches for (ha_replica_max_age_ms, or its default).
@@ -149,7 +155,9 @@ struct Routed {
 };
 
 // The compute job itself: a pure function of its arguments.
-Routed route_fabric(const fabric::Fabric& f, const RoutingOptions& ropts, unsigned shards, unsigned path_db_threads);
+// With `hook` (not empty), the hook routes instead of the engine `ropts` names.
+Routed route_fabric(const fabric::Fabric& f, const RoutingOptions& ropts, unsigned shards, unsigned path_db_threads,
+                    const RoutingHook* hook = nullptr);
 
 // What the SM remembers of its own mastership; the SMInfo state itself is
 // the HA agent's (sm/ha).

@@ -19,6 +19,8 @@
 #include <thread>
 
 #include "madengine/node/node.hpp"
+#include "sa/server/sa_server.hpp"
+#include "sm/sm.hpp"
 #include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
 #include "umad_sa_client.hpp"
@@ -102,8 +104,8 @@ TEST(HaStateIbsim, StandbyTakesOverWithTheMastersServiceRecord) {
 
   // The standby: a Daemon in this process on H2.
   fabric.attach_self("H2");
-  daemon::Config c;
-  c.transport.kind = daemon::TransportKind::kUmad;
+  node::NodeConfig c;
+  c.transport.kind = node::TransportKind::kUmad;
   c.engine.cores = 1;
   c.engine.pin = false;
   // Both SMs block when idle (the default), with a 300 ms polling budget.
@@ -119,7 +121,7 @@ TEST(HaStateIbsim, StandbyTakesOverWithTheMastersServiceRecord) {
   c.sm.ha_poll_interval_ms = 100;
   c.sm.ha_poll_retries = 3;
   c.sm.ha_replica_interval_ms = 200;
-  daemon::Daemon standby(c);
+  node::Node standby(c);
   standby.start();
   sm::SubnetManager& sm = standby.sm();
   ASSERT_TRUE(sm.wait_for([](const sm::SmStatus& s) { return s.state == wire::SmState::kStandby; }, 60s));

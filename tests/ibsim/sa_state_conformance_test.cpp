@@ -323,8 +323,8 @@ TEST(SaStateConformance, SaquerySeesTheSameStateAsFromOpenSm) {
 
   fabric.attach_self("H1");
   MadengineRig me;
-  ASSERT_TRUE(me.start()) << me.transport.last_error();
-  ASSERT_TRUE(me.sm->wait_subnet_up(60s));
+  ASSERT_TRUE(me.start()) << me.error;
+  ASSERT_TRUE(me.sm().wait_subnet_up(60s));
   const Phase ours = run_phase(fabric);
   std::printf("madengine ibroute -M:\n%s\n", ours.mft.c_str());
 
@@ -370,8 +370,8 @@ TEST(SaStateIbsim, ServiceFoundByAnotherClientExpiresWithItsLease) {
   ASSERT_TRUE(fabric.ok()) << fabric.error();
   fabric.attach_self("H1");
   MadengineRig me;
-  ASSERT_TRUE(me.start()) << me.transport.last_error();
-  ASSERT_TRUE(me.sm->wait_subnet_up(60s));
+  ASSERT_TRUE(me.start()) << me.error;
+  ASSERT_TRUE(me.sm().wait_subnet_up(60s));
   const std::string self = std::filesystem::read_symlink("/proc/self/exe");
   const auto c = fabric.run(std::string(kChildEnv) + "=lease '" + self +
                                 "' --gtest_filter=SaStateClient.RegisterJoinSubscribe",

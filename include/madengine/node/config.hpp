@@ -1,6 +1,7 @@
-// The madengine daemon's configuration: one struct, filled from defaults,
-// then a TOML file, then command-line flags. Every bad value is rejected
-// with a message naming the file line (ConfigError), before anything starts.
+// A node's configuration, the daemon's TOML format (config/madengine.toml):
+// one struct, filled from defaults, then a TOML file, then (in the daemon)
+// command-line flags. Every bad value is rejected with a message naming the
+// file line (ConfigError), before anything starts.
 #pragma once
 
 #include <cstdint>
@@ -9,9 +10,11 @@
 #include <string>
 #include <vector>
 
-namespace madengine::daemon {
+#include "madengine/export.h"
 
-struct ConfigError : std::runtime_error {
+namespace madengine::node {
+
+struct MADENGINE_API ConfigError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
@@ -38,6 +41,9 @@ struct TransportSection {
   std::string generate = "ft2:36";  // sim: generator spec when no topology (see docs/operations.md)
   std::uint64_t seed = 1;     // sim: fault injection and timing seed
   std::string sim_node;       // sim: the node our SM port is on; empty = the first CA
+  // sim: simulated seconds per wall second while the node drives the fabric
+  // itself (Node::start); 0 = as fast as possible.
+  double sim_speed = 1.0;
 };
 
 struct SmSection {
@@ -91,7 +97,7 @@ struct LogSection {
   std::string file;            // empty = stderr
 };
 
-struct Config {
+struct NodeConfig {
   EngineSection engine;
   TransportSection transport;
   SmSection sm;
@@ -103,22 +109,22 @@ struct Config {
 // Where a daemon on a management node keeps its state.
 inline constexpr const char* kStateDir = "/var/lib/madengine";
 
-// A daemon on a real port keeps LIDs and SA state in kStateDir unless the
+// The daemon on a real port keeps LIDs and SA state in kStateDir unless the
 // file or a flag named them (`guid2lid_given`, `journal_given`: a flag did);
 // a simulated fabric keeps nothing unless asked, so a demo run on a
 // management node never touches the real state.
-void apply_state_defaults(Config& c, bool guid2lid_given, bool journal_given);
+MADENGINE_API void apply_state_defaults(NodeConfig& c, bool guid2lid_given, bool journal_given);
 
 // "fe80::", "fe80::/64" or "0xfe80000000000000": a /64 subnet prefix.
-bool parse_subnet_prefix(const std::string& text, std::uint64_t& out) noexcept;
+MADENGINE_API bool parse_subnet_prefix(const std::string& text, std::uint64_t& out) noexcept;
 
 // Parses TOML text (`name` is used in messages). Throws ConfigError naming
 // the line of an unknown key or a bad value.
-Config parse_config(const std::string& toml_text, const std::string& name);
-Config load_config_file(const std::string& path);
+MADENGINE_API NodeConfig parse_config(const std::string& toml_text, const std::string& name);
+MADENGINE_API NodeConfig load_config_file(const std::string& path);
 // Checks the relations between values (after CLI overrides); throws ConfigError.
-void validate(const Config& c);
+MADENGINE_API void validate(const NodeConfig& c);
 
-const char* to_string(TransportKind k) noexcept;
+MADENGINE_API const char* to_string(TransportKind k) noexcept;
 
-}  // namespace madengine::daemon
+}  // namespace madengine::node
