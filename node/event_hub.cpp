@@ -111,12 +111,14 @@ void EventHub::run() {
   thread_id_.store(std::this_thread::get_id());
   const auto poll = std::chrono::milliseconds(std::max<std::uint32_t>(1, ev_.poll_ms));
   for (;;) {
+    bool last = false;
     {
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, poll, [this] { return stopping_ || !queue_.empty(); });
-      if (stopping_) return;
+      last = stopping_;
     }
-    deliver();
+    deliver();  // what happened before stop() is still delivered
+    if (last) return;
   }
 }
 

@@ -1,7 +1,8 @@
 // What a node tells its embedder as it happens: subnet up, SMInfo state
 // changes (HA), the traps and notices the SM receives or raises, and ports
 // that changed between two published epochs. All are called on the node's
-// event thread, one at a time and in order (docs/embedding.md, threading).
+// event thread, one at a time and in order (docs/embedding.md, threading);
+// what happened before Node::stop() is delivered before it returns.
 #pragma once
 
 #include <cstddef>
