@@ -1,24 +1,29 @@
-// What the project's own tests and tools give a node beyond the daemon's
-// configuration: a simulated fabric shared with other nodes and test hosts,
-// and the SM's and SA's own configuration as the node derived it, to adjust
-// (knobs the TOML does not carry). Private: not part of libmadengine's API.
+// The node as the project's own daemon, tools and tests use it: the parts
+// (engine, SM, SA, the simulated fabric) within reach, a simulated fabric
+// shared with other nodes and test hosts, and the SM's and SA's own
+// configuration as the node derived it, to adjust (knobs the TOML does not
+// carry). Private: not part of libmadengine's API.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include "madengine/node/node.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sa/snapshot.hpp"
 #include "sm/sm.hpp"
 
+namespace madengine {
+class Engine;
+}
 namespace madengine::sim {
 class Fabric;
 }
 
 namespace madengine::node {
 
-struct NodeInternals {
+struct InternalOptions {
   // Not null: attach to this fabric at node `sim_node` (transport.kind must
   // be "sim"; transport.generate/topology/sim_node are not read). It must
   // outlive the node; whoever owns it drives it (pump() advances it too).
@@ -27,6 +32,18 @@ struct NodeInternals {
   // Applied last, after the node wired mcast, notices and replica restore.
   std::function<void(sm::SmConfig&)> sm;
   std::function<void(sa::SaServerConfig&)> sa;
+};
+
+class InternalNode : public Node {
+ public:
+  // What Node(cfg, hooks) builds, with `options`.
+  explicit InternalNode(const NodeConfig& cfg, NodeHooks hooks = {}, const InternalOptions& options = {});
+
+  sim::Fabric* fabric() noexcept;  // sim only, else nullptr
+  Engine& engine() noexcept;
+  sm::SubnetManager& sm() noexcept;
+  sa::SaServer& sa() noexcept;
+  const sa::SnapshotStore& store() const noexcept;
 };
 
 }  // namespace madengine::node

@@ -14,7 +14,8 @@
 #include "engine/umad/umad_transport.hpp"
 #include "node/event_hub.hpp"
 #include "node/fabric_spec.hpp"
-#include "node/internals.hpp"
+#include "node/internal_node.hpp"
+#include "node/parts.hpp"
 #include "node/sim_driver.hpp"
 #include "node/vendor_mads.hpp"
 #include "sa/server/response_chain.hpp"
@@ -55,6 +56,8 @@ sm::SmConfig sm_config(const NodeConfig& c) {
   s.ha_replica_max_age_ms = c.sm.ha_replica_max_age_ms;
   return s;
 }
+
+}  // namespace
 
 // The master journals the SA's state (docs/ha.md, warm restart): the SM's
 // core notices, at most every interval_ms, that state_generation moved and
@@ -111,6 +114,8 @@ class JournalWriter final : public Poller {
   std::uint64_t queued_ = ~std::uint64_t{0};
 };
 
+namespace {
+
 // Restores the journal into the SA (applied by its state core before it
 // answers) when it vouches for the clients' state: written at most fresh_ms
 // ago (by a master running until then) and read whole. A bad or stale file is
@@ -165,41 +170,13 @@ std::uint32_t first_ca(const sim::Fabric& f) {
 
 }  // namespace
 
-struct Node::Parts {
-  NodeConfig cfg;
-  // Compute (routing, path database) and I/O (journal, guid2lid) threads
-  // beside the cores; inline on the simulator, which is single-threaded by design.
-  std::unique_ptr<ComputePool> compute;
-  std::unique_ptr<ComputePool> io;
-  // sim: ours, or one shared with other nodes (NodeInternals)
-  std::unique_ptr<sim::Fabric> own_fabric;
-  sim::Fabric* fabric = nullptr;
-  // either transport, or the embedder's
-  std::unique_ptr<Transport> own_transport;
-  Transport* transport = nullptr;
-  std::unique_ptr<EventHub> events;
-  std::unique_ptr<VendorMads> vendor;
-  std::unique_ptr<Engine> engine;
-  sa::SnapshotStore store;
-  std::unique_ptr<sa::SaServer> sa;
-  std::unique_ptr<sm::SubnetManager> sm;
-  std::vector<std::unique_ptr<sa::ResponseChain>> chains;
-  std::unique_ptr<JournalWriter> journal;
-  std::unique_ptr<SimDriver> driver;
-  bool started = false;
-  bool engine_running = false;
+Node::Parts::Parts() = default;
+Node::Parts::~Parts() = default;
 
-  // One turn of every core; when nothing was due, the fabric's clock moves on.
-  std::size_t pump(Nanos step_ns) {
-    const std::size_t work = engine->poll_all_once();
-    if (work == 0) fabric->advance(step_ns);
-    return work;
-  }
-};
+namespace {
 
-Node::Node(const NodeConfig& cfg, NodeHooks hooks) : Node(cfg, std::move(hooks), NodeInternals{}) {}
-
-Node::Node(const NodeConfig& cfg, NodeHooks hooks, const NodeInternals& in) : p_(std::make_unique<Parts>()) {
+std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, const InternalOptions& in) {
+  auto p_ = std::make_unique<Node::Parts>();  // named as the member it becomes
   validate(cfg);
   p_->cfg = cfg;
   for (const VendorClassHandler& v : hooks.vendor_classes)
@@ -308,7 +285,17 @@ Node::Node(const NodeConfig& cfg, NodeHooks hooks, const NodeInternals& in) : p_
         std::make_unique<JournalWriter>(cfg.sa.journal, cfg.sa.journal_interval_ms, *p_->sa, *p_->sm, *clock, *p_->io);
     p_->engine->add_poller(smc.core, *p_->journal);
   }
+  return p_;
 }
+
+}  // namespace
+
+Node::Node(const NodeConfig& cfg, NodeHooks hooks) : Node(assemble(cfg, std::move(hooks), InternalOptions{})) {}
+
+Node::Node(std::unique_ptr<Parts> parts) noexcept : p_(std::move(parts)) {}
+
+InternalNode::InternalNode(const NodeConfig& cfg, NodeHooks hooks, const InternalOptions& options)
+    : Node(assemble(cfg, std::move(hooks), options)) {}
 
 Node::~Node() {
   stop();
@@ -381,10 +368,10 @@ NodeStatus Node::status() const {
 
 bool Node::is_sim() const noexcept { return p_->fabric != nullptr; }
 const NodeConfig& Node::config() const noexcept { return p_->cfg; }
-sim::Fabric* Node::fabric() noexcept { return p_->fabric; }
-Engine& Node::engine() noexcept { return *p_->engine; }
-sm::SubnetManager& Node::sm() noexcept { return *p_->sm; }
-sa::SaServer& Node::sa() noexcept { return *p_->sa; }
-const sa::SnapshotStore& Node::store() const noexcept { return p_->store; }
+sim::Fabric* InternalNode::fabric() noexcept { return parts().fabric; }
+Engine& InternalNode::engine() noexcept { return *parts().engine; }
+sm::SubnetManager& InternalNode::sm() noexcept { return *parts().sm; }
+sa::SaServer& InternalNode::sa() noexcept { return *parts().sa; }
+const sa::SnapshotStore& InternalNode::store() const noexcept { return parts().store; }
 
 }  // namespace madengine::node

@@ -7,6 +7,7 @@
 #include "madengine/node/fabric_view.hpp"
 #include "madengine/node/node.hpp"
 #include "madengine/wire/sa_records.hpp"
+#include "node/parts.hpp"
 #include "sa/server/components.hpp"
 #include "sa/server/path_query.hpp"
 #include "sa/server/records.hpp"
@@ -39,7 +40,7 @@ std::uint8_t FabricView::lft_port(fabric::NodeId node, std::uint16_t lid) const 
 }
 
 FabricView Node::fabric_view() const {
-  std::shared_ptr<const sa::Snapshot> snap = store().current();
+  std::shared_ptr<const sa::Snapshot> snap = parts().store.current();
   if (!snap) return {};
   const sa::Snapshot& s = *snap;
   return FabricView(std::shared_ptr<const void>(std::move(snap)), s.fabric, s.lfts, s.epoch, s.top_lid);
@@ -47,7 +48,7 @@ FabricView Node::fabric_view() const {
 
 PathResult Node::path(std::uint16_t slid, std::uint16_t dlid, PathInfo& out) const {
   namespace cm = wire::path_record_cm;
-  const std::shared_ptr<const sa::Snapshot> snap = store().current();
+  const std::shared_ptr<const sa::Snapshot> snap = parts().store.current();
   if (!snap) return PathResult::kNoEpoch;
   wire::PathRecord q{};
   q.slid = wire::be16::from(slid);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "madengine/node/node.hpp"
+#include "node/internal_node.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sm/sm.hpp"
 #include "lib/fabric_hosts.hpp"
@@ -24,7 +25,7 @@ namespace wire = madengine::wire;
 using madstorm::FabricOracle;
 
 struct Fixture {
-  std::unique_ptr<md::Node> daemon;
+  std::unique_ptr<md::InternalNode> daemon;
   std::vector<wire::PathRecord> records;
 };
 
@@ -40,7 +41,7 @@ Fixture& fabric(const std::string& spec) {
   cfg.sm.guid2lid.clear();
   cfg.sa.journal.clear();
   cfg.log.level = "warn";
-  f.daemon = std::make_unique<md::Node>(cfg);
+  f.daemon = std::make_unique<md::InternalNode>(cfg);
   if (!f.daemon->wait_subnet_up(std::chrono::milliseconds(600'000))) return f;
   madengine::sim::Fabric& fab = *f.daemon->fabric();
   const madstorm::FabricHostsTransport hosts(fab);  // the hosts, as --embedded takes them

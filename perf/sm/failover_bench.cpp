@@ -45,7 +45,7 @@ namespace {
 using namespace madengine;
 
 
-using SmNode = node::Node;
+using SmNode = node::InternalNode;
 
 struct Rig {
   sim::Fabric fabric;

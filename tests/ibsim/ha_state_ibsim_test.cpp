@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "madengine/node/node.hpp"
+#include "node/internal_node.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sm/sm.hpp"
 #include "engine/umad/umad_transport.hpp"
@@ -121,7 +122,7 @@ TEST(HaStateIbsim, StandbyTakesOverWithTheMastersServiceRecord) {
   c.sm.ha_poll_interval_ms = 100;
   c.sm.ha_poll_retries = 3;
   c.sm.ha_replica_interval_ms = 200;
-  node::Node standby(c);
+  node::InternalNode standby(c);
   standby.start();
   sm::SubnetManager& sm = standby.sm();
   ASSERT_TRUE(sm.wait_for([](const sm::SmStatus& s) { return s.state == wire::SmState::kStandby; }, 60s));

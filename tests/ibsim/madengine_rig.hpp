@@ -12,12 +12,12 @@
 #include <string>
 
 #include "madengine/node/node.hpp"
-#include "node/internals.hpp"
+#include "node/internal_node.hpp"
 
 namespace madengine::ibsim {
 
 struct MadengineRig {
-  std::unique_ptr<node::Node> node;
+  std::unique_ptr<node::InternalNode> node;
   std::string error;  // why start() failed
 
   // The daemon's configuration on umad with one unpinned core and the SM's
@@ -41,7 +41,7 @@ struct MadengineRig {
   // `tweak` adjusts the SM's configuration last (knobs the TOML lacks).
   bool start(const node::NodeConfig& cfg = opensm_keyed(), std::function<void(sm::SmConfig&)> tweak = {}) {
     try {
-      node = std::make_unique<node::Node>(cfg, node::NodeHooks{}, node::NodeInternals{.sm = std::move(tweak)});
+      node = std::make_unique<node::InternalNode>(cfg, node::NodeHooks{}, node::InternalOptions{.sm = std::move(tweak)});
       node->start();
       return true;
     } catch (const std::exception& e) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "madengine/node/node.hpp"
+#include "node/internal_node.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sm/sm.hpp"
 #include "lib/fabric_hosts.hpp"
@@ -32,7 +33,7 @@ namespace md = madengine::node;
 namespace wire = madengine::wire;
 using madengine::MadBuf;
 
-std::unique_ptr<md::Node> bring_up(const std::string& spec, unsigned requester_share = 0) {
+std::unique_ptr<md::InternalNode> bring_up(const std::string& spec, unsigned requester_share = 0) {
   md::NodeConfig cfg;
   cfg.transport.kind = md::TransportKind::kSim;
   cfg.transport.generate = spec;
@@ -42,13 +43,13 @@ std::unique_ptr<md::Node> bring_up(const std::string& spec, unsigned requester_s
   cfg.sa.journal.clear();
   if (requester_share != 0) cfg.sa.requester_share_max = requester_share;
   cfg.log.level = "warn";
-  auto d = std::make_unique<md::Node>(cfg);
+  auto d = std::make_unique<md::InternalNode>(cfg);
   EXPECT_TRUE(d->wait_subnet_up(std::chrono::milliseconds(60'000)));
   return d;
 }
 
 // The storm's transport on every host port, opened once the ports know their SM.
-std::unique_ptr<FabricHostsTransport> hosts_of(md::Node& d) {
+std::unique_ptr<FabricHostsTransport> hosts_of(md::InternalNode& d) {
   auto t = std::make_unique<FabricHostsTransport>(*d.fabric());
   EXPECT_TRUE(t->open(madengine::AgentSpec{.gsi_client = true}));
   for (int i = 0; i < 1000 && t->local_port().sm_lid == 0; ++i) {
@@ -67,7 +68,7 @@ StormConfig storm_config(std::uint16_t sa_lid) {
   return c;
 }
 
-StormResult storm(md::Node& d, madengine::Transport& t, const std::vector<Host>& hosts, const StormConfig& cfg,
+StormResult storm(md::InternalNode& d, madengine::Transport& t, const std::vector<Host>& hosts, const StormConfig& cfg,
                   const WorkloadConfig& wc, PathOracle* oracle) {
   Workload w(wc, hosts);
   madengine::SteadyClock clock;
@@ -80,7 +81,7 @@ StormResult storm(md::Node& d, madengine::Transport& t, const std::vector<Host>&
 // A storm of `pattern` on ft2:8 with every PathRecord checked by the oracle
 // (and, when asked, one answer planted wrong).
 struct OracleRun {
-  std::unique_ptr<md::Node> daemon;
+  std::unique_ptr<md::InternalNode> daemon;
   StormResult result;
   std::uint64_t planted = 0;
 };

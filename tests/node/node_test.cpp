@@ -13,6 +13,7 @@
 
 #include "engine/engine.hpp"
 #include "madengine/node/node.hpp"
+#include "node/internal_node.hpp"
 #include "madengine/wire/mad.hpp"
 #include "sim/fabric.hpp"
 #include "sim/sim_transport.hpp"
@@ -36,7 +37,7 @@ NodeConfig star_config() {
 
 // Pumps (and delivers events) until `pred` or `sim_ms` of simulated time.
 template <typename Pred>
-bool run_until(Node& n, Pred pred, Nanos sim_ms) {
+bool run_until(InternalNode& n, Pred pred, Nanos sim_ms) {
   const Nanos end = n.fabric()->now_ns() + sim_ms * kNanosPerMilli;
   while (n.fabric()->now_ns() < end) {
     n.dispatch_events();
@@ -76,7 +77,7 @@ TEST(Node, EventsInOrderAndPortChangesBetweenEpochs) {
   hooks.events.subnet_up = [&](std::uint64_t epoch) { seen.push_back("up " + std::to_string(epoch)); };
   hooks.events.port_change = [&](const PortChange& c) { changes.push_back(c); };
   hooks.events.notice = [&](const wire::Notice& n) { seen.push_back("trap " + std::to_string(n.trap_number.get())); };
-  Node n(star_config(), std::move(hooks));
+  InternalNode n(star_config(), std::move(hooks));
   ASSERT_TRUE(run_until(n, [&] { return n.status().subnet_up; }, 10'000));
   n.dispatch_events();
   ASSERT_GE(seen.size(), 3u);
@@ -128,7 +129,7 @@ TEST(Node, RoutingHookLftsAreProgrammedAndPathsFollowThem) {
     for (fabric::Lft& l : lfts) l.ports[quarantined] = fabric::kLftNoRoute;
     return true;
   };
-  Node n(star_config(), std::move(hooks));
+  InternalNode n(star_config(), std::move(hooks));
   ASSERT_TRUE(run_until(n, [&] { return n.status().subnet_up; }, 10'000));
   EXPECT_EQ(calls, 1u);
   ASSERT_NE(quarantined, 0);
@@ -176,7 +177,7 @@ TEST(Node, FailingOrMalformedRoutingHookProgramsNothing) {
       (void)f;
       return true;
     };
-    Node n(star_config(), std::move(hooks));
+    InternalNode n(star_config(), std::move(hooks));
     run_until(n, [&] { return n.sm().status().heavy_sweeps > 0; }, 5'000);
     const sm::SmStatus s = n.sm().status();
     EXPECT_FALSE(s.subnet_up) << bad;
@@ -196,7 +197,7 @@ TEST(Node, VendorClassRequestsAreAnsweredOnTheEngineCore) {
                                     std::memcpy(resp.mad.bytes.data() + 24, "hello", 5);
                                     return true;
                                   }});
-  Node n(star_config(), std::move(hooks));
+  InternalNode n(star_config(), std::move(hooks));
   ASSERT_TRUE(run_until(n, [&] { return n.status().subnet_up; }, 10'000));
 
   // A client on H2 asks the SM's port: Get(0x0010) and Get(0x0011) of class 0x09.

@@ -36,7 +36,7 @@ namespace scm = wire::service_record_cm;
 namespace mcm = wire::mc_member_record_cm;
 
 
-using Node = node::Node;
+using Node = node::InternalNode;
 
 struct Rig {
   sim::Fabric fabric;

@@ -9,7 +9,7 @@
 
 #include "engine/engine.hpp"
 #include "madengine/node/node.hpp"
-#include "node/internals.hpp"
+#include "node/internal_node.hpp"
 #include "sim/fabric.hpp"
 
 namespace madengine::testing {
@@ -26,14 +26,14 @@ inline node::NodeConfig sim_node_config() {
 // `replicate`: a standby copies the master's SA state (the daemon always
 // does); false leaves SmConfig::restore_sa_state unset. `tweak` adjusts the
 // SM's configuration last. Throws if the port does not open.
-inline std::unique_ptr<node::Node> make_sm_sa_node(sim::Fabric& fabric, std::uint32_t at, const node::NodeConfig& cfg,
+inline std::unique_ptr<node::InternalNode> make_sm_sa_node(sim::Fabric& fabric, std::uint32_t at, const node::NodeConfig& cfg,
                                                    bool replicate, std::function<void(sm::SmConfig&)> tweak = {}) {
-  node::NodeInternals in{.sim_fabric = &fabric, .sim_node = at};
+  node::InternalOptions in{.sim_fabric = &fabric, .sim_node = at};
   in.sm = [replicate, tweak = std::move(tweak)](sm::SmConfig& s) {
     if (!replicate) s.restore_sa_state = nullptr;
     if (tweak) tweak(s);
   };
-  return std::make_unique<node::Node>(cfg, node::NodeHooks{}, in);
+  return std::make_unique<node::InternalNode>(cfg, node::NodeHooks{}, in);
 }
 
 }  // namespace madengine::testing

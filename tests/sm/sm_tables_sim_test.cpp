@@ -32,16 +32,16 @@ constexpr std::uint8_t kDefaultSl2Vl[8] = {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0
 // with the SM's own defaults (priority and SM_Key 0) and `tweak` applied last.
 struct Rig {
   sim::Fabric fabric;
-  std::unique_ptr<node::Node> node;
+  std::unique_ptr<node::InternalNode> node;
 
   Rig(const sim::Topology& topo, const char* sm_node, std::function<void(sm::SmConfig&)> tweak)
       : fabric(topo, sim::FabricConfig{.seed = 1}) {
     node::NodeConfig c = testing::sim_node_config();
     c.sm.priority = 0;
     c.sm.sm_key = 0;
-    node = std::make_unique<node::Node>(
+    node = std::make_unique<node::InternalNode>(
         c, node::NodeHooks{},
-        node::NodeInternals{.sim_fabric = &fabric, .sim_node = fabric.find_node(sm_node), .sm = std::move(tweak)});
+        node::InternalOptions{.sim_fabric = &fabric, .sim_node = fabric.find_node(sm_node), .sm = std::move(tweak)});
   }
   sm::SubnetManager& sm() { return node->sm(); }
   sa::SaServer& sa() { return node->sa(); }

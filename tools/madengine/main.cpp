@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "madengine/node/node.hpp"
+#include "node/internal_node.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sm/sm.hpp"
 
@@ -37,7 +38,7 @@ void setup_logging(const node::LogSection& log) {
   spdlog::flush_every(std::chrono::seconds(1));
 }
 
-void log_status(node::Node& d) {
+void log_status(node::InternalNode& d) {
   const auto s = d.sm().status();
   const auto sa = d.sa().counters().total();
   spdlog::info("status: {} epoch {} heavy sweeps {} light sweeps {} traps {} | SA received {} answered {} busy {} dropped {}",
@@ -123,7 +124,7 @@ int main(int argc, char** argv) {
 
   try {
     // umad: the engine's cores; sim: a thread drives the fabric at --sim-speed.
-    node::Node d(cfg);
+    node::InternalNode d(cfg);
     d.start();
     auto last_status = std::chrono::steady_clock::now();
     bool was_up = false;

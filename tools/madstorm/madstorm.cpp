@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "madengine/node/node.hpp"
+#include "node/internal_node.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sm/sm.hpp"
 #include "engine/umad/umad_transport.hpp"
@@ -177,7 +178,7 @@ int run_embedded(const Options& o) {
   cfg.sa.journal.clear();
   if (o.embedded_sa_share != 0) cfg.sa.requester_share_max = o.embedded_sa_share;
   cfg.log.level = "warn";
-  md::Node d(cfg);
+  md::InternalNode d(cfg);
   const auto t0 = std::chrono::steady_clock::now();
   if (!d.wait_subnet_up(std::chrono::milliseconds(60'000))) {
     fmt::print(stderr, "madstorm: the embedded madengine did not reach subnet up\n");

@@ -14,27 +14,13 @@
 
 #include "madengine/engine/clock.hpp"
 #include "madengine/engine/mad_buf.hpp"
+#include "madengine/engine/transport.hpp"
 #include "madengine/export.h"
 #include "madengine/node/config.hpp"
 #include "madengine/node/events.hpp"
 #include "madengine/node/fabric_view.hpp"
 #include "madengine/sm/routing_hook.hpp"
 #include "madengine/wire/smp/sm_info.hpp"
-
-namespace madengine {
-class Engine;
-class Transport;
-namespace sa {
-class SaServer;
-class SnapshotStore;
-}  // namespace sa
-namespace sm {
-class SubnetManager;
-}
-namespace sim {
-class Fabric;
-}
-}  // namespace madengine
 
 namespace madengine::node {
 
@@ -94,14 +80,11 @@ struct PathInfo {
 
 enum class PathResult : std::uint8_t { kOk, kNoEpoch, kNoPath };
 
-struct NodeInternals;  // node/internals.hpp: the project's own tests and tools
-
 class Node {
  public:
   // Builds and wires everything; nothing runs yet. Throws ConfigError (bad
   // config or topology) or std::runtime_error (the transport does not open).
   MADENGINE_API explicit Node(const NodeConfig& cfg, NodeHooks hooks = {});
-  Node(const NodeConfig& cfg, NodeHooks hooks, const NodeInternals& internals);
   MADENGINE_API ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
@@ -134,15 +117,14 @@ class Node {
   MADENGINE_API bool is_sim() const noexcept;
   MADENGINE_API const NodeConfig& config() const noexcept;
 
-  // The parts, for the project's own daemon, tools and tests (their headers
-  // are private; not exported from libmadengine.so).
-  sim::Fabric* fabric() noexcept;  // sim only, else nullptr
-  Engine& engine() noexcept;
-  sm::SubnetManager& sm() noexcept;
-  sa::SaServer& sa() noexcept;
-  const sa::SnapshotStore& store() const noexcept;
+  struct Parts;  // node/parts.hpp
 
-  struct Parts;
+ protected:
+  // node/internal_node.hpp: the project's own daemon, tools and tests reach
+  // the parts (their headers are private; none of this is exported).
+  explicit Node(std::unique_ptr<Parts> parts) noexcept;
+  Parts& parts() noexcept { return *p_; }
+  const Parts& parts() const noexcept { return *p_; }
 
  private:
   std::unique_ptr<Parts> p_;
