@@ -60,8 +60,17 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/madengineConfigVersion.cm
 install(FILES ${PROJECT_BINARY_DIR}/madengineConfig.cmake ${PROJECT_BINARY_DIR}/madengineConfigVersion.cmake
   DESTINATION ${madengine_cmake_dir} COMPONENT dev)
 
-configure_file(${CMAKE_CURRENT_LIST_DIR}/madengine.pc.in ${PROJECT_BINARY_DIR}/madengine.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/madengine.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
+# madengine.pc names the prefix it is installed under (cmake --install
+# --prefix, or /usr in the packages), so it is written at install time.
+install(CODE "
+  set(PROJECT_VERSION \"${PROJECT_VERSION}\")
+  set(CMAKE_INSTALL_LIBDIR \"${CMAKE_INSTALL_LIBDIR}\")
+  set(CMAKE_INSTALL_INCLUDEDIR \"${CMAKE_INSTALL_INCLUDEDIR}\")
+  set(madengine_pc_private \"${madengine_pc_private}\")
+  set(pc \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig/madengine.pc\")
+  message(STATUS \"Installing: \${pc}\")
+  configure_file(\"${CMAKE_CURRENT_LIST_DIR}/madengine.pc.in\" \"\${pc}\" @ONLY)
+" COMPONENT dev)
 
 install(TARGETS madengine madstorm madwire RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT daemon)
 install(FILES ${PROJECT_SOURCE_DIR}/config/madengine.toml DESTINATION ${CMAKE_INSTALL_DATADIR}/madengine COMPONENT daemon)

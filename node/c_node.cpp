@@ -1,8 +1,5 @@
 // The C ABI's node, status, paths, events and vendor MAD handlers
 // (madengine/madengine.h) over madengine::node::Node.
-#include <spdlog/sinks/basic_file_sink.h>
-#include <spdlog/spdlog.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -25,11 +22,10 @@ void copy_out(char* err, std::size_t errlen, const std::string& msg) noexcept {
   err[n] = '\0';
 }
 
-// [log] as the daemon applies it, when the TOML names it.
+// [log] as the daemon applies it, when the TOML names it (else the
+// embedder's process keeps its log as it is).
 void apply_log(const node::NodeConfig& c) {
-  if (c.given.contains("log.file") && !c.log.file.empty())
-    spdlog::set_default_logger(spdlog::basic_logger_mt("madengine", c.log.file));
-  if (c.given.contains("log.level")) spdlog::set_level(spdlog::level::from_str(c.log.level));
+  if (c.given.contains("log.file") || c.given.contains("log.level")) node::apply_log_config(c.log);
 }
 
 me_notice to_c(const wire::Notice& n) {

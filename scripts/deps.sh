@@ -18,6 +18,8 @@ packages=(
   libdpdk-dev libboost-dev libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   # tools the scripts and tests call
   procps psmisc python3 man-db
+  # libmadengine's ABI check (abidw, abidiff) and Debian packages (CPack, dpkg-shlibdeps)
+  abigail-tools dpkg-dev
 )
 
 missing=()

@@ -6,9 +6,11 @@
  * short next hops the one at index DLID mod count (d-mod-k). A port can be
  * quarantined: no switch routes to its LIDs, so the SA has no path to it.
  *
- *   vendor_sm --sim ft2:4 [--check] [--quarantine GUID] [--lfts FILE]
+ *   vendor_sm --sim ft2:4 [--check] [--list] [--quarantine GUID] [--lfts FILE]
  *   vendor_sm --config node.toml [--run-ms N] ...   (umad: an HCA or ibsim)
  *
+ * --list prints every CA port (GUID, LID, node description) of the epoch;
+ * --lfts writes the LFTs it computed as "SWITCH_GUID LID PORT" lines.
  * --check compares, after subnet up, the LFTs of the published epoch with the
  * ones this program computed, and every PathRecord between CA ports (as
  * me_path_query answers it) with a walk of those LFTs; exit status 1 if
@@ -36,6 +38,7 @@ struct options {
   uint64_t quarantine;
   const char *lfts_path;
   int check;
+  int list;
   unsigned wait_ms;
   unsigned run_ms;
 };
@@ -374,7 +377,7 @@ static char *read_file(const char *path) {
 
 static int usage(void) {
   fprintf(stderr,
-          "usage: vendor_sm (--sim SPEC | --config FILE) [--check] [--quarantine PORT_GUID] [--lfts FILE]\n"
+          "usage: vendor_sm (--sim SPEC | --config FILE) [--check] [--list] [--quarantine PORT_GUID] [--lfts FILE]\n"
           "                 [--wait-ms N] [--run-ms N]\n");
   return 2;
 }
@@ -388,6 +391,7 @@ int main(int argc, char **argv) {
     const char *a = argv[i];
     const char *next = i + 1 < argc ? argv[i + 1] : NULL;
     if (strcmp(a, "--check") == 0) v.opt.check = 1;
+    else if (strcmp(a, "--list") == 0) v.opt.list = 1;
     else if (next == NULL) return usage();
     else if (strcmp(a, "--sim") == 0) v.opt.sim = argv[++i];
     else if (strcmp(a, "--config") == 0) v.opt.config = argv[++i];
@@ -450,6 +454,14 @@ int main(int argc, char **argv) {
     printf("vendor_sm: subnet up (epoch %" PRIu64 "): SM %s at LID %u; %u nodes, %u ports, %u links; %u routing passes\n",
            st.epoch, sm_state_name(st.sm_state), st.sm_lid, me_fabric_node_count(f), me_fabric_port_count(f),
            me_fabric_link_count(f), v.routing_passes);
+    for (uint32_t i = 0; v.opt.list && i < me_fabric_node_count(f); ++i) {
+      struct me_node_info ni;
+      struct me_port_info pi;
+      me_fabric_node(f, i, &ni);
+      for (unsigned p = 1; ni.type != ME_NODE_SWITCH && p <= ni.num_ports; ++p)
+        if (me_fabric_port(f, i, (uint8_t)p, &pi) == ME_OK && pi.lid != 0)
+          printf("vendor_sm: port 0x%016" PRIx64 " LID %u node '%s'\n", pi.port_guid, pi.lid, ni.description);
+    }
     me_fabric_release(f);
     pthread_mutex_lock(&v.mu);
     if (v.opt.lfts_path != NULL && write_lfts(&v, v.opt.lfts_path) != 0) {

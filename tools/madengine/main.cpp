@@ -5,7 +5,6 @@
 // simulator is `--transport sim`.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -27,16 +26,6 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 void on_signal(int) { g_stop.store(true); }
-
-void setup_logging(const node::LogSection& log) {
-  if (!log.file.empty()) spdlog::set_default_logger(spdlog::basic_logger_mt("madengine", log.file));
-  spdlog::set_level(spdlog::level::from_str(log.level));
-  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
-  // A log file is read while the daemon runs (tail -f, an operator after an
-  // incident): warnings and errors at once, everything else within a second.
-  spdlog::flush_on(spdlog::level::warn);
-  spdlog::flush_every(std::chrono::seconds(1));
-}
 
 void log_status(node::InternalNode& d) {
   const auto s = d.sm().status();
@@ -118,7 +107,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "madengine: {}\n", e.what());
     return 2;
   }
-  setup_logging(cfg.log);
+  node::apply_log_config(cfg.log);
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
 

@@ -127,4 +127,8 @@ MADENGINE_API void validate(const NodeConfig& c);
 
 MADENGINE_API const char* to_string(TransportKind k) noexcept;
 
+// Points the process's log at [log] (level, file; the daemon's line format).
+// Throws std::runtime_error (spdlog's) if the file cannot be opened.
+MADENGINE_API void apply_log_config(const LogSection& log);
+
 }  // namespace madengine::node
