@@ -66,7 +66,7 @@ TEST(VendorSmIbsim, IbrouteShowsItsLftsAndSaqueryFollowsThem) {
     std::ofstream cfg(dir + "/node.toml");
     cfg << "[transport]\nkind = \"umad\"\n[engine]\ncores = 1\npin = false\n[log]\nlevel = \"warn\"\n";
   }
-  const std::string sm = std::string("'") + VENDOR_SM_BIN + "' --config node.toml";
+  const std::string sm = std::string("\"") + VENDOR_SM_BIN + "\" --config node.toml";
 
   // A first run names the ports (and numbers the fabric, which the second keeps).
   const auto listed = fabric.run(sm + " --list", "H1", 90s);
@@ -80,17 +80,9 @@ TEST(VendorSmIbsim, IbrouteShowsItsLftsAndSaqueryFollowsThem) {
   // The vendor SM in the background on H1, H8 quarantined.
   char quarantine[32];
   std::snprintf(quarantine, sizeof quarantine, "0x%016llx", static_cast<unsigned long long>(ports["H8"].first));
-  const auto started = fabric.run("setsid sh -c 'echo $$ > vendor.pid; exec " + sm + " --quarantine " + quarantine +
-                                      " --lfts lfts.txt --run-ms 120000' </dev/null >vendor.log 2>&1 & "
-                                      "while [ ! -s vendor.pid ]; do sleep 0.01; done; cat vendor.pid",
-                                  "H1", 10s);
-  ASSERT_EQ(started.exit_code, 0) << started.err;
-  const pid_t pid = static_cast<pid_t>(std::atoi(started.out.c_str()));
-  ASSERT_GT(pid, 0);
-  struct Reaper {
-    pid_t pid;
-    ~Reaper() { ::kill(pid, SIGKILL); }
-  } reaper{pid};
+  const IbsimFabric::Background vendor = fabric.start_background(
+      sm + " --quarantine " + quarantine + " --lfts lfts.txt --run-ms 120000", "vendor.log", "H1");
+  ASSERT_GT(vendor.pid(), 0);
   ASSERT_TRUE(wait_until([&] { return read_file(dir + "/vendor.log").find("vendor_sm: ready") != std::string::npos; }, 90s))
       << read_file(dir + "/vendor.log");
 
@@ -158,7 +150,7 @@ TEST(VendorSmIbsim, IbrouteShowsItsLftsAndSaqueryFollowsThem) {
   client.close();
 
   // SIGTERM: the example stops the node and frees it.
-  ASSERT_EQ(::kill(pid, SIGTERM), 0);
+  ASSERT_EQ(::kill(vendor.pid(), SIGTERM), 0);
   EXPECT_TRUE(wait_until([&] { return read_file(dir + "/vendor.log").find("vendor_sm: stopped") != std::string::npos; }, 30s))
       << read_file(dir + "/vendor.log");
 }

@@ -86,20 +86,11 @@ TEST(HaStateIbsim, StandbyTakesOverWithTheMastersServiceRecord) {
         << "ha_poll_interval_ms = 100\nha_poll_retries = 3\nha_replica_interval_ms = 200\n"
         << "[sa]\njournal = \"" << dir << "/master/sa.journal\"\n[log]\nlevel = \"info\"\n";
   }
-  // The master: the madengine executable in the background on H1, in a
-  // session of its own (run() kills its command's process group on return:
-  // the shell waits until the new session has written its pid).
-  const auto started = fabric.run(std::string("setsid sh -c 'echo $$ > master/pid; exec \"") + MADENGINE_BIN +
-                                      "\" -c master/madengine.toml' </dev/null >master/log 2>&1 & "
-                                      "while [ ! -s master/pid ]; do sleep 0.01; done; cat master/pid",
-                                  "H1", 10s);
-  ASSERT_EQ(started.exit_code, 0) << started.err;
-  const pid_t master = static_cast<pid_t>(std::atoi(started.out.c_str()));
+  // The master: the madengine executable in the background on H1.
+  const IbsimFabric::Background bg =
+      fabric.start_background(std::string("\"") + MADENGINE_BIN + "\" -c master/madengine.toml", "master/log", "H1");
+  const pid_t master = bg.pid();
   ASSERT_GT(master, 0);
-  struct Reaper {
-    pid_t pid;
-    ~Reaper() { ::kill(pid, SIGKILL); }
-  } reaper{master};
   ASSERT_TRUE(wait_until([&] { return read_file(dir + "/master/log").find("sm: subnet up") != std::string::npos; }, 60s))
       << dir << ": " << read_file(dir + "/master/log");
 
