@@ -50,6 +50,7 @@ struct SmConfig {
   std::string guid2lid_path;               // empty: LIDs are not persisted
   std::uint8_t lmc = 0;
   RoutingAlgo routing = RoutingAlgo::kMinHop;
+  std::vector<RoutingAlgo> routing_chain;  // non-empty: engines tried in order, replacing `routing` (sm/routing)
   std::vector<std::uint64_t> root_guids;   // up/down roots (empty: detected)
   unsigned routing_threads = 1;
   unsigned path_db_threads = 1;
@@ -141,6 +142,9 @@ struct SweepStats {
   BringupReport bringup;
   std::uint32_t mft_blocks_written = 0;
   std::uint16_t top_lid = 0;
+  std::string routing_engine;        // the engine of the chain that routed, or "routing hook"
+  std::uint8_t routing_vls = 0;      // SLs/VLs its layers use (identity SL2VL)
+  std::uint32_t lids_rerouted = 0;   // LIDs routed this sweep (incremental: only those a change touched)
   double tables_s = 0;  // included in programming_s
   double discovery_s = 0, lids_s = 0, routing_s = 0, path_db_s = 0, programming_s = 0, total_s = 0;
   bool ok = false;
@@ -154,10 +158,21 @@ struct Routed {
   double routing_s = 0, path_db_s = 0;  // wall time on the compute thread
 };
 
-// The compute job itself: a pure function of its arguments.
-// With `hook` (not empty), the hook routes instead of the engine `ropts` names.
+// The publication a sweep re-routes from (incremental routing, path
+// database reuse): its snapshot (fabric, LFTs, paths) and its routing
+// without the LFTs, which the snapshot holds. Immutable, so a compute job
+// can read it while the SM core goes on.
+struct RouteBase {
+  std::shared_ptr<const sa::Snapshot> snap;
+  std::shared_ptr<const RoutingResult> routes;
+};
+
+// The compute job itself: a pure function of its arguments; `base` null:
+// every destination routed, the path database built. With `hook` (not
+// empty), the embedder's hook routes instead of the engines `ropts` names,
+// every destination each time (`base` is not used).
 Routed route_fabric(const fabric::Fabric& f, const RoutingOptions& ropts, unsigned shards, unsigned path_db_threads,
-                    const RoutingHook* hook = nullptr);
+                    const RouteBase* base = nullptr, const RoutingHook* hook = nullptr);
 
 // What the SM remembers of its own mastership; the SMInfo state itself is
 // the HA agent's (sm/ha).
@@ -222,7 +237,7 @@ class SubnetManager {
   Task<void> heavy_sweep();
   RoutingOptions routing_options() const;
   // Routes and the path database of `f`, computed on the compute pool.
-  Task<std::optional<Routed>> route(std::shared_ptr<const fabric::Fabric> f);
+  Task<std::optional<Routed>> route(std::shared_ptr<const fabric::Fabric> f, bool incremental);
   // snap->index() on the compute pool; false when cancelled.
   Task<bool> index_snapshot(std::shared_ptr<sa::Snapshot> snap);
   sa::SmIdentity sm_identity(const LocalPort& lp, std::uint16_t lid, wire::SmState state, std::uint32_t act_count) const noexcept;
@@ -280,6 +295,10 @@ class SubnetManager {
   // (its LIDs, our routes), published the moment a takeover sweep finds the
   // same LIDs, so the SA answers before routing is recomputed.
   std::shared_ptr<sa::Snapshot> warm_;
+  // The routing of current_ (and of warm_) without its LFTs, which the
+  // snapshot holds: the next sweep re-routes incrementally from them (null:
+  // it routes everything).
+  std::shared_ptr<const RoutingResult> current_routes_, warm_routes_;
   SmRoleState role_;
   std::uint16_t sm_lid_ = 0;
   std::uint8_t local_port_ = 1;  // as NodeInfo.LocalPortNum reported it (0 on a switch)
@@ -292,6 +311,8 @@ class SubnetManager {
   std::atomic<bool> heavy_requested_{true};
   std::uint8_t local_state_seen_ = 0;  // our port's PortState after our last sweep (0: unknown)
   bool local_check_now_ = false;       // a port event: check our port without waiting
+  TaskHandle run_task_;                // run(): woken from its idle sleep by traps and SMInfo Sets
+  bool idle_ = false;                  // run() sleeps between its checks
   std::atomic<bool> mcast_dirty_{false};
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;

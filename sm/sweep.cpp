@@ -27,6 +27,7 @@ Task<void> SubnetManager::heavy_sweep() {
   const Nanos t0 = clock.now_ns();
   const std::uint64_t smps0 = queue_->submitted();
   const LocalPort lp = transport_.local_port();
+  ha_->sweep_started();
   DiscoveryResult d = co_await discover(*queue_, DiscoveryOptions{.port_num = lp.port_num, .m_key = cfg_.m_key});
   const Nanos t1 = clock.now_ns();
   st.discovery_s = seconds(t0, t1);
@@ -98,7 +99,7 @@ Task<void> SubnetManager::heavy_sweep() {
   // on answering SA queries (from the current epoch) and SMInfo polls. The
   // job owns the fabric until it is done.
   auto fab = std::make_shared<fabric::Fabric>(std::move(d.fabric));
-  Task<std::optional<Routed>> routing = route(fab);  // a named task: see docs/coding-notes.md
+  Task<std::optional<Routed>> routing = route(fab, true);  // a named task: see docs/coding-notes.md
   std::optional<Routed> routed = co_await routing;
   if (!routed) co_return;  // cancelled: the SM is going away
   if (ha_->state() != wire::SmState::kMaster) {
@@ -117,6 +118,14 @@ Task<void> SubnetManager::heavy_sweep() {
     co_return;
   }
   st.top_lid = routes.top_lid;
+  st.routing_engine = cfg_.routing_hook ? "routing hook" : to_string(routes.engine);
+  st.routing_vls = routes.layers.count();
+  st.lids_rerouted = routes.lids_rerouted;
+  for (const std::string& why : routes.failed) spdlog::warn("sm: routing: {} (next engine of the chain)", why);
+  spdlog::info("sm: routing: {} on {} SL/VL(s), {} LIDs routed{}{}; {:.3f} s (hop tables {:.3f}, LFTs {:.3f}, layers {:.3f})",
+               st.routing_engine, st.routing_vls, st.lids_rerouted, routes.incremental ? " (incremental)" : "",
+               routes.full_reason.empty() ? "" : " (full: " + routes.full_reason + ")", st.routing_s, routes.hop_tables_s,
+               routes.lfts_s, routes.layers_s);
   sm_lid_ = fab->lid_of(fabric::EndPort{d.local_node, d.local_port});
   local_port_ = d.local_port;
   auto snap = std::make_shared<sa::Snapshot>();
@@ -141,6 +150,7 @@ Task<void> SubnetManager::heavy_sweep() {
     if (const bool ok = co_await indexing; !ok) co_return;
     pre->epoch = ++epoch_;
     current_ = pre;
+    current_routes_.reset();  // its routing joins it at the final publication
     store_.publish(pre);
     spdlog::info("sm: LIDs unchanged: SA answering from epoch {} while the fabric is programmed", epoch_);
     const std::uint64_t e = epoch_;
@@ -192,6 +202,7 @@ Task<void> SubnetManager::heavy_sweep() {
 
   snap->lfts = std::move(routes.lfts);
   snap->top_lid = routes.top_lid;
+  auto next_routes = std::make_shared<const RoutingResult>(std::move(routes));  // without its LFTs, which snap holds
   snap->sm = sm_identity(lp, sm_lid_, ha_->state(), ha_->act_count());
   snap->subnet_prefix = cfg_.subnet_prefix;
   fill_tables(d.fabric, *snap);
@@ -200,6 +211,7 @@ Task<void> SubnetManager::heavy_sweep() {
   if (const bool ok = co_await indexing; !ok) co_return;
   snap->epoch = ++epoch_;
   current_ = snap;
+  current_routes_ = std::move(next_routes);
   store_.publish(snap);
   st.gid_traps = report_gid_changes(*snap);
 

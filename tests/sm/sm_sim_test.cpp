@@ -20,41 +20,13 @@
 #include "sim/smp_client.hpp"
 #include "madengine/wire/smp/mft.hpp"
 #include "sm/sm.hpp"
+#include "sm_sim_rig.hpp"
 
 namespace madengine {
 namespace {
 
-constexpr Nanos kStepNs = kNanosPerMilli;
-
-struct SimRig {
-  sim::Fabric fabric;
-  sim::SimTransport transport;
-  Engine engine;
-  sa::SnapshotStore store;
-  std::unique_ptr<sm::SubnetManager> sm;
-
-  SimRig(const sim::Topology& topo, const char* sm_node, sm::SmConfig cfg, std::uint64_t seed = 1)
-      : fabric(topo, sim::FabricConfig{.seed = seed}),
-        transport(fabric, fabric.find_node(sm_node), 1),
-        engine(EngineConfig{.cores = 1, .pin = false, .clock = &fabric.clock()}) {
-    if (!transport.open(AgentSpec{.smi = true, .is_sm = true})) throw std::runtime_error("sim transport did not open");
-    engine.add_transport(transport, 0);
-    sm = std::make_unique<sm::SubnetManager>(engine, transport, std::move(cfg), store);
-  }
-  ~SimRig() {
-    sm.reset();
-    engine.quiesce();
-  }
-  // Drives engine and fabric until `pred` holds or `sim_ms` of sim time pass.
-  bool run_until(const std::function<bool(const sm::SmStatus&)>& pred, Nanos sim_ms) {
-    const Nanos end = fabric.now_ns() + sim_ms * kNanosPerMilli;
-    while (fabric.now_ns() < end) {
-      if (pred(sm->status())) return true;
-      if (engine.poll_all_once() == 0) fabric.advance(kStepNs);
-    }
-    return pred(sm->status());
-  }
-};
+using testing::SimRig;
+using testing::kStepNs;
 
 // What a brought-up fabric must look like, read from the simulator itself.
 void check_sim_fabric(const sim::Fabric& f, const sa::Snapshot& snap) {
