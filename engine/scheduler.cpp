@@ -2,7 +2,7 @@
 // Frames are resumed only from poll(); anything that completes an await from
 // outside (a timer, a response, a cancel) goes through the ready queue, so a
 // task never runs inside another component's call stack.
-#include "madengine/engine/scheduler.hpp"
+#include "engine/scheduler.hpp"
 
 #include <utility>
 

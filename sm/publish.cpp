@@ -7,10 +7,11 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "madengine/engine/offload.hpp"
+#include "engine/offload.hpp"
 #include "sa/paths/path_db.hpp"
 #include "sm/lids/lid_assign.hpp"
 #include "sm/routing/switch_graph.hpp"
+#include "sm/routing_hook.hpp"
 #include "sm/sm.hpp"
 
 namespace madengine::sm {
@@ -35,14 +36,20 @@ RoutingOptions SubnetManager::routing_options() const {
 
 // On a compute thread: touches only its arguments (the job owns them).
 Routed route_fabric(const fabric::Fabric& f, const RoutingOptions& ropts, unsigned shards, unsigned path_db_threads,
-                    const RouteBase* base) {
+                    const RouteBase* base, const RoutingHook* hook) {
   Routed out;
   const auto t0 = std::chrono::steady_clock::now();
-  // Incremental: destinations the change since `base` leaves alone keep
-  // their routes (an unchanged fabric writes no LFT block).
-  out.routes = base != nullptr
-                   ? compute_routes(f, ropts, PreviousRoutes{&base->snap->fabric, base->routes.get(), &base->snap->lfts})
-                   : compute_routes(f, ropts);
+  // The embedder's hook routes every destination. The engines, incremental:
+  // destinations the change since `base` leaves alone keep their routes (an
+  // unchanged fabric writes no LFT block).
+  if (hook != nullptr && *hook) {
+    out.routes = route_by_hook(f, *hook);
+    base = nullptr;
+  } else {
+    out.routes = base != nullptr
+                     ? compute_routes(f, ropts, PreviousRoutes{&base->snap->fabric, base->routes.get(), &base->snap->lfts})
+                     : compute_routes(f, ropts);
+  }
   out.routing_s = seconds_since(t0);
   if (!out.routes.ok()) return out;
   const auto t1 = std::chrono::steady_clock::now();
@@ -61,8 +68,9 @@ Task<std::optional<Routed>> SubnetManager::route(std::shared_ptr<const fabric::F
   std::optional<RouteBase> base;
   if (incremental && current_ != nullptr && current_routes_ != nullptr) base = RouteBase{current_, current_routes_};
   auto job = offload(*compute_, mailbox_,
-                     [f, base, ropts = routing_options(), shards = unsigned{engine_.cores()}, threads = cfg_.path_db_threads] {
-                       return route_fabric(*f, ropts, shards, threads, base ? &*base : nullptr);
+                     [f, base, ropts = routing_options(), shards = unsigned{engine_.cores()}, threads = cfg_.path_db_threads,
+                      hook = cfg_.routing_hook] {
+                       return route_fabric(*f, ropts, shards, threads, base ? &*base : nullptr, &hook);
                      });
   auto r = co_await job;
   if (!r) {

@@ -13,7 +13,7 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "madengine/engine/offload.hpp"
+#include "engine/offload.hpp"
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/smp/notice.hpp"
 
@@ -129,6 +129,7 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
     }
     if (t.to == wire::SmState::kStandby) replica_now_ = true;
     publish_ha_status();
+    if (cfg_.on_transition) cfg_.on_transition(t.from, t.to);
   });
   // The device life cycle pauses, re-sends or fails the SM's SMPs when its port's device goes and returns.
   engine.add_transaction_manager(cfg_.core, *txn_, transport.local_port().port_num);

@@ -17,12 +17,13 @@
 #include <unordered_set>
 #include <vector>
 
-#include "madengine/engine/compute_pool.hpp"
-#include "madengine/engine/engine.hpp"
-#include "madengine/engine/scheduler.hpp"
-#include "madengine/engine/transaction.hpp"
+#include "engine/compute_pool.hpp"
+#include "engine/engine.hpp"
+#include "engine/scheduler.hpp"
+#include "engine/transaction.hpp"
 #include "madengine/engine/transport.hpp"
 #include "madengine/wire/smp/notice.hpp"
+#include "madengine/sm/routing_hook.hpp"
 #include "madengine/wire/smp/sm_info.hpp"
 #include "sa/snapshot.hpp"
 #include "sm/bringup/bringup.hpp"
@@ -97,7 +98,7 @@ struct SmConfig {
   std::uint8_t leaf_head_of_queue_lifetime = 0x10;
   std::uint8_t vl_stall_count = 7;
   std::uint8_t leaf_vl_stall_count = 7;
-  McGroupProvider* mcast = nullptr;  // optional; must outlive the SM
+  sa::McGroupProvider* mcast = nullptr;  // optional; must outlive the SM
   // Also read SL2VL/VLArb of switch external ports (ports^2 SMPs a switch;
   // see sm/tables). End ports' tables and GUIDInfo are always read.
   bool read_switch_port_tables = false;
@@ -121,6 +122,11 @@ struct SmConfig {
   std::uint32_t ha_replica_interval_ms = 1000;
   std::uint32_t ha_replica_max_age_ms = 0;
   bool sa_state_restored = false;
+  // An embedder's routing (madengine/sm/routing_hook.hpp) in place of
+  // `routing`: called on the compute pool with each heavy sweep's fabric.
+  RoutingHook routing_hook;
+  // Every SMInfo state change of this SM (sm/ha), on the SM's core.
+  std::function<void(wire::SmState from, wire::SmState to)> on_transition;
 };
 
 // The replica age a takeover still vouches for (ha_replica_max_age_ms, or its default).
@@ -142,7 +148,7 @@ struct SweepStats {
   BringupReport bringup;
   std::uint32_t mft_blocks_written = 0;
   std::uint16_t top_lid = 0;
-  std::string routing_engine;        // the engine of the chain that routed
+  std::string routing_engine;        // the engine of the chain that routed, or "routing hook"
   std::uint8_t routing_vls = 0;      // SLs/VLs its layers use (identity SL2VL)
   std::uint32_t lids_rerouted = 0;   // LIDs routed this sweep (incremental: only those a change touched)
   double tables_s = 0;  // included in programming_s
@@ -168,9 +174,11 @@ struct RouteBase {
 };
 
 // The compute job itself: a pure function of its arguments; `base` null:
-// every destination routed, the path database built.
+// every destination routed, the path database built. With `hook` (not
+// empty), the embedder's hook routes instead of the engines `ropts` names,
+// every destination each time (`base` is not used).
 Routed route_fabric(const fabric::Fabric& f, const RoutingOptions& ropts, unsigned shards, unsigned path_db_threads,
-                    const RouteBase* base = nullptr);
+                    const RouteBase* base = nullptr, const RoutingHook* hook = nullptr);
 
 // What the SM remembers of its own mastership; the SMInfo state itself is
 // the HA agent's (sm/ha).

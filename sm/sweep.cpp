@@ -156,7 +156,7 @@ Task<void> SubnetManager::heavy_sweep() {
     co_return;
   }
   st.top_lid = routes.top_lid;
-  st.routing_engine = to_string(routes.engine);
+  st.routing_engine = cfg_.routing_hook ? "routing hook" : to_string(routes.engine);
   st.routing_vls = routes.layers.count();
   st.lids_rerouted = routes.lids_rerouted;
   for (const std::string& why : routes.failed) spdlog::warn("sm: routing: {} (next engine of the chain)", why);

@@ -18,7 +18,7 @@
 
 #include "engine/loopback_transport.hpp"
 #include "fabric_builders.hpp"
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "madengine/wire/sa_records.hpp"
 #include "sa/server/path_query.hpp"
 #include "sa/server/sa_server.hpp"

@@ -23,7 +23,7 @@
 
 #include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "sa/snapshot.hpp"
 #include "sim/fabric.hpp"
 #include "sim/generators.hpp"

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <unordered_map>
 
-#include "madengine/common/parallel_for.hpp"
+#include "engine/parallel_for.hpp"
 #include "sa/paths/link_rate.hpp"
 
 namespace madengine::sa {

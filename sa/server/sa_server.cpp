@@ -1043,14 +1043,14 @@ class SaServer::Hook final : public MadHandler {
   SaServer& s_;
 };
 
-class SaServer::Provider final : public sm::McGroupProvider {
+class SaServer::Provider final : public McGroupProvider {
  public:
   explicit Provider(const McastStore& g) : g_(g) {}
-  std::vector<sm::McGroup> groups() override {
-    std::vector<sm::McGroup> out;
+  std::vector<McGroup> groups() override {
+    std::vector<McGroup> out;
     const auto v = g_.view();
     for (const auto& grp : *v) {
-      sm::McGroup x;
+      McGroup x;
       x.mlid = grp.params.mlid.get();
       for (const auto& mem : grp.members) x.member_port_guids.push_back(mem.port_gid.guid.get());
       out.push_back(std::move(x));
@@ -1120,7 +1120,7 @@ SaCounters SaServer::counters() const {
   return c;
 }
 
-sm::McGroupProvider& SaServer::mcast_provider() noexcept { return *provider_; }
+McGroupProvider& SaServer::mcast_provider() noexcept { return *provider_; }
 const ServiceStore& SaServer::services() const noexcept { return services_; }
 const McastStore& SaServer::groups() const noexcept { return groups_; }
 const InformStore& SaServer::subscriptions() const noexcept { return subs_; }

@@ -12,7 +12,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "madengine/engine/task.hpp"
+#include "engine/task.hpp"
 #include "madengine/wire/smp/lft.hpp"
 #include "sm/discovery/discovery.hpp"
 #include "sm/routing/routing.hpp"

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "madengine/engine/task.hpp"
+#include "engine/task.hpp"
 #include "madengine/fabric/fabric.hpp"
 #include "sm/smp_queue.hpp"
 

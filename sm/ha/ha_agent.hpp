@@ -11,12 +11,12 @@
 #include <unordered_map>
 #include <vector>
 
-#include "madengine/engine/core.hpp"
+#include "engine/core.hpp"
 #include "madengine/engine/mad_buf.hpp"
-#include "madengine/engine/scheduler.hpp"
-#include "madengine/engine/task.hpp"
-#include "madengine/engine/transaction.hpp"
-#include "madengine/engine/tx_sink.hpp"
+#include "engine/scheduler.hpp"
+#include "engine/task.hpp"
+#include "engine/transaction.hpp"
+#include "engine/tx_sink.hpp"
 #include "madengine/fabric/fabric.hpp"
 #include "sm/ha/sm_peers.hpp"
 #include "sm/ha/sm_state_machine.hpp"

@@ -10,7 +10,7 @@
 #include <bit>
 #include <numeric>
 
-#include "madengine/common/parallel_for.hpp"
+#include "engine/parallel_for.hpp"
 
 namespace madengine::sm {
 

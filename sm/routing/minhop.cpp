@@ -11,7 +11,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "madengine/common/parallel_for.hpp"
+#include "engine/parallel_for.hpp"
 #include "sm/routing/engine.hpp"
 #include "sm/routing/hop_tables.hpp"
 

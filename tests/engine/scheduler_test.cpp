@@ -2,7 +2,7 @@
 // insertion order), yield fairness, cancellation of sleeping/queued/running
 // tasks, early wake of a sleeping one, and destruction of suspended frames
 // without resuming them.
-#include "madengine/engine/scheduler.hpp"
+#include "engine/scheduler.hpp"
 
 #include <gtest/gtest.h>
 

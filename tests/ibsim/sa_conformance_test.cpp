@@ -199,11 +199,11 @@ void run_conformance(const std::string& topology, const char* sm_host, const cha
   std::ofstream(g2l) << osm.guid2lid;
   fabric.attach_self(sm_host);
   MadengineRig me;
-  sm::SmConfig cfg = MadengineRig::opensm_keyed();
-  cfg.guid2lid_path = g2l;
-  ASSERT_TRUE(me.start(cfg)) << me.transport.last_error();
-  ASSERT_TRUE(me.sm->wait_subnet_up(60s));
-  EXPECT_EQ(me.sm->status().last_heavy.lids_new, 0u) << "a port got a LID OpenSM did not give it";
+  node::NodeConfig cfg = MadengineRig::opensm_keyed();
+  cfg.sm.guid2lid = g2l;
+  ASSERT_TRUE(me.start(cfg)) << me.error;
+  ASSERT_TRUE(me.sm().wait_subnet_up(60s));
+  EXPECT_EQ(me.sm().status().last_heavy.lids_new, 0u) << "a port got a LID OpenSM did not give it";
 
   ibsim::conformance::Tally tally;
   std::size_t unlinked = 0;
@@ -231,7 +231,7 @@ void run_conformance(const std::string& topology, const char* sm_host, const cha
     EXPECT_EQ(diff, "") << "saquery " << q << "\nOpenSM:\n" << osm.answers.at(q).out << osm.answers.at(q).err
                         << "\nmadengine:\n" << b.out << b.err;
   }
-  const auto t = me.sa->counters().total();
+  const auto t = me.sa().counters().total();
   std::printf("%s: %zu queries, %zu records equal, %zu refusals equal; madengine SA received %llu answered %llu "
               "dropped %llu\n",
               topology.c_str(), tally.queries, tally.records, tally.errors_matched,
@@ -241,7 +241,7 @@ void run_conformance(const std::string& topology, const char* sm_host, const cha
   EXPECT_EQ(tally.errors_matched, std::size(kExpectedErrors));
   std::printf("%zu switch ports without a link: OpenSM's zero P_Key tables, no madengine record (deliberate)\n", unlinked);
   EXPECT_GT(tally.records, qs.size() / 2);
-  expect_min_hop_lfts(*me.store.current());
+  expect_min_hop_lfts(*me.store().current());
 }
 
 TEST(SaConformance, Chain3SaquerySeesWhatOpenSmAnswers) {

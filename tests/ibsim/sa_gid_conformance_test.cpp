@@ -219,12 +219,12 @@ TEST_P(SaGidConformance, GidQueriesAsFromOpenSm) {
   std::ofstream(g2l) << osm.guid2lid;
   fabric.attach_self("H1");
   MadengineRig me;
-  sm::SmConfig cfg = MadengineRig::opensm_keyed();
-  cfg.guid2lid_path = g2l;
-  cfg.subnet_prefix = p.value;
-  ASSERT_TRUE(me.start(cfg)) << me.transport.last_error();
-  ASSERT_TRUE(me.sm->wait_subnet_up(60s));
-  EXPECT_EQ(me.sm->status().last_heavy.lids_new, 0u) << "a port got a LID OpenSM did not give it";
+  node::NodeConfig cfg = MadengineRig::opensm_keyed();
+  cfg.sm.guid2lid = g2l;
+  cfg.sm.subnet_prefix = p.value;
+  ASSERT_TRUE(me.start(cfg)) << me.error;
+  ASSERT_TRUE(me.sm().wait_subnet_up(60s));
+  EXPECT_EQ(me.sm().status().last_heavy.lids_new, 0u) << "a port got a LID OpenSM did not give it";
 
   ibsim::conformance::Tally tally;
   for (const auto& q : qs) {

@@ -31,7 +31,7 @@
 #include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
 #include "madengine_rig.hpp"
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa_records.hpp"
@@ -297,11 +297,11 @@ TEST(SaStateConformance, SaquerySeesTheSameStateAsFromOpenSm) {
   std::ofstream(g2l) << o.guid2lid;
   fabric.attach_self("H1");
   MadengineRig me;
-  sm::SmConfig cfg = MadengineRig::opensm_keyed();  // the daemon's default, as OpenSM's
-  cfg.guid2lid_path = g2l;
-  ASSERT_TRUE(me.start(cfg)) << me.transport.last_error();
-  ASSERT_TRUE(me.sm->wait_subnet_up(60s));
-  EXPECT_EQ(me.sm->status().last_heavy.lids_new, 0u) << "a port got a LID OpenSM did not give it";
+  node::NodeConfig cfg = MadengineRig::opensm_keyed();  // the daemon's default, as OpenSM's
+  cfg.sm.guid2lid = g2l;
+  ASSERT_TRUE(me.start(cfg)) << me.error;
+  ASSERT_TRUE(me.sm().wait_subnet_up(60s));
+  EXPECT_EQ(me.sm().status().last_heavy.lids_new, 0u) << "a port got a LID OpenSM did not give it";
   const Phase ours = client_actions(fabric);
   std::printf("madengine ibroute -M:\n%s\n", ours.mft.c_str());
 
@@ -331,7 +331,7 @@ TEST(SaStateConformance, SaquerySeesTheSameStateAsFromOpenSm) {
       EXPECT_TRUE(mft_reaches(p->mft, p->mlid, port))
           << who << ": MLID " << p->mlid << " not forwarded to S1 port " << port << "\n" << p->mft;
   }
-  const auto c = me.sa->counters();
+  const auto c = me.sa().counters();
   std::printf("compared %zu queries, %zu records equal; madengine SA: %llu RMPP transfers, %llu Reports sent, %llu acked\n",
               tally.queries, tally.records, (unsigned long long)c.rmpp_transfers, (unsigned long long)c.reports_sent,
               (unsigned long long)c.reports_acked);
@@ -346,8 +346,8 @@ TEST(SaStateIbsim, ServiceFoundByAnotherClientExpiresWithItsLease) {
   ASSERT_TRUE(fabric.ok()) << fabric.error();
   fabric.attach_self("H1");
   MadengineRig me;
-  ASSERT_TRUE(me.start()) << me.transport.last_error();
-  ASSERT_TRUE(me.sm->wait_subnet_up(60s));
+  ASSERT_TRUE(me.start()) << me.error;
+  ASSERT_TRUE(me.sm().wait_subnet_up(60s));
   const std::string self = std::filesystem::read_symlink("/proc/self/exe");
   const auto c = fabric.run(std::string(kChildEnv) + "=lease '" + self +
                                 "' --gtest_filter=SaStateClient.RegisterJoinSubscribe",

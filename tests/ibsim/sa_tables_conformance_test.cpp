@@ -20,7 +20,7 @@
 #include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
 #include "madengine_rig.hpp"
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sa/snapshot.hpp"
 #include "saquery_records.hpp"
@@ -111,11 +111,8 @@ std::string compare(const Outcome& a, const Outcome& b, std::size_t& records) {
   return d.str();
 }
 
-sm::SmConfig tables_config() {
-  sm::SmConfig cfg;
-  cfg.read_switch_port_tables = true;  // the switch records are compared too
-  return cfg;
-}
+// The SM's own key default (0); the switch records are compared too.
+void read_switch_tables(sm::SmConfig& cfg) { cfg.read_switch_port_tables = true; }
 
 TEST(SaTablesConformance, Sl2VlVlArbGuidInfoAsFromOpenSm) {
   SKIP_WITHOUT_SHIM();
@@ -133,9 +130,9 @@ TEST(SaTablesConformance, Sl2VlVlArbGuidInfoAsFromOpenSm) {
 
   fabric.attach_self("H1");
   MadengineRig me;
-  ASSERT_TRUE(me.start(tables_config())) << me.transport.last_error();
-  ASSERT_TRUE(me.sm->wait_subnet_up(60s));
-  const auto st = me.sm->status().last_heavy;
+  ASSERT_TRUE(me.start(MadengineRig::config(0), read_switch_tables)) << me.error;
+  ASSERT_TRUE(me.sm().wait_subnet_up(60s));
+  const auto st = me.sm().status().last_heavy;
   std::printf("madengine heavy sweep: %llu SMPs, %llu for tables of %u ports\n",
               static_cast<unsigned long long>(st.smps), static_cast<unsigned long long>(st.tables_smps),
               st.tables_ports_read);

@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "sim/fabric.hpp"
 #include "sim/generators.hpp"
 #include "sim/sim_transport.hpp"

@@ -12,7 +12,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "sm/discovery/discovery.hpp"
 #include "sm/ha/ha_agent.hpp"
 #include "sm/smp_queue.hpp"

@@ -37,15 +37,14 @@ void bring_up_and_check(const Case& c) {
   ASSERT_TRUE(fabric.ok()) << fabric.error();
   fabric.attach_self(c.sm_host);
   ibsim::MadengineRig rig;
-  sm::SmConfig cfg = ibsim::MadengineRig::opensm_keyed();
-  ASSERT_TRUE(sm::parse_routing_chain(c.chain, cfg.routing_chain));
-  cfg.routing = cfg.routing_chain.front();
-  cfg.timeout_ms = 1000;  // a loaded shared machine can delay ibsim well past 200 ms
-  ASSERT_TRUE(rig.start(cfg)) << rig.transport.last_error();
-  ASSERT_TRUE(rig.sm->wait_subnet_up(120s)) << rig.sm->status().last_heavy.error;
-  const auto st = rig.sm->status().last_heavy;
+  node::NodeConfig cfg = ibsim::MadengineRig::opensm_keyed();
+  cfg.sm.routing = c.chain;
+  cfg.sm.transaction_timeout_ms = 1000;  // a loaded shared machine can delay ibsim well past 200 ms
+  ASSERT_TRUE(rig.start(cfg)) << rig.error;
+  ASSERT_TRUE(rig.sm().wait_subnet_up(120s)) << rig.sm().status().last_heavy.error;
+  const auto st = rig.sm().status().last_heavy;
   EXPECT_EQ(st.bringup.errors, 0u);
-  const auto snap = rig.store.current();
+  const auto snap = rig.store().current();
   ASSERT_NE(snap, nullptr);
 
   // What ibsim's switches hold.

@@ -12,7 +12,7 @@
 #include <map>
 #include <memory>
 
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "sa/snapshot.hpp"
 #include "sim/fabric.hpp"
 #include "sim/generators.hpp"

@@ -7,7 +7,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "sa/snapshot.hpp"
 #include "sim/fabric.hpp"
 #include "sim/sim_transport.hpp"

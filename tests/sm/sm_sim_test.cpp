@@ -12,7 +12,7 @@
 #include <set>
 #include <cstdio>
 
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "sa/snapshot.hpp"
 #include "sim/fabric.hpp"
 #include "sim/generators.hpp"
@@ -231,9 +231,9 @@ TEST(SmSim, OwnPortBackIsSweptWithinTheLocalCheck) {
   check_sim_fabric(rig.fabric, *rig.store.current());
 }
 
-struct TestGroups final : sm::McGroupProvider {
-  std::vector<sm::McGroup> list;
-  std::vector<sm::McGroup> groups() override { return list; }
+struct TestGroups final : sa::McGroupProvider {
+  std::vector<sa::McGroup> list;
+  std::vector<sa::McGroup> groups() override { return list; }
 };
 
 // Floods a packet for `mlid` from `from` (a CA node) by reading every switch's
@@ -292,7 +292,7 @@ TEST(SmSim, MulticastTreeReachesMembersAndFollowsChanges) {
     for (std::size_t i = 0; i < count; ++i) out.push_back(rig.fabric.port_guid(rig.fabric.port(members[i], 1)));
     return out;
   };
-  provider.list = {sm::McGroup{mlid, guids(4)}};
+  provider.list = {sa::McGroup{mlid, guids(4)}};
   ASSERT_TRUE(rig.run_until([](const sm::SmStatus& s) { return s.subnet_up; }, 60'000));
   EXPECT_GT(rig.sm->status().last_heavy.mft_blocks_written, 0u);
   const auto snap = rig.store.current();
@@ -309,7 +309,7 @@ TEST(SmSim, MulticastTreeReachesMembersAndFollowsChanges) {
     EXPECT_EQ(*got, want) << "from node " << from;
   }
   // host-5-2 leaves: after the notification only three members are reached.
-  provider.list = {sm::McGroup{mlid, guids(3)}};
+  provider.list = {sa::McGroup{mlid, guids(3)}};
   provider.notify();
   const std::uint64_t epoch = rig.sm->status().epoch;
   for (int i = 0; i < 200; ++i) {  // a few idle-loop rounds of sim time

@@ -1,14 +1,14 @@
 // The daemon's configuration: defaults, every section parsed, and bad input
 // rejected with a message naming the line.
-#include "config.hpp"
+#include "madengine/node/config.hpp"
 
 #include <gtest/gtest.h>
 
-namespace madengine::daemon {
+namespace madengine::node {
 namespace {
 
 TEST(Config, EmptyFileGivesDefaults) {
-  const Config c = parse_config("", "empty.toml");
+  const NodeConfig c = parse_config("", "empty.toml");
   EXPECT_EQ(c.engine.cores, 2u);
   EXPECT_EQ(c.engine.idle, "block");
   EXPECT_EQ(c.transport.kind, TransportKind::kUmad);
@@ -19,7 +19,7 @@ TEST(Config, EmptyFileGivesDefaults) {
 }
 
 TEST(Config, EverySectionIsRead) {
-  const Config c = parse_config(R"(
+  const NodeConfig c = parse_config(R"(
 [engine]
 cores = 4
 pin = false
@@ -92,41 +92,41 @@ TEST(Config, SubnetPrefixInEitherForm) {
 // A daemon on a real port keeps its state in /var/lib/madengine; on the
 // simulator nothing unless asked, and never what the file or a flag named.
 TEST(Config, StatePathsDefaultWithTheTransport) {
-  Config umad = parse_config("", "a");
+  NodeConfig umad = parse_config("", "a");
   apply_state_defaults(umad, false, false);
   EXPECT_EQ(umad.sm.guid2lid, "/var/lib/madengine/guid2lid");
   EXPECT_EQ(umad.sa.journal, "/var/lib/madengine/sa-state.journal");
-  Config sim = parse_config("[transport]\nkind = \"sim\"\n", "a");
+  NodeConfig sim = parse_config("[transport]\nkind = \"sim\"\n", "a");
   apply_state_defaults(sim, false, false);
   EXPECT_EQ(sim.sm.guid2lid, "");
   EXPECT_EQ(sim.sa.journal, "");
-  Config none = parse_config("[sm]\nguid2lid = \"\"\n", "a");
+  NodeConfig none = parse_config("[sm]\nguid2lid = \"\"\n", "a");
   apply_state_defaults(none, false, false);
   EXPECT_EQ(none.sm.guid2lid, "");
   EXPECT_EQ(none.sa.journal, "/var/lib/madengine/sa-state.journal");
-  Config flag = parse_config("", "a");
+  NodeConfig flag = parse_config("", "a");
   flag.sm.guid2lid = "/tmp/x";
   apply_state_defaults(flag, true, false);
   EXPECT_EQ(flag.sm.guid2lid, "/tmp/x");
 }
 
 TEST(Config, RelationsAreChecked) {
-  Config c;
+  NodeConfig c;
   c.sm.smps_per_node_max = 100;
   c.sm.smps_in_flight_max = 10;
   EXPECT_THROW(validate(c), ConfigError);
 }
 
 }  // namespace
-}  // namespace madengine::daemon
+}  // namespace madengine::node
 
-namespace madengine::daemon {
+namespace madengine::node {
 namespace {
 
 // The shipped example lists every key with its default value.
 TEST(Config, ShippedExampleEqualsTheDefaults) {
-  const Config file = load_config_file(MADENGINE_EXAMPLE_CONFIG);
-  const Config defaults;
+  const NodeConfig file = load_config_file(MADENGINE_EXAMPLE_CONFIG);
+  const NodeConfig defaults;
   EXPECT_EQ(file.engine.cores, defaults.engine.cores);
   EXPECT_EQ(file.engine.idle, defaults.engine.idle);
   EXPECT_EQ(file.transport.generate, defaults.transport.generate);
@@ -140,4 +140,4 @@ TEST(Config, ShippedExampleEqualsTheDefaults) {
 }
 
 }  // namespace
-}  // namespace madengine::daemon
+}  // namespace madengine::node

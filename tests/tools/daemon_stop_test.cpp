@@ -12,10 +12,11 @@
 #include <memory>
 #include <optional>
 
-#include "daemon.hpp"
+#include "madengine/node/node.hpp"
+#include "node/internal_node.hpp"
 #include "sim/fabric.hpp"
 
-namespace madengine::daemon {
+namespace madengine::node {
 namespace {
 
 TEST(DaemonStop, DeviceLostThenStopWritesTheJournalAndReturns) {
@@ -29,7 +30,7 @@ TEST(DaemonStop, DeviceLostThenStopWritesTheJournalAndReturns) {
       if (line.find(what) != std::string::npos) return true;
     return false;
   };
-  Config cfg;
+  NodeConfig cfg;
   cfg.transport.kind = TransportKind::kSim;
   cfg.transport.generate = "ft2:8";
   cfg.engine.cores = 1;
@@ -37,7 +38,7 @@ TEST(DaemonStop, DeviceLostThenStopWritesTheJournalAndReturns) {
   cfg.sm.guid2lid = (dir / "guid2lid").string();
   cfg.sa.journal = (dir / "sa-state.journal").string();
   {
-    std::optional<Daemon> d;
+    std::optional<InternalNode> d;
     d.emplace(cfg);
     ASSERT_TRUE(d->wait_subnet_up(std::chrono::milliseconds(60'000)));
     sim::Fabric& f = *d->fabric();
@@ -57,4 +58,4 @@ TEST(DaemonStop, DeviceLostThenStopWritesTheJournalAndReturns) {
 }
 
 }  // namespace
-}  // namespace madengine::daemon
+}  // namespace madengine::node
