@@ -129,7 +129,11 @@ int main(int argc, char** argv) {
     }
     flags.apply();
     if (metrics_opt->count() != 0) svc.metrics_listen = metrics_listen;
-    if (admin_opt->count() != 0) svc.admin_socket = admin_socket;
+    if (admin_opt->count() != 0) {
+      svc.admin_socket = admin_socket;
+      svc.admin_socket_given = true;
+    }
+    service::apply_service_defaults(svc, cfg.transport.kind == node::TransportKind::kSim);
     std::string host, error;
     unsigned port = 0;
     if (!svc.metrics_listen.empty() && !service::parse_listen(svc.metrics_listen, host, port, error))
@@ -162,7 +166,14 @@ int main(int argc, char** argv) {
       metrics = std::make_unique<service::MetricsServer>(svc.metrics_listen, [&renderer] { return renderer.render(); });
     service::AdminCommands commands(d);
     std::unique_ptr<service::AdminServer> admin;
-    if (!svc.admin_socket.empty()) admin = std::make_unique<service::AdminServer>(svc.admin_socket, commands);
+    try {
+      if (!svc.admin_socket.empty()) admin = std::make_unique<service::AdminServer>(svc.admin_socket, commands);
+    } catch (const std::exception& e) {
+      // A second daemon on this host (another port) without a socket of its
+      // own runs on without one; a socket that was asked for must work.
+      if (svc.admin_socket_given) throw;
+      spdlog::warn("{}: no admin socket for this daemon (set admin.socket to give it one)", e.what());
+    }
     d.start();
     service::Supervisor supervisor(d);
     auto last_status = std::chrono::steady_clock::now();

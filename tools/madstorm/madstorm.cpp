@@ -191,6 +191,7 @@ int run_embedded(const Options& o) {
       return 2;
     }
     fmt::print(stdout, "madengine (embedded) metrics: http://{}/metrics (port {})\n", o.embedded_metrics, metrics->port());
+    std::fflush(stdout);  // whoever scrapes learns the port now, not at exit
   }
   const auto t0 = std::chrono::steady_clock::now();
   if (!d.wait_subnet_up(std::chrono::milliseconds(60'000))) {

@@ -10,7 +10,9 @@
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include <chrono>
 #include <cstring>
+#include <future>
 #include <stdexcept>
 
 #include "engine/engine.hpp"
@@ -169,6 +171,17 @@ void engine_metrics(Out& o, const EngineStats& e) {
 
 std::string MetricsRenderer::render() {
   std::lock_guard lock(mu_);
+  // The SM's SMP and replica counters are the SM core's to read: it copies
+  // them into its status; a scrape waits a moment for that, then reports
+  // what the status holds.
+  auto copied = std::make_shared<std::promise<void>>();
+  std::future<void> done = copied->get_future();
+  sm::SubnetManager& sm = node_.sm();
+  if (node_.post(node_.sm_core(), [&sm, copied] {
+        sm.refresh_status();
+        copied->set_value();
+      }))
+    done.wait_for(std::chrono::milliseconds(kRefreshWaitMs));
   Out o;
   sa_metrics(o, node_.sa().counters());
   const sm::SmStatus s = node_.sm().status();

@@ -20,6 +20,9 @@ struct MHD_Daemon;
 
 namespace madengine::service {
 
+// How long a scrape waits for the SM's core to copy its counters.
+inline constexpr std::uint32_t kRefreshWaitMs = 200;
+
 class MetricsRenderer {
  public:
   explicit MetricsRenderer(node::InternalNode& node) : node_(node) {}

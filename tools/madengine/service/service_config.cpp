@@ -84,8 +84,13 @@ ServiceConfig parse_service_config(const std::string& text, const std::string& n
     if (t == nullptr) fail(name, *n, "[admin] must be a table");
     only_keys(name, *t, "admin", {"socket"});
     c.admin_socket = string_key(name, *t, "admin", "socket", c.admin_socket);
+    c.admin_socket_given = t->contains("socket");
   }
   return c;
+}
+
+void apply_service_defaults(ServiceConfig& c, bool simulated) {
+  if (simulated && !c.admin_socket_given) c.admin_socket.clear();
 }
 
 ServiceConfig load_service_config(const std::string& path) {

@@ -12,7 +12,13 @@ inline constexpr const char* kDefaultAdminSocket = "/run/madengine/admin.sock";
 struct ServiceConfig {
   std::string metrics_listen;                      // "HOST:PORT"; empty: no metrics endpoint
   std::string admin_socket = kDefaultAdminSocket;  // empty: no admin socket
+  bool admin_socket_given = false;                 // the file (or a flag) named it
 };
+
+// The daemon on a simulated fabric opens no admin socket unless one was
+// named (as it keeps no state files): a demo never takes the real daemon's
+// socket. On a real port the default stands.
+void apply_service_defaults(ServiceConfig& c, bool simulated);
 
 // Throws node::ConfigError naming `name:line` of a bad or unknown key.
 ServiceConfig parse_service_config(const std::string& toml_text, const std::string& name);
