@@ -9,6 +9,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <set>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -272,6 +274,32 @@ TEST_F(Service, MetricsEndpoint) {
     if (!line.empty() && line[0] != '#') {
       EXPECT_TRUE(std::regex_match(line, sample)) << line;
     }
+}
+
+// Every series the Grafana dashboard plots is one the daemon exports.
+TEST_F(Service, DashboardNamesExportedMetrics) {
+  std::ifstream in(MADENGINE_DASHBOARD);
+  ASSERT_TRUE(in) << MADENGINE_DASHBOARD;
+  const json dash = json::parse(in);
+  const std::string text = st::http_get(metrics_->port());
+  std::set<std::string> families;
+  std::istringstream lines(text);
+  for (std::string l; std::getline(lines, l);)
+    if (l.rfind("# TYPE ", 0) == 0) families.insert(l.substr(7, l.find(' ', 7) - 7));
+  families.insert("madengine_ha_replica_age_seconds");  // a standby's only
+  std::size_t checked = 0;
+  const std::regex name(R"(madengine_[a-z_]+)");
+  for (const json& p : dash["panels"])
+    for (const json& t : p["targets"]) {
+      const std::string expr = t["expr"].get<std::string>();
+      for (auto it = std::sregex_iterator(expr.begin(), expr.end(), name); it != std::sregex_iterator(); ++it) {
+        std::string n = it->str();
+        if (n.ends_with("_bucket")) n.resize(n.size() - 7);
+        EXPECT_TRUE(families.contains(n)) << p["title"] << ": " << n;
+        ++checked;
+      }
+    }
+  EXPECT_GT(checked, 20u);
 }
 
 TEST(ServiceConfig, SectionsAndErrors) {
