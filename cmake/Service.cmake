@@ -15,8 +15,9 @@ install(CODE "
   set(unit \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/lib/systemd/system/madengine.service\")
   message(STATUS \"Installing: \${unit}\")
   configure_file(\"${PROJECT_SOURCE_DIR}/dist/systemd/madengine.service.in\" \"\${unit}\" @ONLY)
-  file(INSTALL \"${PROJECT_SOURCE_DIR}/config/madengine.toml\" DESTINATION \"\$ENV{DESTDIR}\${sysconfdir}/madengine\")
-  file(INSTALL \"${PROJECT_SOURCE_DIR}/dist/logrotate/madengine\" DESTINATION \"\$ENV{DESTDIR}\${sysconfdir}/logrotate.d\")
+  # file(INSTALL) puts DESTDIR in front itself (configure_file does not).
+  file(INSTALL \"${PROJECT_SOURCE_DIR}/config/madengine.toml\" DESTINATION \"\${sysconfdir}/madengine\")
+  file(INSTALL \"${PROJECT_SOURCE_DIR}/dist/logrotate/madengine\" DESTINATION \"\${sysconfdir}/logrotate.d\")
 " COMPONENT daemon)
 
 install(FILES ${PROJECT_SOURCE_DIR}/docs/man/madstorm.1
