@@ -29,16 +29,6 @@ namespace {
 
 json error(const std::string& what) { return json{{"ok", false}, {"error", what}}; }
 
-const char* state_name(wire::SmState s) noexcept {
-  switch (s) {
-    case wire::SmState::kNotActive: return "NOTACTIVE";
-    case wire::SmState::kDiscovering: return "DISCOVERING";
-    case wire::SmState::kStandby: return "STANDBY";
-    case wire::SmState::kMaster: return "MASTER";
-  }
-  return "?";
-}
-
 std::string hex_guid(std::uint64_t g) { return fmt::format("0x{:016x}", g); }
 
 json record_counters(const sa::SaRecordCounters& c) {
@@ -125,7 +115,7 @@ json AdminCommands::status() {
   const sa::SaRecordCounters sa = node_.sa().counters().total();
   const auto up_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   return json{{"ok", true},
-              {"state", state_name(s.state)},
+              {"state", wire::to_string(s.state)},
               {"subnet_up", s.subnet_up},
               {"epoch", s.epoch},
               {"sm_lid", s.sm_lid},
@@ -154,10 +144,10 @@ json AdminCommands::sms() {
     const sm::SmStatus s = sm.status();
     const sm::ha::SmIdentity& self = sm.identity();
     list.push_back(json{{"guid", hex_guid(self.guid)}, {"lid", s.sm_lid},  {"priority", self.priority},
-                        {"state", state_name(s.state)}, {"self", true}});
+                        {"state", wire::to_string(s.state)}, {"self", true}});
     for (const sm::ha::FoundSm& p : sm.peers())
       list.push_back(json{{"guid", hex_guid(p.sm.guid)}, {"lid", p.at.lid}, {"priority", p.sm.priority},
-                          {"state", state_name(p.sm.state)}, {"self", false}, {"sm_key_ok", p.sm.key_ok}});
+                          {"state", wire::to_string(p.sm.state)}, {"self", false}, {"sm_key_ok", p.sm.key_ok}});
     return json{{"ok", true}, {"sms", list}};
   });
 }

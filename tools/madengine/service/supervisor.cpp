@@ -17,16 +17,6 @@ namespace madengine::service {
 
 namespace {
 
-const char* state_name(wire::SmState s) noexcept {
-  switch (s) {
-    case wire::SmState::kNotActive: return "NOTACTIVE";
-    case wire::SmState::kDiscovering: return "DISCOVERING";
-    case wire::SmState::kStandby: return "STANDBY";
-    case wire::SmState::kMaster: return "MASTER";
-  }
-  return "?";
-}
-
 // A beat counter written by its core and read by the supervisor.
 std::atomic_ref<std::uint64_t> beat_ref(std::vector<std::uint64_t>& v, std::size_t i) { return std::atomic_ref(v[i]); }
 
@@ -80,7 +70,7 @@ std::string Supervisor::status_line() const {
         ports += n.ports[p].linked();
         active += n.ports[p].state == static_cast<std::uint8_t>(wire::PortState::kActive);
       }
-  return fmt::format("{}{}, epoch {}, {} of {} linked ports active, {} heavy / {} light sweeps", state_name(s.state),
+  return fmt::format("{}{}, epoch {}, {} of {} linked ports active, {} heavy / {} light sweeps", wire::to_string(s.state),
                      s.subnet_up ? " (subnet up)" : "", s.epoch, active, ports, s.heavy_sweeps, s.light_sweeps);
 }
 
