@@ -19,6 +19,7 @@
 
 #include "sa/server/sa_server.hpp"
 #include "service/lft_dump.hpp"
+#include "service/port_states.hpp"
 #include "sm/sm.hpp"
 
 namespace madengine::service {
@@ -100,17 +101,10 @@ json AdminCommands::status() {
   const sm::SmStatus s = node_.sm().status();
   const auto snap = node_.store().current();
   json ports = json::object();
-  std::size_t nodes = 0, switches = 0;
+  PortStates pc;
   if (snap) {
-    static constexpr const char* kStates[] = {"unknown", "down", "init", "armed", "active"};
-    std::array<std::uint64_t, 5> by{};
-    for (const fabric::Node& n : snap->fabric.nodes) {
-      ++nodes;
-      switches += n.is_switch();
-      for (std::uint8_t p = 1; p <= n.num_ports(); ++p)
-        if (n.ports[p].state < by.size()) ++by[n.ports[p].state];
-    }
-    for (std::size_t i = 1; i < by.size(); ++i) ports[kStates[i]] = by[i];
+    pc = count_ports(*snap);
+    for (std::size_t i = 1; i < pc.by_state.size(); ++i) ports[kPortStateNames[i]] = pc.by_state[i];
   }
   const sa::SaRecordCounters sa = node_.sa().counters().total();
   const auto up_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
@@ -124,8 +118,8 @@ json AdminCommands::status() {
               {"heavy_sweeps", s.heavy_sweeps},
               {"light_sweeps", s.light_sweeps},
               {"traps", s.traps},
-              {"nodes", nodes},
-              {"switches", switches},
+              {"nodes", pc.nodes},
+              {"switches", pc.switches},
               {"ports", ports},
               {"last_heavy_sweep",
                {{"seconds", s.last_heavy.total_s},

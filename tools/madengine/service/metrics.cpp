@@ -17,6 +17,7 @@
 
 #include "engine/engine.hpp"
 #include "sa/server/sa_server.hpp"
+#include "service/port_states.hpp"
 #include "service/service_config.hpp"
 #include "sm/sm.hpp"
 
@@ -190,17 +191,12 @@ std::string MetricsRenderer::render() {
   const auto snap = node_.store().current();
   const std::uint64_t epoch = snap ? snap->epoch : 0;
   if (epoch != ports_epoch_) {
-    ports_by_state_.fill(0);
-    if (snap)
-      for (const fabric::Node& n : snap->fabric.nodes)
-        for (std::uint8_t p = 1; p <= n.num_ports(); ++p)
-          if (n.ports[p].state < ports_by_state_.size()) ++ports_by_state_[n.ports[p].state];
+    ports_by_state_ = snap ? count_ports(*snap).by_state : decltype(ports_by_state_){};
     ports_epoch_ = epoch;
   }
   o.family("ports", "gauge", "physical ports of the current epoch, by PortState");
-  static constexpr const char* kStates[] = {"unknown", "down", "init", "armed", "active"};
   for (std::size_t i = 1; i < ports_by_state_.size(); ++i)
-    o.sample("ports", ports_by_state_[i], fmt::format("state=\"{}\"", kStates[i]));
+    o.sample("ports", ports_by_state_[i], fmt::format("state=\"{}\"", kPortStateNames[i]));
   const node::JournalCounters j = node_.journal_counters();
   o.one("journal_writes_total", "counter", "SA state journal writes", j.written);
   o.one("journal_write_failures_total", "counter", "SA state journal writes that failed", j.failed);

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdlib>
 
+#include "service/port_states.hpp"
 #include "sm/sm.hpp"
 
 namespace madengine::service {
@@ -63,13 +64,9 @@ Supervisor::~Supervisor() = default;
 
 std::string Supervisor::status_line() const {
   const sm::SmStatus s = node_.sm().status();
-  std::size_t active = 0, ports = 0;
-  if (const auto snap = node_.store().current())
-    for (const fabric::Node& n : snap->fabric.nodes)
-      for (std::uint8_t p = 1; p <= n.num_ports(); ++p) {
-        ports += n.ports[p].linked();
-        active += n.ports[p].state == static_cast<std::uint8_t>(wire::PortState::kActive);
-      }
+  PortStates pc;
+  if (const auto snap = node_.store().current()) pc = count_ports(*snap);
+  const std::uint64_t active = pc.by_state[static_cast<std::size_t>(wire::PortState::kActive)], ports = pc.linked;
   return fmt::format("{}{}, epoch {}, {} of {} linked ports active, {} heavy / {} light sweeps", wire::to_string(s.state),
                      s.subnet_up ? " (subnet up)" : "", s.epoch, active, ports, s.heavy_sweeps, s.light_sweeps);
 }
