@@ -237,10 +237,18 @@ json AdminCommands::handover() {
   return on_sm_core([&sm] {
     if (sm.status().state != wire::SmState::kMaster) return error("this SM is not master: nothing to hand over");
     // The best standby by rank (priority, then the lower GUID: IBA 14.4.1.1).
+    // The states are as our last heavy sweep read them: an SM it found
+    // DISCOVERING has usually stood by since; one that shows STANDBY wins.
     const sm::ha::FoundSm* best = nullptr;
+    const auto better = [](const sm::ha::FoundSm& p, const sm::ha::FoundSm& q) {
+      const bool ps = p.sm.state == wire::SmState::kStandby, qs = q.sm.state == wire::SmState::kStandby;
+      if (ps != qs) return ps;
+      return wire::sm_outranks(p.sm.priority, p.sm.guid, q.sm.priority, q.sm.guid);
+    };
     for (const sm::ha::FoundSm& p : sm.peers()) {
-      if (p.sm.state != wire::SmState::kStandby || !p.sm.key_ok) continue;
-      if (best == nullptr || wire::sm_outranks(p.sm.priority, p.sm.guid, best->sm.priority, best->sm.guid)) best = &p;
+      const bool waiting = p.sm.state == wire::SmState::kStandby || p.sm.state == wire::SmState::kDiscovering;
+      if (!waiting || !p.sm.key_ok) continue;
+      if (best == nullptr || better(p, *best)) best = &p;
     }
     if (best == nullptr) return error("no standby SM with our SM_Key was found by the last sweep");
     // Mastership follows rank, so it is handed on by taking a priority the
