@@ -52,6 +52,11 @@ class InternalNode : public Node {
   sm::SubnetManager& sm() noexcept;
   sa::SaServer& sa() noexcept;
   const sa::SnapshotStore& store() const noexcept;
+  // The SA journal written now (the first thing the daemon's shutdown does,
+  // before anything that waits on a device), from the state the SA last
+  // published; any thread. Once: the destructor then writes nothing more.
+  void write_journal_now() noexcept;
+
   JournalCounters journal_counters() const noexcept;
 
   // Runs `fn` on engine core `core` between MAD bursts (the SM's core:

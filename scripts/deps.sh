@@ -21,8 +21,9 @@ packages=(
   libmicrohttpd-dev libsystemd-dev systemd curl logrotate
   # tools the scripts and tests call
   procps psmisc python3 man-db
-  # libmadengine's ABI check (abidw, abidiff) and Debian packages (CPack, dpkg-shlibdeps)
-  abigail-tools dpkg-dev
+  # libmadengine's ABI check (abidw, abidiff) and Debian packages (CPack's
+  # DEB generator runs `file` on every packaged file, then dpkg-shlibdeps)
+  abigail-tools dpkg-dev file
 )
 
 missing=()
