@@ -10,6 +10,7 @@ void Snapshot::index() {
   lid_info.assign(top_lid + 1u, LidEntry{});
   by_port_guid.clear();
   by_node_guid.clear();
+  std::vector<std::span<const std::uint16_t>> lid_pkeys(top_lid + 1u);  // empty: the default partition
   for (fabric::NodeId n = 0; n < fabric.nodes.size(); ++n) by_node_guid.emplace(fabric.nodes[n].node_guid, n);
   for (const fabric::EndPort e : fabric.end_ports()) {
     const fabric::Node& node = fabric.nodes[e.node];
@@ -27,11 +28,14 @@ void Snapshot::index() {
       info.port0_mtu = pi.mtu_cap();
       info.port0_rate = rate_code(link_mbps(pi.link_width_active, pi.link_speed_active(), pi.link_speed_ext_active()));
     }
+    const PortTables* t = tables(e.node, e.port);
     for (unsigned i = 0; i < count && base != 0 && base + i < by_lid.size(); ++i) {
       by_lid[base + i] = e;
       lid_info[base + i] = info;
+      if (t != nullptr) lid_pkeys[base + i] = t->pkeys;
     }
   }
+  partition_index.build(lid_pkeys, partitions);
 }
 
 }  // namespace madengine::sa

@@ -16,6 +16,7 @@
 #include "madengine/wire/smp/pkey_table.hpp"
 #include "madengine/wire/smp/sl2vl.hpp"
 #include "madengine/wire/smp/vl_arb.hpp"
+#include "sa/partition_index.hpp"
 #include "sa/paths/path_db.hpp"
 
 namespace madengine::sa {
@@ -88,6 +89,9 @@ struct Snapshot {
   }
   // Optional per-port tables, [node][port]; may be empty or shorter than the fabric.
   std::vector<std::vector<PortTables>> port_tables;
+  // The partitions the SM defined (partitions.conf) with their SLs; empty:
+  // the default partition only.
+  std::vector<PartitionInfo> partitions;
   std::shared_ptr<MftTables> mfts = std::make_shared<MftTables>();  // never null
   const PortTables* tables(fabric::NodeId n, std::uint8_t port) const noexcept {
     return n < port_tables.size() && port < port_tables[n].size() ? &port_tables[n][port] : nullptr;
@@ -97,6 +101,7 @@ struct Snapshot {
   std::vector<LidEntry> lid_info;       // LID -> what PathRecords need (same indexing)
   std::unordered_map<std::uint64_t, fabric::EndPort> by_port_guid;
   std::unordered_map<std::uint64_t, fabric::NodeId> by_node_guid;
+  PartitionIndex partition_index;       // LID -> P_Key set, for PathRecord's partition check
 
   // Fills the indexes from `fabric`; call before publishing.
   void index();

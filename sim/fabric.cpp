@@ -956,6 +956,7 @@ void Fabric::reset_node(std::uint32_t n) noexcept {
     lid_[p] = 0;
     c.m_key = 0;
     c.m_key_protect = 0;
+    c.part_enforce = 0;
     c.sm_lid = 0;
     c.sm_sl = 0;
     c.lmc = 0;

@@ -243,6 +243,7 @@ class Fabric {
     std::uint8_t vl_high_limit = 0;
     std::uint8_t hoq_life = 0;
     std::uint8_t vl_stall = 0;
+    std::uint8_t part_enforce = 0;  // PortInfo bits: 1 inbound, 2 outbound (switch external ports)
     std::uint8_t subnet_timeout = 0;
     std::uint8_t init_type = 0;
   };

@@ -213,6 +213,10 @@ std::uint16_t Fabric::sma_port_info(bool set, std::uint32_t node, PortIdx in, st
       c.vl_high_limit = req.vl_high_limit;
       c.hoq_life = req.hoq_life();
       c.vl_stall = req.vl_stall_count();
+      // Partition enforcement is kept by switch external ports (ibsim drops it).
+      if (is_switch(node) && !port0)
+        c.part_enforce = static_cast<std::uint8_t>(req.partition_enforcement_inbound() |
+                                                   req.partition_enforcement_outbound() << 1);
       if (!port0) {
         if (we) c.width_enabled = we == 0xff ? kWidthSupported : we;
         if (se) c.speed_enabled = se == 15 ? kSpeedSupported : se;
@@ -282,6 +286,8 @@ std::uint16_t Fabric::sma_port_info(bool set, std::uint32_t node, PortIdx in, st
   pi.set_vl_stall_count(c.vl_stall);
   pi.set_hoq_life(c.hoq_life);
   pi.set_operational_vls(c.op_vls);
+  pi.set_partition_enforcement_inbound(c.part_enforce & 1);
+  pi.set_partition_enforcement_outbound((c.part_enforce >> 1) & 1);
   pi.m_key_violations = wire::be16::from(mgmt ? c.m_key_violations : 0);
   if (c.speed_ext_active) {
     pi.set_link_speed_ext_active(c.speed_ext_active);

@@ -184,11 +184,14 @@ void SubnetManager::fill_tables(const fabric::Fabric& f, sa::Snapshot& snap) con
   for (fabric::NodeId i = 0; i < f.nodes.size(); ++i) {
     const fabric::Node& n = f.nodes[i];
     snap.port_tables[i].resize(n.ports.size());
-    for (std::uint8_t p = 1; p < n.ports.size(); ++p) {
+    for (std::uint8_t p = 0; p < n.ports.size(); ++p) {
       const auto it = programmed_.pkeys.find({n.node_guid, p});
       if (it != programmed_.pkeys.end()) snap.port_tables[i][p].pkeys = it->second;
     }
   }
+  snap.partitions.clear();
+  if (plan_ != nullptr)
+    for (const Partition& p : plan_->partitions) snap.partitions.push_back(sa::PartitionInfo{.pkey = p.pkey, .sl = p.sl});
   snap.mfts->store(mft_view(f));
 }
 

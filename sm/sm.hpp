@@ -30,6 +30,7 @@
 #include "sm/ha/replica_client.hpp"
 #include "sm/lids/guid2lid_file.hpp"
 #include "sm/mcast/mcast.hpp"
+#include "sm/partitions/partition_plan.hpp"
 #include "sm/routing/routing.hpp"
 #include "sm/smp_queue.hpp"
 #include "sm/tables/tables.hpp"
@@ -93,6 +94,15 @@ struct SmConfig {
   std::uint8_t vl_stall_count = 7;
   std::uint8_t leaf_vl_stall_count = 7;
   McGroupProvider* mcast = nullptr;  // optional; must outlive the SM
+  // Partitions (OpenSM's partitions.conf, parsed: sm/partitions); null: no
+  // file (the default partition, every port full). set_partitions() replaces it.
+  std::shared_ptr<const PartitionConfig> partitions;
+  bool allow_both_pkeys = false;                  // OpenSM's allow_both_pkeys
+  PartEnforce part_enforce = PartEnforce::kBoth;  // OpenSM's part_enforce
+  // The multicast groups the partitions create (IPoIB broadcast, mgid
+  // lines), after every plan that changes them; the daemon points it at
+  // SaServer::set_partition_groups. Called on the SM's core.
+  std::function<void(std::vector<wire::McMemberRecord>)> on_partition_groups;
   // Also read SL2VL/VLArb of switch external ports (ports^2 SMPs a switch;
   // see sm/tables). End ports' tables and GUIDInfo are always read.
   bool read_switch_port_tables = false;
@@ -205,6 +215,9 @@ class SubnetManager {
     return wait_for([](const SmStatus& s) { return s.subnet_up; }, timeout);
   }
   void request_heavy_sweep() noexcept { heavy_requested_.store(true, std::memory_order_relaxed); }
+  // Any thread: the partitions the next heavy sweep programs (it is
+  // requested now); null: none. The caller parsed and checked the file.
+  void set_partitions(std::shared_ptr<const PartitionConfig> cfg);
 
  private:
   class ResponseHook;
@@ -234,6 +247,9 @@ class SubnetManager {
     return ha_->state() == wire::SmState::kMaster || ha_->state() == wire::SmState::kDiscovering;
   }
   void fill_tables(const fabric::Fabric& f, sa::Snapshot& snap) const;
+  // The partitions applied to `f` (sm_partitions.cpp): kept in plan_, its
+  // notes logged and its groups handed on when they change.
+  const PartitionPlan& plan_partitions_for(const fabric::Fabric& f, std::uint64_t sm_port_guid);
   std::vector<sa::SwitchMft> mft_view(const fabric::Fabric& f) const;  // what mft_programmed_ holds, by node
   std::uint32_t report_gid_changes(const sa::Snapshot& snap);
   void notify(const wire::Notice& n) noexcept;
@@ -264,6 +280,10 @@ class SubnetManager {
   ProgrammedState programmed_;
   std::map<std::pair<std::uint64_t, MftKey>, wire::MftBlock> mft_programmed_;
   TablesCache tables_;
+  std::shared_ptr<const PartitionConfig> partitions_;  // as the last plan used it
+  std::shared_ptr<const PartitionPlan> plan_;
+  std::vector<wire::McMemberRecord> groups_sent_;
+  bool groups_sent_once_ = false;
   // End-port GUIDs of the last heavy sweep's publication (traps 64/65).
   std::unordered_set<std::uint64_t> in_service_;
   bool in_service_known_ = false;
@@ -285,6 +305,9 @@ class SubnetManager {
   std::uint8_t local_state_seen_ = 0;  // our port's PortState after our last sweep (0: unknown)
   bool local_check_now_ = false;       // a port event: check our port without waiting
   std::atomic<bool> mcast_dirty_{false};
+  std::mutex partitions_mu_;
+  std::shared_ptr<const PartitionConfig> partitions_next_;  // guarded by partitions_mu_
+  std::atomic<bool> partitions_changed_{false};
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   SmStatus status_;

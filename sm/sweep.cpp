@@ -168,6 +168,9 @@ Task<void> SubnetManager::heavy_sweep() {
   bc.m_key_lease_period = cfg_.m_key_lease_period;
   bc.m_key_protect_bits = cfg_.m_key_protect_bits;
   bc.client_reregister = role_.mastership_new && role_.reregister;
+  bc.partitions = &plan_partitions_for(d.fabric, lp.port_guid);
+  bc.allow_both_pkeys = cfg_.allow_both_pkeys;
+  bc.part_enforce = cfg_.part_enforce;
   st.bringup = co_await bring_up(*queue_, d, routes, bc, programmed_);
   st.mft_blocks_written = co_await program_mcast(d.fabric);
   mcast_dirty_.store(false, std::memory_order_relaxed);

@@ -20,21 +20,6 @@ std::uint8_t lid_count(const Snapshot& s, EndPort e) noexcept {
   return static_cast<std::uint8_t>(n.is_switch() ? 1u : 1u << n.lmc);
 }
 
-// The P_Key the path carries: the requested one if both ends may use it, else
-// the first partition the ends share with a full member (IBA 10.9.3); 0 if none.
-std::uint16_t common_pkey(std::span<const std::uint16_t> a, std::span<const std::uint16_t> b, bool want,
-                          std::uint16_t wanted) noexcept {
-  for (const std::uint16_t x : a) {
-    if (!wire::pkey_is_valid(x)) continue;
-    for (const std::uint16_t y : b) {
-      if (!wire::pkeys_match(x, y)) continue;
-      if (!want) return static_cast<std::uint16_t>(x | (y & wire::kPKeyMembershipBit));
-      if (wire::pkey_base(wanted) == wire::pkey_base(x)) return wanted;
-    }
-  }
-  return 0;
-}
-
 // Applies a selector (IBA 15.2.5.16) to a path value where bigger is better
 // (MTU codes; rates compared by bandwidth). Returns 0 when no path satisfies it.
 std::uint8_t select_mtu(std::uint8_t path, std::uint8_t sel_byte_sel, std::uint8_t req, bool given) noexcept {
@@ -98,8 +83,12 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
   const bool reverse = (mask & cm::kReversible) != 0 && q.reversible() ? s.paths.path(e.dlid, e.slid).routed() : true;
   if (!reverse) return false;
 
-  const std::uint16_t pkey = common_pkey(port_pkeys(s, e.src), port_pkeys(s, e.dst), (mask & cm::kPKey) != 0,
-                                         q.pkey.get());
+  // The partition (IBA 10.9.3, OpenSM's choice): the requested P_Key if both
+  // ends hold it with a full member between them, else the first they share.
+  const PartitionIndex& parts = s.partition_index;
+  const std::uint16_t sset = parts.set_of(e.slid), dset = parts.set_of(e.dlid);
+  const std::uint16_t pkey = (mask & cm::kPKey) != 0 ? (parts.shares(sset, dset, q.pkey.get()) ? q.pkey.get() : 0)
+                                                      : parts.common(sset, dset);
   if (pkey == 0) return false;
 
   const bool loopback = e.src == e.dst;
@@ -144,7 +133,8 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
   if ((mask & cm::kTClass) != 0) out.tclass = q.tclass;
   out.set_reversible(reverse);
   out.pkey = wire::be16::from(pkey);
-  out.set_sl((mask & cm::kSl) != 0 ? q.sl() : 0);
+  // The requested SL, else the partition's (OpenSM: 0 unless QoS gave it one).
+  out.set_sl((mask & cm::kSl) != 0 ? q.sl() : parts.sl_of(pkey));
   out.set_mtu_selector(sel::kExactly);
   out.set_mtu(mtu);
   out.set_rate_selector(sel::kExactly);

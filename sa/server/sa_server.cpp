@@ -281,6 +281,13 @@ class SaServer::CoreWorker final : public Poller {
         // Out of memory: the stores keep what they had; the image is lost.
       }
     }
+    if (txn_ != nullptr && server_.partition_groups_pending_.load(std::memory_order_acquire)) {  // pairs with set_partition_groups
+      try {
+        work += apply_partition_groups();
+      } catch (...) {
+        // Out of memory: the groups stay as they were until the SM's next list.
+      }
+    }
     if (queue_len_ != 0) {
       refresh_snapshot();
       prefetch_paths();
@@ -677,7 +684,7 @@ class SaServer::CoreWorker final : public Poller {
         status = collect_path_records(*snap_, pq, sink);
       } else if (!collect_snapshot_records(*snap_, attr, sink)) {
         const bool trusted = sa.sm_key.get() != 0 && sa.sm_key.get() == snap_->sm.sm_key;
-        status = collect_state_records(attr, trusted, sink);
+        status = collect_state_records(attr, trusted, req.addr.lid, sink);
       }
     } catch (...) {  // out of memory building a huge table
       status = st::kNoResources;
@@ -691,12 +698,22 @@ class SaServer::CoreWorker final : public Poller {
     answer_table(req, sink.stride(), k);
   }
 
-  std::uint16_t collect_state_records(std::uint16_t attr, bool trusted, RecordSink& sink) {
+  std::uint16_t collect_state_records(std::uint16_t attr, bool trusted, std::uint16_t requester_lid, RecordSink& sink) {
     switch (attr) {
       case a::kServiceRecord: {
+        // A ServiceKey goes only to trusted requesters (IBA 15.2.5.14, as OpenSM).
         const auto v = server_.services_.view();
-        for (const auto& e : *v)
-          if (!sink.offer(&e.rec)) break;
+        for (const auto& e : *v) {
+          const std::size_t before = sink.count();
+          const bool more = sink.offer(&e.rec);
+          if (!trusted && sink.count() != before) {
+            wire::ServiceRecord r;
+            std::memcpy(&r, sink.last(), sizeof r);
+            r.service_key.fill(0);
+            std::memcpy(sink.last(), &r, sizeof r);
+          }
+          if (!more) break;
+        }
         return 0;
       }
       case a::kMcMemberRecord: {
@@ -705,8 +722,19 @@ class SaServer::CoreWorker final : public Poller {
         // JoinState and ProxyJoin zero (IBA 15.2.5.17, as OpenSM does).
         // Members are still matched, so a PortGID or JoinState component
         // selects the groups that have such a member.
+        // Untrusted requesters see the groups of partitions their port
+        // holds (OpenSM's rule; trusted ones, a standby replicating among
+        // them, see every group); a group without members shows once to them.
         const auto v = server_.groups_.view();
-        for (const auto& g : *v)
+        const std::vector<std::uint16_t> req_keys = trusted ? std::vector<std::uint16_t>{} : requester_pkeys(requester_lid);
+        for (const auto& g : *v) {
+          if (!trusted && !holds_partition(req_keys, g.params.pkey.get())) continue;
+          if (g.members.empty()) {
+            if (trusted) continue;
+            const wire::McMemberRecord r = member_record(g, McMember{});
+            if (!sink.offer(&r)) return 0;
+            continue;
+          }
           for (const auto& mem : g.members) {
             const wire::McMemberRecord r = member_record(g, mem);
             const std::size_t before = sink.count();
@@ -716,6 +744,7 @@ class SaServer::CoreWorker final : public Poller {
             if (!more) return 0;
             if (hidden) break;  // the group is listed once: next group
           }
+        }
         return 0;
       }
       case a::kInformInfoRecord: {
@@ -834,10 +863,17 @@ class SaServer::CoreWorker final : public Poller {
     const std::uint8_t rc = rate_code(link_mbps(port.link_width, port.link_speed));
     if (rc != 0) c.port_rate = rc;
     const auto keys = port_pkeys(*snap_, e);
-    c.port_in_pkey = std::any_of(keys.begin(), keys.end(), [&](std::uint16_t x) {
-      return wire::pkey_is_valid(x) && wire::pkey_base(x) == wire::pkey_base(r.pkey.get());
-    }) || r.pkey.get() == 0;
+    c.port_pkeys.assign(keys.begin(), keys.end());
+    c.requester_pkeys = requester_pkeys(who.lid);
     return c;
+  }
+
+  // The P_Key table of the port at `lid` (the default partition when unknown).
+  std::vector<std::uint16_t> requester_pkeys(std::uint16_t lid) const {
+    const fabric::EndPort* e = snap_ != nullptr ? snap_->end_port_by_lid(lid) : nullptr;
+    if (e == nullptr) return {wire::kDefaultPKey};
+    const auto keys = port_pkeys(*snap_, *e);
+    return {keys.begin(), keys.end()};
   }
 
   wire::ClassPortInfo class_port_info() const noexcept {
@@ -893,6 +929,21 @@ class SaServer::CoreWorker final : public Poller {
       // Out of memory in the bookkeeping: try again next poll.
     }
     return work;
+  }
+
+  // The partitions' groups set_partition_groups() left, applied by the stores' owner.
+  std::size_t apply_partition_groups() {
+    std::optional<std::vector<wire::McMemberRecord>> g;
+    {
+      std::lock_guard lock(server_.partition_groups_mu_);
+      g.swap(server_.partition_groups_);
+      server_.partition_groups_pending_.store(false, std::memory_order_relaxed);
+    }
+    if (!g) return 0;
+    const std::uint64_t before = server_.groups_.generation();
+    server_.groups_.set_well_known(*g);
+    if (server_.groups_.generation() != before) server_.bump_state_generation();
+    return 1;
   }
 
   // HA: the image restore_state() left, applied by the stores' owner.
@@ -1107,6 +1158,12 @@ void SaServer::forward_notice(const wire::Notice& notice) {
 }
 
 SaStateImage SaServer::capture_state() const { return capture(services_, groups_, subs_); }
+
+void SaServer::set_partition_groups(std::vector<wire::McMemberRecord> groups) {
+  std::lock_guard lock(partition_groups_mu_);
+  partition_groups_ = std::move(groups);
+  partition_groups_pending_.store(true, std::memory_order_release);  // pairs with the acquire in CoreWorker::poll
+}
 
 void SaServer::restore_state(SaStateImage image) {
   std::lock_guard lock(restore_mu_);

@@ -384,6 +384,7 @@ TEST_F(SaRecords, PartitionsLimitPaths) {
   set_keys(lids_[0], {0x8002});
   set_keys(lids_[1], {0x0002});
   set_keys(lids_[2], {0x0002});
+  s->index();  // the partition sets are derived from the tables
   h_.publish(s);
   namespace cm = wire::path_record_cm;
   auto path = [&](std::uint16_t a_, std::uint16_t b_) {
