@@ -208,6 +208,8 @@ Fabric::LinkState Fabric::link_state(PortIdx p) const noexcept {
   l.speed_ext_active = c.speed_ext_active;
   l.op_vls = c.op_vls;
   l.lmc = c.lmc;
+  l.vl_high_limit = c.vl_high_limit;
+  l.part_enforce = c.part_enforce;
   return l;
 }
 

@@ -136,6 +136,8 @@ class Fabric {
     std::uint8_t width_active = 0, speed_active = 0, speed_ext_active = 0;
     std::uint8_t op_vls = 0;        // OperationalVLs code (1: VL0, 2: VL0-1, 3: VL0-3, 4: VL0-7, 5: VL0-14)
     std::uint8_t lmc = 0;
+    std::uint8_t vl_high_limit = 0;
+    std::uint8_t part_enforce = 0;  // 1 inbound, 2 outbound (switch external ports)
   };
   LinkState link_state(PortIdx p) const noexcept;
   // The port's P_Key table: the default partition alone until an SM set one.

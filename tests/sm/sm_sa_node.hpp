@@ -46,6 +46,7 @@ inline std::unique_ptr<SmSaNode> make_sm_sa_node(sim::Fabric& fabric, std::uint3
   n->engine->add_transport(*n->transport, 0);
   n->sa = std::make_unique<sa::SaServer>(*n->engine, n->store, sa::SaServerConfig{.install_response_hooks = false});
   cfg.mcast = &n->sa->mcast_provider();
+  cfg.on_partition_groups = [sa = n->sa.get()](std::vector<wire::McMemberRecord> g) { sa->set_partition_groups(std::move(g)); };
   if (restore_replica) {
     sa::SaServer* sa = n->sa.get();
     cfg.restore_sa_state = [sa](sa::SaStateImage img) { sa->restore_state(std::move(img)); };
