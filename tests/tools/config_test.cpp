@@ -114,6 +114,40 @@ TEST(Config, RelationsAreChecked) {
   c.sm.smps_per_node_max = 100;
   c.sm.smps_in_flight_max = 10;
   EXPECT_THROW(validate(c), ConfigError);
+  Config p;
+  p.sm.m_key_protection_level = 2;  // protection without a key protects nothing
+  EXPECT_THROW(validate(p), ConfigError);
+}
+
+// Partition and M_Key settings under OpenSM's option names.
+TEST(Config, PartitionsAndKeysInOpenSmTerms) {
+  const Config c = parse_config(R"(
+[sm]
+partition_config = "/etc/opensm/partitions.conf"
+part_enforce = "in"
+allow_both_pkeys = true
+m_key = "0xfedcba9876543210"
+m_key_lease_period = 60
+m_key_protection_level = 2
+guid2mkey = "/tmp/g2m"
+)",
+                                "keys.toml");
+  EXPECT_EQ(c.sm.partition_config, "/etc/opensm/partitions.conf");
+  EXPECT_EQ(c.sm.part_enforce, "in");
+  EXPECT_TRUE(c.sm.allow_both_pkeys);
+  EXPECT_EQ(c.sm.m_key, 0xfedcba9876543210u) << "a key above 2^63 as a hex string";
+  EXPECT_EQ(c.sm.m_key_lease_period, 60u);
+  EXPECT_EQ(c.sm.m_key_protection_level, 2u);
+  EXPECT_EQ(c.sm.guid2mkey, "/tmp/g2m");
+  EXPECT_NO_THROW(validate(c));
+  EXPECT_EQ(parse_config("[sm]\nm_key = 4660\n", "a").sm.m_key, 4660u);
+  expect_error("[sm]\npart_enforce = \"sometimes\"\n", "bad.toml:2: sm.part_enforce must be both, in, out or off");
+  expect_error("[sm]\nm_key_protection_level = 4\n", "bad.toml:2: sm.m_key_protection_level = 4 is outside 0..3");
+  expect_error("[sm]\nm_key = \"0xzz\"\n", "bad.toml:2: sm.m_key must be an integer or a string");
+  expect_error("[sm]\nm_key = -1\n", "bad.toml:2: sm.m_key must not be negative");
+  Config umad = parse_config("", "a");
+  apply_state_defaults(umad, false, false);
+  EXPECT_EQ(umad.sm.guid2mkey, "/var/lib/madengine/guid2mkey");
 }
 
 }  // namespace
@@ -136,6 +170,13 @@ TEST(Config, ShippedExampleEqualsTheDefaults) {
   EXPECT_EQ(file.sm.ha_poll_retries, defaults.sm.ha_poll_retries);
   EXPECT_EQ(file.sa.queue_depth, defaults.sa.queue_depth);
   EXPECT_EQ(file.log.level, defaults.log.level);
+  EXPECT_EQ(file.sm.partition_config, defaults.sm.partition_config);
+  EXPECT_EQ(file.sm.part_enforce, defaults.sm.part_enforce);
+  EXPECT_EQ(file.sm.allow_both_pkeys, defaults.sm.allow_both_pkeys);
+  EXPECT_EQ(file.sm.m_key, defaults.sm.m_key);
+  EXPECT_EQ(file.sm.m_key_lease_period, defaults.sm.m_key_lease_period);
+  EXPECT_EQ(file.sm.m_key_protection_level, defaults.sm.m_key_protection_level);
+  EXPECT_EQ(file.sm.guid2mkey, defaults.sm.guid2mkey);
 }
 
 }  // namespace

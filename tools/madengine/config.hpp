@@ -71,6 +71,19 @@ struct SmSection {
   // plus the polling budget). See docs/ha.md.
   unsigned ha_replica_interval_ms = 1000;
   unsigned ha_replica_max_age_ms = 0;
+  // Partitions (docs/operations.md): OpenSM's partitions.conf, unchanged;
+  // empty: none (the default partition, every port full). SIGHUP re-reads it.
+  std::string partition_config;
+  std::string part_enforce = "both";  // both | in | out | off (OpenSM's part_enforce)
+  bool allow_both_pkeys = false;      // OpenSM's allow_both_pkeys
+  // M_Key (IBA 14.2.4, OpenSM's names): the key the SM writes to every
+  // port and protects them with; 0 = no protection. The lease is in seconds.
+  std::uint64_t m_key = 0;
+  unsigned m_key_lease_period = 0;
+  unsigned m_key_protection_level = 0;  // 0..3 (IBA 14.2.4.1)
+  // Ports' M_Keys kept across restarts (OpenSM's guid2mkey format); empty:
+  // none. The daemon defaults it beside guid2lid with the umad transport.
+  std::string guid2mkey;
 };
 
 struct SaSection {
@@ -107,7 +120,7 @@ inline constexpr const char* kStateDir = "/var/lib/madengine";
 // file or a flag named them (`guid2lid_given`, `journal_given`: a flag did);
 // a simulated fabric keeps nothing unless asked, so a demo run on a
 // management node never touches the real state.
-void apply_state_defaults(Config& c, bool guid2lid_given, bool journal_given);
+void apply_state_defaults(Config& c, bool guid2lid_given, bool journal_given, bool guid2mkey_given = false);
 
 // "fe80::", "fe80::/64" or "0xfe80000000000000": a /64 subnet prefix.
 bool parse_subnet_prefix(const std::string& text, std::uint64_t& out) noexcept;

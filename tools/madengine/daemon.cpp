@@ -44,7 +44,24 @@ sm::SmConfig sm_config(const Config& c) {
   s.ha_poll_retries = static_cast<std::uint8_t>(c.sm.ha_poll_retries);
   s.ha_replica_interval_ms = c.sm.ha_replica_interval_ms;
   s.ha_replica_max_age_ms = c.sm.ha_replica_max_age_ms;
+  if (!sm::parse_part_enforce(c.sm.part_enforce, s.part_enforce)) throw ConfigError("sm.part_enforce: " + c.sm.part_enforce);
+  s.allow_both_pkeys = c.sm.allow_both_pkeys;
+  s.m_key = c.sm.m_key;
+  s.m_key_lease_period = static_cast<std::uint16_t>(c.sm.m_key_lease_period);
+  s.m_key_protect_bits = static_cast<std::uint8_t>(c.sm.m_key_protection_level);
   return s;
+}
+
+// The partitions file parsed, its warnings logged with file:line; null when
+// none is configured. Throws ConfigError with file:line on a bad file.
+std::shared_ptr<const sm::PartitionConfig> load_partitions(const std::string& path) {
+  if (path.empty()) return nullptr;
+  sm::FileIssue err;
+  auto cfg = sm::load_partition_config(path, err);
+  if (!cfg) throw ConfigError(err.text());
+  for (const sm::FileIssue& w : cfg->warnings) spdlog::warn("partitions: {}", w.text());
+  spdlog::info("partitions: {}: {} definitions", path, cfg->defs.size());
+  return std::make_shared<const sm::PartitionConfig>(std::move(*cfg));
 }
 
 // The master journals the SA's state (docs/ha.md, warm restart): the SM's
@@ -242,6 +259,8 @@ Daemon::Daemon(const Config& cfg) : p_(std::make_unique<Parts>()) {
   // Traps the SM receives or raises reach InformInfo subscribers as Reports.
   smc.on_notice = [sa](const wire::Notice& n) { sa->forward_notice(n); };
   smc.restore_sa_state = [sa](sa::SaStateImage img) { sa->restore_state(std::move(img)); };
+  smc.on_partition_groups = [sa](std::vector<wire::McMemberRecord> g) { sa->set_partition_groups(std::move(g)); };
+  smc.partitions = load_partitions(cfg.sm.partition_config);
   smc.sa_state_restored = journal_fresh;
   p_->sm = std::make_unique<sm::SubnetManager>(*p_->engine, *p_->transport, smc, p_->store);
   MadHandler* sm_hook = p_->engine->dispatcher().response_hook(smc.core);
@@ -297,6 +316,18 @@ bool Daemon::wait_subnet_up(std::chrono::milliseconds limit) {
     pump();
   }
   return p_->sm->status().subnet_up;
+}
+
+bool Daemon::reload_config_files() {
+  try {
+    auto partitions = load_partitions(p_->cfg.sm.partition_config);
+    p_->sm->set_partitions(std::move(partitions));
+    spdlog::info("reload: partitions applied at the next heavy sweep (requested)");
+    return true;
+  } catch (const std::exception& e) {
+    spdlog::error("reload: {}; the configuration in use is kept", e.what());
+    return false;
+  }
 }
 
 bool Daemon::is_sim() const noexcept { return p_->fabric != nullptr; }

@@ -39,6 +39,12 @@ class Daemon {
   // simulated time passes.
   bool wait_subnet_up(std::chrono::milliseconds limit);
 
+  // Re-reads the files an operator edits while the SM runs (the partitions
+  // file; SIGHUP, and the admin command): a good file is applied by the next
+  // heavy sweep, which is requested; a bad one is logged with file:line and
+  // what is in use stays. Any thread. False when a file was refused.
+  bool reload_config_files();
+
   bool is_sim() const noexcept;
   sim::Fabric* fabric() noexcept;  // sim only, else nullptr
   Engine& engine() noexcept;

@@ -24,7 +24,9 @@ using namespace madengine;
 namespace {
 
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_reload{false};
 void on_signal(int) { g_stop.store(true); }
+void on_hangup(int) { g_reload.store(true); }  // as OpenSM: SIGHUP re-reads its files
 
 void setup_logging(const daemon::LogSection& log) {
   if (!log.file.empty()) spdlog::set_default_logger(spdlog::basic_logger_mt("madengine", log.file));
@@ -94,6 +96,10 @@ int main(int argc, char** argv) {
       app.add_option("--sa-journal", sa_journal,
                      "SA state journal kept across restarts (\"\" = none; default: beside --guid2lid when that is given)");
   flags.add(app, "--sweep-interval-ms", cfg.sm.sweep_interval_ms, "light sweep interval")->check(CLI::Range(100, 3'600'000));
+  flags.add(app, "--partition-config", cfg.sm.partition_config,
+            "OpenSM's partitions.conf (as opensm -P); SIGHUP re-reads it");
+  CLI::Option* guid2mkey_opt = flags.add(app, "--guid2mkey", cfg.sm.guid2mkey,
+                                         "ports' M_Keys kept across restarts (OpenSM's guid2mkey format; \"\" = none)");
   flags.add(app, "--log-level", cfg.log.level, "trace | debug | info | warn | error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   flags.add(app, "--log-file", cfg.log.file, "log to this file instead of stderr");
@@ -111,7 +117,7 @@ int main(int argc, char** argv) {
       cfg.sa.journal = sa_journal;
     else if (guid2lid_opt->count() != 0 && !cfg.sm.guid2lid.empty() && !cfg.given.contains("sa.journal"))
       cfg.sa.journal = (std::filesystem::path(cfg.sm.guid2lid).parent_path() / "sa-state.journal").string();
-    daemon::apply_state_defaults(cfg, guid2lid_opt->count() != 0, journal_opt->count() != 0);
+    daemon::apply_state_defaults(cfg, guid2lid_opt->count() != 0, journal_opt->count() != 0, guid2mkey_opt->count() != 0);
     daemon::validate(cfg);
   } catch (const daemon::ConfigError& e) {
     fmt::print(stderr, "madengine: {}\n", e.what());
@@ -120,6 +126,7 @@ int main(int argc, char** argv) {
   setup_logging(cfg.log);
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
+  std::signal(SIGHUP, on_hangup);
 
   try {
     daemon::Daemon d(cfg);
@@ -128,6 +135,7 @@ int main(int argc, char** argv) {
     auto last_status = wall0;
     bool was_up = false;
     while (!g_stop.load()) {
+      if (g_reload.exchange(false)) d.reload_config_files();
       if (d.is_sim()) {
         // Pace simulated time to wall time unless asked to run flat out.
         const auto wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - wall0).count();
