@@ -30,7 +30,7 @@ struct MadengineRig {
     return c;
   }
 
-  // `cfg.mcast` is set to the SA's groups. The SM's hook owns core 0's
+  // `cfg.mcast` is set to the SA's groups, and the partitions' groups go to it. The SM's hook owns core 0's
   // responses: the SA installs none (its ReportResps are not needed here).
   bool start(sm::SmConfig cfg = opensm_keyed(), sa::SaServerConfig sc = {}) {
     if (!transport.open(AgentSpec{.smi = true, .is_sm = true, .sa_server = true})) return false;
@@ -39,6 +39,7 @@ struct MadengineRig {
     sc.install_response_hooks = false;
     sa = std::make_unique<sa::SaServer>(*engine, store, sc);
     cfg.mcast = &sa->mcast_provider();
+    cfg.on_partition_groups = [s = sa.get()](std::vector<wire::McMemberRecord> g) { s->set_partition_groups(std::move(g)); };
     sm = std::make_unique<sm::SubnetManager>(*engine, transport, cfg, store);
     engine->start();
     return true;
