@@ -180,6 +180,7 @@ std::uint32_t SubnetManager::report_gid_changes(const sa::Snapshot& snap) {
 // P_Key tables and MFTs as programmed, for the SA's records and checks.
 void SubnetManager::fill_tables(const fabric::Fabric& f, sa::Snapshot& snap) const {
   fill_port_tables(f, tables_, snap);  // SL2VL, VLArb, GUIDInfo as read (sm/tables)
+  fill_qos_tables(f, qos_programmed_, snap);  // and, with QoS, as written (acknowledged)
   snap.port_tables.resize(f.nodes.size());
   for (fabric::NodeId i = 0; i < f.nodes.size(); ++i) {
     const fabric::Node& n = f.nodes[i];

@@ -31,6 +31,7 @@
 #include "sm/lids/guid2lid_file.hpp"
 #include "sm/mcast/mcast.hpp"
 #include "sm/partitions/partition_plan.hpp"
+#include "sm/qos/qos_program.hpp"
 #include "sm/routing/routing.hpp"
 #include "sm/smp_queue.hpp"
 #include "sm/tables/tables.hpp"
@@ -103,6 +104,10 @@ struct SmConfig {
   // lines), after every plan that changes them; the daemon points it at
   // SaServer::set_partition_groups. Called on the SM's core.
   std::function<void(std::vector<wire::McMemberRecord>)> on_partition_groups;
+  // QoS (sm/qos: OpenSM's qos_* options built into tables); null: off, the
+  // SM writes no SL2VL/VLArb table (as OpenSM without -Q) and the SA reports
+  // what the ports hold. On: every port's tables and VLHighLimit are written.
+  std::shared_ptr<const QosConfig> qos;
   // Also read SL2VL/VLArb of switch external ports (ports^2 SMPs a switch;
   // see sm/tables). End ports' tables and GUIDInfo are always read.
   bool read_switch_port_tables = false;
@@ -145,6 +150,7 @@ struct SweepStats {
   BringupReport bringup;
   std::uint32_t mft_blocks_written = 0;
   std::uint16_t top_lid = 0;
+  QosReport qos;        // SL2VL/VLArb writes (QoS on)
   double tables_s = 0;  // included in programming_s
   double discovery_s = 0, lids_s = 0, routing_s = 0, path_db_s = 0, programming_s = 0, total_s = 0;
   bool ok = false;
@@ -280,6 +286,7 @@ class SubnetManager {
   ProgrammedState programmed_;
   std::map<std::pair<std::uint64_t, MftKey>, wire::MftBlock> mft_programmed_;
   TablesCache tables_;
+  QosProgrammed qos_programmed_;
   std::shared_ptr<const PartitionConfig> partitions_;  // as the last plan used it
   std::shared_ptr<const PartitionPlan> plan_;
   std::vector<wire::McMemberRecord> groups_sent_;

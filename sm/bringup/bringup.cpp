@@ -11,6 +11,7 @@
 
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/smp/pkey_table.hpp"
+#include "sm/qos/qos_program.hpp"
 
 namespace madengine::sm {
 
@@ -153,6 +154,8 @@ class Programmer {
       w.set_m_key_protect_bits(cfg_.m_key_protect_bits);
     }
     if (p.linked()) {
+      // The high-priority VLArb limit of the port's class (QoS, IBA 14.2.5.6).
+      if (cfg_.qos != nullptr) w.vl_high_limit = cfg_.qos->of(qos_class_of(n, port)).high_limit;
       if (p.mtu != 0) w.set_neighbor_mtu(p.mtu);
       if (p.vl_cap != 0) w.set_operational_vls(std::min(cfg_.operational_vls, p.vl_cap));
       if (n.is_switch() && port != 0) {
@@ -177,7 +180,7 @@ class Programmer {
            a.operational_vls() == b.operational_vls() && a.hoq_life() == b.hoq_life() &&
            a.vl_stall_count() == b.vl_stall_count() &&
            a.partition_enforcement_inbound() == b.partition_enforcement_inbound() &&
-           a.partition_enforcement_outbound() == b.partition_enforcement_outbound();
+           a.partition_enforcement_outbound() == b.partition_enforcement_outbound() && a.vl_high_limit == b.vl_high_limit;
   }
 
   // ---- P_Keys -----------------------------------------------------------------

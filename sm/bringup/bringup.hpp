@@ -18,6 +18,7 @@
 #include "madengine/wire/smp/lft.hpp"
 #include "sm/discovery/discovery.hpp"
 #include "sm/partitions/partition_plan.hpp"
+#include "sm/qos/qos_options.hpp"
 #include "sm/routing/routing.hpp"
 #include "sm/smp_queue.hpp"
 
@@ -46,6 +47,9 @@ struct BringupConfig {
   const PartitionPlan* partitions = nullptr;
   bool allow_both_pkeys = false;
   PartEnforce part_enforce = PartEnforce::kBoth;  // on switch ports toward CAs (OpenSM's part_enforce)
+  // QoS on: PortInfo.VLHighLimit of every linked port from its class's
+  // tables (sm/qos); null: left as the port has it. Must outlive bring_up().
+  const QosConfig* qos = nullptr;
 };
 
 // What the SM has programmed, kept across sweeps so a re-sweep writes only
