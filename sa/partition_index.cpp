@@ -85,6 +85,18 @@ bool PartitionIndex::shares(std::uint16_t src, std::uint16_t dst, std::uint16_t 
   return a != 0 && b != 0 && ((a | b) & 2) != 0;
 }
 
+std::uint16_t PartitionIndex::first_shared_in(std::uint16_t src, std::uint16_t dst, std::uint16_t lo,
+                                              std::uint16_t hi) const noexcept {
+  if (src >= sets_.size() || dst >= sets_.size()) return 0;
+  const auto& m = sets_[src].by_base;
+  for (auto it = std::lower_bound(m.begin(), m.end(), lo, [](const Member& x, std::uint16_t b) { return x.base < b; });
+       it != m.end() && it->base <= hi; ++it) {
+    const std::uint8_t other = bits(sets_[dst], it->base);
+    if (other != 0 && ((other | it->bits) & 2) != 0) return it->base;
+  }
+  return 0;
+}
+
 std::uint8_t PartitionIndex::sl_of(std::uint16_t pkey) const noexcept {
   const std::uint16_t base = wire::pkey_base(pkey);
   const auto it = std::lower_bound(partitions_.begin(), partitions_.end(), base,

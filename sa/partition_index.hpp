@@ -39,6 +39,9 @@ class PartitionIndex {
   }
   // Whether both hold `pkey`'s partition with a full member between them.
   bool shares(std::uint16_t src, std::uint16_t dst, std::uint16_t pkey) const noexcept;
+  // The lowest partition in [lo, hi] (low 15 bits) both sets share with a
+  // full member between them; 0: none (a QoS level's P_Key list, OpenSM's order).
+  std::uint16_t first_shared_in(std::uint16_t src, std::uint16_t dst, std::uint16_t lo, std::uint16_t hi) const noexcept;
   // The partition's SL; 0 for a partition the SM did not define.
   std::uint8_t sl_of(std::uint16_t pkey) const noexcept;
   std::size_t sets() const noexcept { return sets_.size(); }

@@ -18,6 +18,7 @@
 #include "madengine/wire/smp/vl_arb.hpp"
 #include "sa/partition_index.hpp"
 #include "sa/paths/path_db.hpp"
+#include "sa/qos_policy_view.hpp"
 
 namespace madengine::sa {
 
@@ -92,6 +93,11 @@ struct Snapshot {
   // The partitions the SM defined (partitions.conf) with their SLs; empty:
   // the default partition only.
   std::vector<PartitionInfo> partitions;
+  // QoS as the SM set it up: on, the SLs no port class maps to VL15 (a
+  // PathRecord carries only those), and the qos-policy (null: none).
+  bool qos = false;
+  std::uint16_t valid_sl_mask = 0xffff;
+  std::shared_ptr<const QosPolicyView> qos_policy;
   std::shared_ptr<MftTables> mfts = std::make_shared<MftTables>();  // never null
   const PortTables* tables(fabric::NodeId n, std::uint8_t port) const noexcept {
     return n < port_tables.size() && port < port_tables[n].size() ? &port_tables[n][port] : nullptr;

@@ -31,6 +31,7 @@
 #include "sm/lids/guid2lid_file.hpp"
 #include "sm/mcast/mcast.hpp"
 #include "sm/partitions/partition_plan.hpp"
+#include "sm/qos/qos_policy.hpp"
 #include "sm/qos/qos_program.hpp"
 #include "sm/routing/routing.hpp"
 #include "sm/smp_queue.hpp"
@@ -108,6 +109,9 @@ struct SmConfig {
   // SM writes no SL2VL/VLArb table (as OpenSM without -Q) and the SA reports
   // what the ports hold. On: every port's tables and VLHighLimit are written.
   std::shared_ptr<const QosConfig> qos;
+  // With QoS on, the qos-policy (sm/qos/qos_policy.hpp) that gives
+  // PathRecords their SL and limits; null: none. set_qos_policy() replaces it.
+  std::shared_ptr<const QosPolicy> qos_policy;
   // Also read SL2VL/VLArb of switch external ports (ports^2 SMPs a switch;
   // see sm/tables). End ports' tables and GUIDInfo are always read.
   bool read_switch_port_tables = false;
@@ -224,6 +228,9 @@ class SubnetManager {
   // Any thread: the partitions the next heavy sweep programs (it is
   // requested now); null: none. The caller parsed and checked the file.
   void set_partitions(std::shared_ptr<const PartitionConfig> cfg);
+  // Any thread: the qos-policy the next publication applies (a heavy sweep
+  // is requested); null: none.
+  void set_qos_policy(std::shared_ptr<const QosPolicy> policy);
 
  private:
   class ResponseHook;
@@ -252,7 +259,7 @@ class SubnetManager {
   bool sweeping() const noexcept {
     return ha_->state() == wire::SmState::kMaster || ha_->state() == wire::SmState::kDiscovering;
   }
-  void fill_tables(const fabric::Fabric& f, sa::Snapshot& snap) const;
+  void fill_tables(const fabric::Fabric& f, sa::Snapshot& snap);
   // The partitions applied to `f` (sm_partitions.cpp): kept in plan_, its
   // notes logged and its groups handed on when they change.
   const PartitionPlan& plan_partitions_for(const fabric::Fabric& f, std::uint64_t sm_port_guid);
@@ -289,6 +296,11 @@ class SubnetManager {
   QosProgrammed qos_programmed_;
   std::shared_ptr<const PartitionConfig> partitions_;  // as the last plan used it
   std::shared_ptr<const PartitionPlan> plan_;
+  std::shared_ptr<const QosPolicy> qos_policy_;                // as the last publication used it
+  bool qos_policy_taken_ = false;                               // cfg_.qos_policy was taken over
+  std::shared_ptr<const sa::QosPolicyView> qos_view_;          // resolved against plan_
+  // The SA's QoS settings for a publication (snapshot.qos, valid SLs, the policy).
+  void fill_qos(const fabric::Fabric& f, sa::Snapshot& snap);
   std::vector<wire::McMemberRecord> groups_sent_;
   bool groups_sent_once_ = false;
   // End-port GUIDs of the last heavy sweep's publication (traps 64/65).
@@ -314,6 +326,8 @@ class SubnetManager {
   std::atomic<bool> mcast_dirty_{false};
   std::mutex partitions_mu_;
   std::shared_ptr<const PartitionConfig> partitions_next_;  // guarded by partitions_mu_
+  std::shared_ptr<const QosPolicy> qos_policy_next_;         // guarded by partitions_mu_
+  std::atomic<bool> qos_policy_changed_{false};
   std::atomic<bool> partitions_changed_{false};
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;

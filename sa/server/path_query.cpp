@@ -83,13 +83,49 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
   const bool reverse = (mask & cm::kReversible) != 0 && q.reversible() ? s.paths.path(e.dlid, e.slid).routed() : true;
   if (!reverse) return false;
 
+  const LidEntry& si = info_of(s, e.slid);
+  const LidEntry& di = info_of(s, e.dlid);
+  // The QoS level (qos-policy, OpenSM's matching), when QoS is on with a policy.
+  const QosLevelView* level =
+      s.qos_policy == nullptr
+          ? nullptr
+          : s.qos_policy->level_for(si.port_guid, di.port_guid, (mask & cm::kServiceId) == cm::kServiceId, q.service_id.get(),
+                                    (mask & cm::kQosClass) != 0, q.qos_class(), (mask & cm::kPKey) != 0, q.pkey.get());
   // The partition (IBA 10.9.3, OpenSM's choice): the requested P_Key if both
-  // ends hold it with a full member between them, else the first they share.
+  // ends hold it with a full member between them (and the level allows it),
+  // else the first they share.
   const PartitionIndex& parts = s.partition_index;
   const std::uint16_t sset = parts.set_of(e.slid), dset = parts.set_of(e.dlid);
-  const std::uint16_t pkey = (mask & cm::kPKey) != 0 ? (parts.shares(sset, dset, q.pkey.get()) ? q.pkey.get() : 0)
-                                                      : parts.common(sset, dset);
+  std::uint16_t pkey = 0;
+  if ((mask & cm::kPKey) != 0) {
+    pkey = parts.shares(sset, dset, q.pkey.get()) ? q.pkey.get() : 0;
+    if (level != nullptr && !level->pkeys.empty() && !in_ranges(level->pkeys, wire::pkey_base(pkey))) pkey = 0;
+  } else if (level != nullptr && !level->pkeys.empty()) {
+    // The first of the level's P_Keys the ends share, as the level writes it
+    // (OpenSM walks each range upwards: below 0x8000 a P_Key without the full bit).
+    for (const ValueRange& r : level->pkeys) {
+      const bool full = r.lo > wire::kPKeyBaseMask;
+      const auto lo = static_cast<std::uint16_t>(r.lo & wire::kPKeyBaseMask);
+      const auto hi = static_cast<std::uint16_t>(full ? r.hi & wire::kPKeyBaseMask : std::min<std::uint64_t>(r.hi, wire::kPKeyBaseMask));
+      const std::uint16_t base = parts.first_shared_in(sset, dset, lo, hi);
+      if (base != 0) {
+        pkey = static_cast<std::uint16_t>(base | (full ? wire::kPKeyMembershipBit : 0));
+        break;
+      }
+    }
+  } else {
+    pkey = parts.common(sset, dset);
+  }
   if (pkey == 0) return false;
+  // SL: the requested one (a level's must agree), the level's, the partition's.
+  std::uint8_t sl = 0;
+  if ((mask & cm::kSl) != 0) {
+    sl = q.sl();
+    if (level != nullptr && level->sl_set && level->sl != sl) return false;
+  } else {
+    sl = level != nullptr && level->sl_set ? level->sl : parts.sl_of(pkey);
+  }
+  if (s.qos && (s.valid_sl_mask & (1u << sl)) == 0) return false;  // an SL mapped to VL15 carries nothing
 
   const bool loopback = e.src == e.dst;
   std::uint8_t path_mtu = fwd.mtu, path_rate = fwd.rate;
@@ -104,19 +140,23 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
   }
   // A switch's port 0 ends the path inside the switch: OpenSM bounds the
   // path by that port's own MTUCap and active rate, and so do we.
-  const LidEntry& si = info_of(s, e.slid);
-  const LidEntry& di = info_of(s, e.dlid);
   for (const LidEntry* li : {&si, &di}) {
     if (!li->is_switch) continue;
     if (li->port0_mtu != 0) path_mtu = std::min(path_mtu, li->port0_mtu);
     if (li->port0_rate != 0 && rate_mbps(li->port0_rate) < rate_mbps(path_rate)) path_rate = li->port0_rate;
+  }
+  // A QoS level's limits come before the query's selectors (OpenSM's order).
+  if (level != nullptr) {
+    if (level->mtu_set) path_mtu = std::min(path_mtu, level->mtu_limit);
+    if (level->rate_set && rate_mbps(level->rate_limit) < rate_mbps(path_rate)) path_rate = level->rate_limit;
   }
   const std::uint8_t mtu = select_mtu(path_mtu, q.mtu_selector(), q.mtu(), (mask & cm::kMtu) != 0 && (mask & cm::kMtuSelector) != 0);
   if (mtu == 0) return false;
   const std::uint8_t rate = select_rate(path_rate, q.rate_selector(), q.rate(), (mask & cm::kRate) != 0 && (mask & cm::kRateSelector) != 0);
   if (rate == 0) return false;
   // OpenSM: the subnet timeout, except 0 for a port to itself (IBA 15.2.5.16 Table 205).
-  const std::uint8_t life = select_life(loopback ? 0 : subnet_life, q.packet_life_time_selector(), q.packet_life_time(),
+  const std::uint8_t own_life = level != nullptr && level->life_set ? level->packet_life : subnet_life;
+  const std::uint8_t life = select_life(loopback ? 0 : own_life, q.packet_life_time_selector(), q.packet_life_time(),
                                         (mask & cm::kPacketLifeTime) != 0 && (mask & cm::kPacketLifeTimeSelector) != 0);
   if (life == 0xff) return false;
 
@@ -133,8 +173,7 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
   if ((mask & cm::kTClass) != 0) out.tclass = q.tclass;
   out.set_reversible(reverse);
   out.pkey = wire::be16::from(pkey);
-  // The requested SL, else the partition's (OpenSM: 0 unless QoS gave it one).
-  out.set_sl((mask & cm::kSl) != 0 ? q.sl() : parts.sl_of(pkey));
+  out.set_sl(sl);
   out.set_mtu_selector(sel::kExactly);
   out.set_mtu(mtu);
   out.set_rate_selector(sel::kExactly);

@@ -5,6 +5,7 @@
 // VLArb records reporting what was written, switch ports included.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -12,6 +13,7 @@
 #include "sim/generators.hpp"
 #include "sim_sa_rig.hpp"
 #include "sm/qos/qos_options.hpp"
+#include "sm/qos/qos_policy.hpp"
 
 namespace madengine {
 namespace {
@@ -141,6 +143,160 @@ TEST(QosSim, OffWritesNoTable) {
   // The simulator's (ibsim's) defaults stay: SL i -> VL i, SL15 -> VL7.
   EXPECT_EQ(f.sl2vl(f.port(f.find_node("host-2-1"), 1), 0),
             (std::array<std::uint8_t, 8>{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xe7}));
+}
+
+// The subset of qos-policy.conf, with OpenSM's own example's keywords.
+TEST(QosPolicy, SubsetReadsAndRefusesWhatItLeavesOut) {
+  sm::FileIssue err;
+  const auto p = sm::parse_qos_policy(
+      "# a policy\n"
+      "port-groups\n"
+      "  port-group # using port GUIDs\n"
+      "    name: Storage\n"
+      "    use: SRP Targets\n"
+      "    port-guid: 0x10000000000001, 0x10000000000005-0x1000000000FFFA\n"
+      "    port-guid: 0x1000000000FFFF\n"
+      "  end-port-group\n"
+      "  port-group\n"
+      "    name: \"CAs and SM\"\n"
+      "    node-type: CA, SELF\n"
+      "    partition: storage\n"
+      "    pkey: 0x1234\n"
+      "  end-port-group\n"
+      "end-port-groups\n"
+      "qos-setup\n"
+      "  anything at all: ignored as OpenSM ignores it\n"
+      "end-qos-setup\n"
+      "qos-levels\n"
+      "  qos-level\n"
+      "    name: DEFAULT\n"
+      "    sl: 0\n"
+      "  end-qos-level\n"
+      "  qos-level\n"
+      "    name: WholeSet\n"
+      "    sl: 1\n"
+      "    mtu-limit: 4\n"
+      "    rate-limit: 5\n"
+      "    pkey: 0x1234\n"
+      "    packet-life: 8\n"
+      "  end-qos-level\n"
+      "end-qos-levels\n"
+      "qos-match-rules\n"
+      "  qos-match-rule\n"
+      "    use: Storage targets\n"
+      "    destination: Storage\n"
+      "    service-id: 0x10000000000001, 0x10000000000008-0x10000000000FFF\n"
+      "    qos-level-name: WholeSet\n"
+      "  end-qos-match-rule\n"
+      "  qos-match-rule\n"
+      "    qos-class: 7-9,11\n"
+      "    source: CAs and SM\n"
+      "    pkey: 0x0F00-0x0FFF\n"
+      "    qos-level-name: DEFAULT\n"
+      "  end-qos-match-rule\n"
+      "end-qos-match-rules\n",
+      "qos-policy.conf", err);
+  ASSERT_TRUE(p) << err.text();
+  ASSERT_EQ(p->groups.size(), 2u);
+  EXPECT_EQ(p->groups[0].port_guids.size(), 3u);
+  EXPECT_TRUE(sm::in_ranges(p->groups[0].port_guids, 0x10000000000010ull));
+  EXPECT_EQ(p->groups[1].name, "CAs and SM");
+  EXPECT_EQ(p->groups[1].node_types, sm::qos_node_type::kCa | sm::qos_node_type::kSelf);
+  ASSERT_EQ(p->levels.size(), 2u);
+  EXPECT_EQ(p->levels[1].sl, 1);
+  EXPECT_EQ(p->levels[1].mtu_limit, 4);
+  EXPECT_EQ(p->levels[1].rate_limit, 5);
+  EXPECT_EQ(p->levels[1].packet_life, 8);
+  EXPECT_EQ(p->default_level, 0u);
+  ASSERT_EQ(p->rules.size(), 2u);
+  EXPECT_EQ(p->rules[0].destination, std::vector<std::string>{"Storage"});
+  EXPECT_TRUE(sm::in_ranges(p->rules[1].qos_class, 8));
+  EXPECT_FALSE(sm::in_ranges(p->rules[1].qos_class, 10));
+
+  auto error_of = [&](const char* text) {
+    EXPECT_FALSE(sm::parse_qos_policy(text, "qos-policy.conf", err));
+    return err.text();
+  };
+  EXPECT_EQ(error_of("qos-levels\n qos-level\n  name: x\n  sl: 16\n end-qos-level\nend-qos-levels\n"),
+            "qos-policy.conf:4: sl: '16' is not 0..15");
+  EXPECT_EQ(error_of("qos-levels\n qos-level\n  name: x\n end-qos-level\nend-qos-levels\n"),
+            "qos-policy.conf: no qos-level named DEFAULT (OpenSM requires one)");
+  EXPECT_EQ(error_of("qos-ulps\n default : 0\nend-qos-ulps\n"),
+            "qos-policy.conf:1: qos-ulps (the simplified policy) is not supported: write qos-match-rules");
+  EXPECT_EQ(error_of("qos-levels\n qos-level\n  name: DEFAULT\n end-qos-level\nend-qos-levels\n"
+                     "qos-match-rules\n qos-match-rule\n  source: Nobody\n  qos-level-name: DEFAULT\n"
+                     " end-qos-match-rule\nend-qos-match-rules\n"),
+            "qos-policy.conf:7: port group 'Nobody' is not defined in port-groups");
+  EXPECT_EQ(error_of("port-groups\n port-group\n  name: a\n  port-name: vs1 HCA-1/P1\n"),
+            "qos-policy.conf:4: port-name is not supported: name the ports by port-guid");
+  EXPECT_EQ(error_of("qos-levels\n qos-level\n  name: DEFAULT\n"), "qos-policy.conf:1: section not closed before the end of the file");
+}
+
+// PathRecord SL, MTU and rate from the policy, on the sim.
+TEST(QosSim, PolicyGivesPathRecordsTheirLevel) {
+  testing::SimSaRig rig(sim::make_fat_tree_2level({.k = 4}), 5);
+  const auto& f = rig.fabric;
+  const std::uint32_t a = f.find_node("host-0-0"), b = f.find_node("host-1-0"), c = f.find_node("host-2-1");
+  char guid_b[32];
+  std::snprintf(guid_b, sizeof guid_b, "0x%llx", static_cast<unsigned long long>(f.port_guid(f.port(b, 1))));
+  const std::string text = std::string(
+                               "port-groups\n port-group\n  name: storage nodes\n  port-guid: ") + guid_b +
+                           "\n end-port-group\nend-port-groups\n"
+                           "qos-levels\n"
+                           " qos-level\n  name: DEFAULT\n  sl: 0\n end-qos-level\n"
+                           " qos-level\n  name: storage\n  sl: 3\n  mtu-limit: 3\n  rate-limit: 3\n end-qos-level\n"
+                           " qos-level\n  name: dropped\n  sl: 15\n end-qos-level\n"
+                           " qos-level\n  name: srv\n  sl: 5\n  packet-life: 10\n end-qos-level\n"
+                           "end-qos-levels\n"
+                           "qos-match-rules\n"
+                           " qos-match-rule\n  service-id: 0x1000-0x1fff\n  qos-level-name: srv\n end-qos-match-rule\n"
+                           " qos-match-rule\n  service-id: 0x2000\n  qos-level-name: dropped\n end-qos-match-rule\n"
+                           " qos-match-rule\n  destination: storage nodes\n  qos-level-name: storage\n end-qos-match-rule\n"
+                           "end-qos-match-rules\n";
+  sm::FileIssue ferr;
+  auto policy = sm::parse_qos_policy(text, "qos-policy.conf", ferr);
+  ASSERT_TRUE(policy) << ferr.text();
+  sm::QosOptions o;
+  o.enabled = true;
+  o.all.sl2vl = "0,1,2,3,4,5,6,7,0,1,2,3,4,5,6,15";  // SL15 is dropped
+  std::string err;
+  auto qos = sm::build_qos_config(o, err);
+  ASSERT_TRUE(qos) << err;
+  sm::SmConfig cfg;
+  cfg.qos = std::make_shared<const sm::QosConfig>(*qos);
+  cfg.qos_policy = std::make_shared<const sm::QosPolicy>(std::move(*policy));
+  auto& node = rig.add(a, cfg);
+  ASSERT_TRUE(rig.run_until([&] { return node.sm->status().subnet_up; }, 30'000));
+  sim::Host h(rig.fabric, c);
+  namespace cm = wire::path_record_cm;
+  auto path = [&](std::uint32_t from, std::uint32_t to, std::uint64_t mask, std::uint64_t sid, std::uint8_t sl,
+                  wire::PathRecord& got) {
+    wire::PathRecord q{};
+    q.slid = wire::be16::from(f.lid(f.port(from, 1)));
+    q.dlid = wire::be16::from(f.lid(f.port(to, 1)));
+    q.service_id = wire::be64::from(sid);
+    q.set_sl(sl);
+    const auto r = rig.ask(h, wire::method::kGet, wire::sa_attr::kPathRecord, cm::kSLid | cm::kDLid | mask, bytes(q));
+    if (!r) return std::uint16_t{0xffff};
+    std::memcpy(&got, r->as<wire::SaMad>().data.data(), sizeof got);
+    return r->hdr().status.get();
+  };
+  wire::PathRecord got{};
+  ASSERT_EQ(path(a, c, 0, 0, 0, got), 0);
+  EXPECT_EQ(got.sl(), 0) << "DEFAULT";
+  EXPECT_EQ(got.mtu(), 4);
+  ASSERT_EQ(path(a, b, 0, 0, 0, got), 0);
+  EXPECT_EQ(got.sl(), 3) << "to the storage group";
+  EXPECT_EQ(got.mtu(), 3) << "mtu-limit 3 (1024)";
+  EXPECT_EQ(got.rate(), 3) << "rate-limit 3 (10 Gb/s)";
+  ASSERT_EQ(path(a, b, cm::kServiceId, 0x1234, 0, got), 0);
+  EXPECT_EQ(got.sl(), 5) << "the first rule that matches: the ServiceID's";
+  EXPECT_EQ(got.packet_life_time(), 10);
+  EXPECT_EQ(path(a, c, cm::kServiceId, 0x2000, 0, got), wire::sa_status::kNoRecords) << "SL15 goes to VL15: no path";
+  EXPECT_EQ(path(a, b, cm::kSl, 0, 2, got), wire::sa_status::kNoRecords) << "the query's SL against the level's";
+  EXPECT_EQ(path(a, c, cm::kSl, 0, 2, got), wire::sa_status::kNoRecords) << "DEFAULT's SL 0 binds a query naming SL 2 (OpenSM)";
+  ASSERT_EQ(path(a, c, cm::kSl, 0, 0, got), 0);
+  EXPECT_EQ(got.sl(), 0);
 }
 
 }  // namespace

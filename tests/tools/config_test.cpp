@@ -119,6 +119,29 @@ TEST(Config, RelationsAreChecked) {
   EXPECT_THROW(validate(p), ConfigError);
 }
 
+// QoS under OpenSM's option names; a bad list names its line.
+TEST(Config, QosOptionsInOpenSmTerms) {
+  const Config c = parse_config(R"(
+[sm]
+qos = true
+qos_policy_file = "/etc/opensm/qos-policy.conf"
+qos_high_limit = 4
+qos_sl2vl = "0,1,2,3,4,5,6,7,0,1,2,3,4,5,6,7"
+qos_ca_vlarb_low = "0:8,1:8"
+qos_swe_max_vls = 4
+)",
+                                "qos.toml");
+  EXPECT_TRUE(c.sm.qos);
+  EXPECT_EQ(c.sm.qos_policy_file, "/etc/opensm/qos-policy.conf");
+  EXPECT_EQ(c.sm.qos_all.high_limit, 4);
+  EXPECT_EQ(c.sm.qos_ca.vlarb_low, "0:8,1:8");
+  EXPECT_EQ(c.sm.qos_swe.max_vls, 4u);
+  EXPECT_EQ(c.sm.qos_sw0.high_limit, -1) << "unset: falls back";
+  expect_error("[sm]\nqos = true\n\nqos_ca_sl2vl = \"0,1\"\n", "bad.toml:4: sm.qos_ca_sl2vl: needs 16 VLs (one per SL), has 2");
+  expect_error("[sm]\nqos_vlarb_high = \"0:4,15:1\"\n", "bad.toml:2: sm.qos_vlarb_high: entry 2 '15:1' is not VL:weight");
+  expect_error("[sm]\nqos_rtr_high_limit = 300\n", "bad.toml:2: sm.qos_rtr_high_limit = 300 is outside -1..255");
+}
+
 // Partition and M_Key settings under OpenSM's option names.
 TEST(Config, PartitionsAndKeysInOpenSmTerms) {
   const Config c = parse_config(R"(
@@ -177,6 +200,9 @@ TEST(Config, ShippedExampleEqualsTheDefaults) {
   EXPECT_EQ(file.sm.m_key_lease_period, defaults.sm.m_key_lease_period);
   EXPECT_EQ(file.sm.m_key_protection_level, defaults.sm.m_key_protection_level);
   EXPECT_EQ(file.sm.guid2mkey, defaults.sm.guid2mkey);
+  EXPECT_EQ(file.sm.qos, defaults.sm.qos);
+  EXPECT_EQ(file.sm.qos_policy_file, defaults.sm.qos_policy_file);
+  EXPECT_EQ(file.sm.qos_all.high_limit, defaults.sm.qos_all.high_limit);
 }
 
 }  // namespace

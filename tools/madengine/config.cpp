@@ -1,6 +1,8 @@
 // TOML -> Config with errors that name the line (see config.hpp).
 #include "config.hpp"
 
+#include "sm/qos/qos_options.hpp"
+
 #include <arpa/inet.h>
 #include <fmt/format.h>
 
@@ -213,6 +215,31 @@ Config parse_config(const std::string& text, const std::string& name) {
     if (c.sm.part_enforce != "both" && c.sm.part_enforce != "in" && c.sm.part_enforce != "out" && c.sm.part_enforce != "off")
       fail(name, *root["sm"]["part_enforce"].node(), "sm.part_enforce must be both, in, out or off");
     s.get("allow_both_pkeys", c.sm.allow_both_pkeys);
+    s.get("qos", c.sm.qos);
+    s.get("qos_policy_file", c.sm.qos_policy_file);
+    // OpenSM's names: qos_max_vls, qos_ca_max_vls, ... (keys must outlive the Section).
+    static constexpr const char* kQosKeys[5][5] = {
+        {"qos_max_vls", "qos_high_limit", "qos_vlarb_high", "qos_vlarb_low", "qos_sl2vl"},
+        {"qos_ca_max_vls", "qos_ca_high_limit", "qos_ca_vlarb_high", "qos_ca_vlarb_low", "qos_ca_sl2vl"},
+        {"qos_sw0_max_vls", "qos_sw0_high_limit", "qos_sw0_vlarb_high", "qos_sw0_vlarb_low", "qos_sw0_sl2vl"},
+        {"qos_swe_max_vls", "qos_swe_high_limit", "qos_swe_vlarb_high", "qos_swe_vlarb_low", "qos_swe_sl2vl"},
+        {"qos_rtr_max_vls", "qos_rtr_high_limit", "qos_rtr_vlarb_high", "qos_rtr_vlarb_low", "qos_rtr_sl2vl"}};
+    QosClassSection* classes[5] = {&c.sm.qos_all, &c.sm.qos_ca, &c.sm.qos_sw0, &c.sm.qos_swe, &c.sm.qos_rtr};
+    for (int i = 0; i < 5; ++i) {
+      s.get(kQosKeys[i][0], classes[i]->max_vls, 0, 15);
+      s.get(kQosKeys[i][1], classes[i]->high_limit, -1, 255);
+      s.get(kQosKeys[i][2], classes[i]->vlarb_high);
+      s.get(kQosKeys[i][3], classes[i]->vlarb_low);
+      s.get(kQosKeys[i][4], classes[i]->sl2vl);
+    }
+    // The lists' syntax, checked here so an error names the line.
+    std::string qos_error;
+    if (!sm::build_qos_config(qos_options(c.sm), qos_error)) {
+      const std::string key = qos_error.substr(0, qos_error.find(':'));
+      const toml::node* n = root["sm"][key].node();
+      if (n != nullptr) fail(name, *n, "sm." + qos_error);
+      throw ConfigError(fmt::format("{}: sm.{}", name, qos_error));
+    }
     s.u64("m_key", c.sm.m_key);
     s.get("m_key_lease_period", c.sm.m_key_lease_period, 0, 65535);
     s.get("m_key_protection_level", c.sm.m_key_protection_level, 0, 3);
@@ -251,6 +278,24 @@ Config load_config_file(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_config(ss.str(), path);
+}
+
+sm::QosOptions qos_options(const SmSection& sm) {
+  sm::QosOptions o;
+  o.enabled = sm.qos;
+  auto copy = [](const QosClassSection& from, sm::QosClassOptions& to) {
+    to.max_vls = from.max_vls;
+    to.high_limit = from.high_limit;
+    to.vlarb_high = from.vlarb_high;
+    to.vlarb_low = from.vlarb_low;
+    to.sl2vl = from.sl2vl;
+  };
+  copy(sm.qos_all, o.all);
+  copy(sm.qos_ca, o.ca);
+  copy(sm.qos_sw0, o.sw0);
+  copy(sm.qos_swe, o.swe);
+  copy(sm.qos_rtr, o.rtr);
+  return o;
 }
 
 void apply_state_defaults(Config& c, bool guid2lid_given, bool journal_given, bool guid2mkey_given) {

@@ -40,6 +40,16 @@ struct TransportSection {
   std::string sim_node;       // sim: the node our SM port is on; empty = the first CA
 };
 
+// One class of OpenSM's QoS options (qos_*, qos_ca_*, qos_sw0_*, qos_swe_*,
+// qos_rtr_*); unset values fall back as OpenSM's do (sm/qos/qos_options.hpp).
+struct QosClassSection {
+  unsigned max_vls = 0;    // 0: unset
+  int high_limit = -1;     // -1: unset
+  std::string vlarb_high;  // "": unset; "VL:weight,..."
+  std::string vlarb_low;
+  std::string sl2vl;       // 16 VLs, "0,1,...,7"
+};
+
 struct SmSection {
   unsigned priority = 15;     // 0..15 (IBA SMInfo.Priority)
   std::uint64_t sm_key = 1;   // OpenSM's default
@@ -81,6 +91,11 @@ struct SmSection {
   std::uint64_t m_key = 0;
   unsigned m_key_lease_period = 0;
   unsigned m_key_protection_level = 0;  // 0..3 (IBA 14.2.4.1)
+  // QoS, OpenSM's option names (docs/operations.md): off by default (the SM
+  // writes no SL2VL/VLArb table, as OpenSM without -Q).
+  bool qos = false;
+  std::string qos_policy_file;  // OpenSM's qos-policy.conf (a subset, sm/qos/qos_policy.hpp); "" = none
+  QosClassSection qos_all, qos_ca, qos_sw0, qos_swe, qos_rtr;
   // Ports' M_Keys kept across restarts (OpenSM's guid2mkey format); empty:
   // none. The daemon defaults it beside guid2lid with the umad transport.
   std::string guid2mkey;
@@ -133,5 +148,16 @@ Config load_config_file(const std::string& path);
 void validate(const Config& c);
 
 const char* to_string(TransportKind k) noexcept;
+
+}  // namespace madengine::daemon
+
+namespace madengine::sm {
+struct QosOptions;
+}
+
+namespace madengine::daemon {
+
+// The [sm] qos_* keys as sm/qos takes them.
+sm::QosOptions qos_options(const SmSection& sm);
 
 }  // namespace madengine::daemon

@@ -13,6 +13,7 @@
 #include "fabric_spec.hpp"
 #include "sim/fabric.hpp"
 #include "sim/sim_transport.hpp"
+#include "sm/qos/qos_options.hpp"
 
 namespace madengine::daemon {
 
@@ -49,7 +50,23 @@ sm::SmConfig sm_config(const Config& c) {
   s.m_key = c.sm.m_key;
   s.m_key_lease_period = static_cast<std::uint16_t>(c.sm.m_key_lease_period);
   s.m_key_protect_bits = static_cast<std::uint8_t>(c.sm.m_key_protection_level);
+  if (c.sm.qos) {
+    std::string err;
+    auto q = sm::build_qos_config(qos_options(c.sm), err);
+    if (!q) throw ConfigError("sm." + err);
+    s.qos = std::make_shared<const sm::QosConfig>(*q);
+  }
   return s;
+}
+
+// The qos-policy file parsed (QoS on and a file named), else null. Throws
+// ConfigError with file:line on a bad file.
+std::shared_ptr<const sm::QosPolicy> load_policy(const SmSection& c) {
+  if (!c.qos || c.qos_policy_file.empty()) return nullptr;
+  sm::FileIssue err;
+  auto p = sm::load_qos_policy(c.qos_policy_file, err);
+  if (!p) throw ConfigError(err.text());
+  return std::make_shared<const sm::QosPolicy>(std::move(*p));
 }
 
 // The partitions file parsed, its warnings logged with file:line; null when
@@ -261,6 +278,7 @@ Daemon::Daemon(const Config& cfg) : p_(std::make_unique<Parts>()) {
   smc.restore_sa_state = [sa](sa::SaStateImage img) { sa->restore_state(std::move(img)); };
   smc.on_partition_groups = [sa](std::vector<wire::McMemberRecord> g) { sa->set_partition_groups(std::move(g)); };
   smc.partitions = load_partitions(cfg.sm.partition_config);
+  smc.qos_policy = load_policy(cfg.sm);
   smc.sa_state_restored = journal_fresh;
   p_->sm = std::make_unique<sm::SubnetManager>(*p_->engine, *p_->transport, smc, p_->store);
   MadHandler* sm_hook = p_->engine->dispatcher().response_hook(smc.core);
@@ -320,9 +338,12 @@ bool Daemon::wait_subnet_up(std::chrono::milliseconds limit) {
 
 bool Daemon::reload_config_files() {
   try {
+    // Both files are read before either is applied: a bad one changes nothing.
     auto partitions = load_partitions(p_->cfg.sm.partition_config);
+    auto policy = load_policy(p_->cfg.sm);
     p_->sm->set_partitions(std::move(partitions));
-    spdlog::info("reload: partitions applied at the next heavy sweep (requested)");
+    if (p_->cfg.sm.qos) p_->sm->set_qos_policy(std::move(policy));
+    spdlog::info("reload: partitions{} applied at the next heavy sweep (requested)", p_->cfg.sm.qos ? " and qos-policy" : "");
     return true;
   } catch (const std::exception& e) {
     spdlog::error("reload: {}; the configuration in use is kept", e.what());

@@ -40,7 +40,7 @@ class Daemon {
   bool wait_subnet_up(std::chrono::milliseconds limit);
 
   // Re-reads the files an operator edits while the SM runs (the partitions
-  // file; SIGHUP, and the admin command): a good file is applied by the next
+  // file, the qos-policy file; SIGHUP, and the admin command): good files are applied by the next
   // heavy sweep, which is requested; a bad one is logged with file:line and
   // what is in use stays. Any thread. False when a file was refused.
   bool reload_config_files();
