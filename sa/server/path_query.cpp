@@ -71,20 +71,18 @@ const LidEntry& info_of(const Snapshot& s, std::uint16_t lid) noexcept {
   return lid < s.lid_info.size() ? s.lid_info[lid] : kNone;
 }
 
-// One PathRecord for (slid, dlid) if the path exists and meets the query.
-bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std::uint64_t mask,
-                std::uint8_t subnet_life, wire::PathRecord& out) noexcept {
-  const PathAttrs fwd = s.paths.path(e.slid, e.dlid);
-  if (!fwd.routed()) return false;
-  // The reverse path is looked up only when the query requires it: each
-  // lookup is a cache miss in a table of (switches x LIDs), and in a routed
-  // subnet every LID is reachable from every switch, so the forward path's
-  // existence implies the reverse one's.
-  const bool reverse = (mask & cm::kReversible) != 0 && q.reversible() ? s.paths.path(e.dlid, e.slid).routed() : true;
-  if (!reverse) return false;
+// What the partitions and the QoS policy allow between two ports for this
+// query: the P_Key, the SL and the QoS level; false when nothing.
+struct Admission {
+  std::uint16_t pkey = 0;
+  std::uint8_t sl = 0;
+  const QosLevelView* level = nullptr;
+};
 
-  const LidEntry& si = info_of(s, e.slid);
-  const LidEntry& di = info_of(s, e.dlid);
+bool admit(const Snapshot& s, std::uint16_t slid, std::uint16_t dlid, const wire::PathRecord& q, std::uint64_t mask,
+           Admission& a) noexcept {
+  const LidEntry& si = info_of(s, slid);
+  const LidEntry& di = info_of(s, dlid);
   // The QoS level (qos-policy, OpenSM's matching), when QoS is on with a policy.
   const QosLevelView* level =
       s.qos_policy == nullptr
@@ -95,7 +93,7 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
   // ends hold it with a full member between them (and the level allows it),
   // else the first they share.
   const PartitionIndex& parts = s.partition_index;
-  const std::uint16_t sset = parts.set_of(e.slid), dset = parts.set_of(e.dlid);
+  const std::uint16_t sset = parts.set_of(slid), dset = parts.set_of(dlid);
   std::uint16_t pkey = 0;
   if ((mask & cm::kPKey) != 0) {
     pkey = parts.shares(sset, dset, q.pkey.get()) ? q.pkey.get() : 0;
@@ -126,6 +124,35 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
     sl = level != nullptr && level->sl_set ? level->sl : parts.sl_of(pkey);
   }
   if (s.qos && (s.valid_sl_mask & (1u << sl)) == 0) return false;  // an SL mapped to VL15 carries nothing
+  a = {pkey, sl, level};
+  return true;
+}
+
+// One PathRecord for (slid, dlid) if the path exists and meets the query.
+bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std::uint64_t mask,
+                std::uint8_t subnet_life, wire::PathRecord& out) noexcept {
+  const PathAttrs fwd = s.paths.path(e.slid, e.dlid);
+  if (!fwd.routed()) return false;
+  // The reverse path is looked up only when the query requires it: each
+  // lookup is a cache miss in a table of (switches x LIDs), and in a routed
+  // subnet every LID is reachable from every switch, so the forward path's
+  // existence implies the reverse one's.
+  const bool routed_back = (mask & cm::kReversible) != 0 && q.reversible() ? s.paths.path(e.dlid, e.slid).routed() : true;
+  if (!routed_back) return false;
+
+  const LidEntry& si = info_of(s, e.slid);
+  const LidEntry& di = info_of(s, e.dlid);
+  Admission adm;
+  if (!admit(s, e.slid, e.dlid, q, mask, adm)) return false;
+  // A QoS policy can treat the two directions differently (groups by source
+  // or destination): the path is reversible only if the way back is
+  // admitted too, as OpenSM works it out.
+  Admission back;
+  const bool reverse = routed_back && (s.qos_policy == nullptr || admit(s, e.dlid, e.slid, q, mask, back));
+  if ((mask & cm::kReversible) != 0 && q.reversible() && !reverse) return false;
+  const std::uint16_t pkey = adm.pkey;
+  const std::uint8_t sl = adm.sl;
+  const QosLevelView* level = adm.level;
 
   const bool loopback = e.src == e.dst;
   std::uint8_t path_mtu = fwd.mtu, path_rate = fwd.rate;

@@ -79,10 +79,9 @@ struct Seen {
 };
 
 void collect(const IbsimFabric& f, Seen& s) {
-  for (const auto& [path, port] : kPkeyPorts) {
-    const auto r = f.run("smpquery -D pkeys " + path + (port.empty() ? "" : " " + port), "H1", 20s);
-    s.pkeys[path + " " + port] = "exit " + std::to_string(r.exit_code) + "\n" + r.out + r.err;
-  }
+  std::vector<std::string> cmds;
+  for (const auto& [path, port] : kPkeyPorts) cmds.push_back("smpquery -D pkeys " + path + (port.empty() ? "" : " " + port));
+  s.pkeys = ibsim::conformance::run_each(f, cmds, "H1");
   s.groups_from_h3 = ibsim::conformance::saquery_once(f, "-g", "H3");
 }
 
@@ -154,7 +153,7 @@ TEST(PartitionsConformance, TablesGroupsAndPathsAsOpenSmWithTheSameFile) {
 
   // What the SMs wrote, port by port.
   for (const auto& [port, text] : osm_seen.pkeys) {
-    EXPECT_EQ(ours.pkeys.at(port), text) << "smpquery -D pkeys " << port;
+    EXPECT_EQ(ours.pkeys.at(port), text) << port;
     EXPECT_NE(text.find("exit 0"), std::string::npos) << port << ": " << text;
   }
   // What the SAs answer: counts and fields both ways, no retry.
