@@ -30,6 +30,7 @@
 #include "sm/ha/replica_client.hpp"
 #include "sm/lids/guid2lid_file.hpp"
 #include "sm/mcast/mcast.hpp"
+#include "sm/mkeys/mkey_book.hpp"
 #include "sm/partitions/partition_plan.hpp"
 #include "sm/qos/qos_policy.hpp"
 #include "sm/qos/qos_program.hpp"
@@ -80,9 +81,16 @@ struct SmConfig {
   std::uint32_t ha_poll_interval_ms = 10'000;
   std::uint8_t ha_poll_retries = 4;
   std::uint32_t ha_poll_timeout_ms = 0;    // one poll's wait; 0: the interval, at most 1 s
+  // M_Key (IBA 14.2.4; OpenSM's m_key, m_key_lease_period,
+  // m_key_protection_level): written to every end port, carried by every
+  // SMP. A port holding another key is reached with the key it holds (from
+  // guid2mkey_path, or learned from its PortInfo) and re-keyed; one whose key
+  // is unknown is reached once its lease runs out (the SM sweeps again every
+  // light sweep interval while ports do not answer).
   std::uint64_t m_key = 0;
   std::uint16_t m_key_lease_period = 0;
   std::uint8_t m_key_protect_bits = 0;
+  std::string guid2mkey_path;  // empty: what ports hold is not kept across restarts
   std::uint8_t sm_sl = 0;
   // Written to PortInfo.GIDPrefix of every end port (OpenSM's subnet_prefix):
   // the SA's GIDs use it, and accept it and link-local fe80::/10.
@@ -245,6 +253,12 @@ class SubnetManager {
   Task<bool> index_snapshot(std::shared_ptr<sa::Snapshot> snap);
   sa::SmIdentity sm_identity(const LocalPort& lp, std::uint16_t lid, wire::SmState state, std::uint32_t act_count) const noexcept;
   void save_guid2lid_async();
+  // M_Keys (sm_mkeys.cpp): the book from guid2mkey, what discovery learned,
+  // and the file written (by the I/O pool) when it changed.
+  void load_mkeys();
+  bool mkeys_in_use() const noexcept { return cfg_.m_key != 0 || !mkeys_.keys.empty(); }
+  void learn_mkeys(const DiscoveryResult& d);
+  void save_mkeys_async();
   Task<void> prepare_warm(fabric::Fabric f, std::vector<std::uint16_t> current_lids, LocalPort lp);
   bool publish_warm(const fabric::Fabric& f, const std::vector<std::uint16_t>& current_lids);
   Task<bool> light_sweep();
@@ -290,6 +304,9 @@ class SubnetManager {
   // Owner core only.
   Guid2Lid guid2lid_;
   Guid2Lid guid2lid_saved_;  // as last handed to the I/O pool
+  MKeyBook mkeys_;
+  Guid2Mkey mkeys_saved_;    // as last handed to the I/O pool
+  bool unreachable_ = false; // the last heavy sweep had ports that did not answer (M_Key in use: try again)
   ProgrammedState programmed_;
   std::map<std::pair<std::uint64_t, MftKey>, wire::MftBlock> mft_programmed_;
   TablesCache tables_;

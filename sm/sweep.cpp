@@ -27,7 +27,10 @@ Task<void> SubnetManager::heavy_sweep() {
   const Nanos t0 = clock.now_ns();
   const std::uint64_t smps0 = queue_->submitted();
   const LocalPort lp = transport_.local_port();
-  DiscoveryResult d = co_await discover(*queue_, DiscoveryOptions{.port_num = lp.port_num, .m_key = cfg_.m_key});
+  DiscoveryResult d = co_await discover(
+      *queue_, DiscoveryOptions{.port_num = lp.port_num, .m_key = cfg_.m_key, .keys = mkeys_in_use() ? &mkeys_ : nullptr});
+  if (mkeys_in_use()) learn_mkeys(d);
+  unreachable_ = mkeys_in_use() && d.errors != 0;
   const Nanos t1 = clock.now_ns();
   st.discovery_s = seconds(t0, t1);
   st.discovery_smps = queue_->submitted() - smps0;
@@ -172,7 +175,10 @@ Task<void> SubnetManager::heavy_sweep() {
   bc.allow_both_pkeys = cfg_.allow_both_pkeys;
   bc.part_enforce = cfg_.part_enforce;
   bc.qos = cfg_.qos.get();
+  bc.keys = mkeys_in_use() ? &mkeys_ : nullptr;
   st.bringup = co_await bring_up(*queue_, d, routes, bc, programmed_);
+  save_mkeys_async();
+  unreachable_ = unreachable_ || (mkeys_in_use() && st.bringup.errors != 0);
   st.mft_blocks_written = co_await program_mcast(d.fabric);
   mcast_dirty_.store(false, std::memory_order_relaxed);
   // QoS after bring-up (OperationalVLs are final), before the tables are read.
@@ -297,6 +303,9 @@ Task<bool> SubnetManager::light_sweep() {
                  });
   co_await queue_->drained();
   const std::uint64_t smps = queue_->submitted() - smps0;
+  // Ports that did not answer the last heavy sweep may hold a key we lack:
+  // sweep again (their lease may have run out by now, IBA 14.2.4.2).
+  if (unreachable_) *changed = true;
   const bool ch = *changed;
   if (ch) spdlog::info("sm: light sweep ({} SMPs) saw a change: heavy sweep", smps);
   update_status([smps, lid_routed](SmStatus& s) {

@@ -35,6 +35,57 @@ class Programmer {
              ProgrammedState& st, BringupReport& rep)
       : q_(q), d_(d), routes_(routes), cfg_(cfg), st_(st), rep_(rep) {}
 
+  // M_Keys first (IBA 14.2.4): an end port holding another key, or other
+  // protection, gets the SM's in a PortInfo Set carrying the key it holds;
+  // once these are answered every later SMP uses the SM's key.
+  void rekey() {
+    if (cfg_.keys == nullptr) return;
+    next_ = 0;
+    q_.set_feeder([this] {
+      while (next_ < d_.fabric.nodes.size()) {
+        const NodeId id = static_cast<NodeId>(next_++);
+        if (rekey_node(id)) return true;
+      }
+      return false;
+    });
+  }
+
+  bool rekey_node(NodeId id) {
+    const fabric::Node& n = d_.fabric.nodes[id];
+    bool sent = false;
+    for (std::uint8_t port = n.is_switch() ? 0 : 1; port <= (n.is_switch() ? 0 : n.num_ports()); ++port) {
+      const fabric::Port& p = n.ports[port];
+      if (!n.is_switch() && (!p.linked() || p.guid == 0 || port >= d_.ca_port_paths[id].size())) continue;
+      const std::uint64_t guid = p.guid != 0 ? p.guid : n.node_guid;
+      const std::uint64_t holds = cfg_.keys->key_for(guid);
+      const bool protection_differs =
+          cfg_.m_key != 0 && (p.info.m_key_protect_bits() != cfg_.m_key_protect_bits ||
+                              p.info.m_key_lease_period.get() != cfg_.m_key_lease_period);
+      if (holds == cfg_.m_key && !protection_differs) continue;
+      const wire::DrPath path = n.is_switch() ? n.dr_path : d_.ca_port_paths[id][port];
+      const wire::PortInfo want = desired(n, port);
+      ++rep_.smps;
+      sent = true;
+      const auto key = port_key(n.node_guid, port);
+      q_.submit(make_dr_request(wire::method::kSet, wire::smp_attr::kPortInfo, wire::port_info_modifier(port), path,
+                                cfg_.port_num, wire::as_bytes(want), holds),
+                [this, id, port, guid, key, want](const TxnResult& r) {
+                  const auto got = smp_response_ok(r) ? wire::decode<wire::PortInfo>(smp_data(r.response)) : std::nullopt;
+                  if (!got) {
+                    ++rep_.errors;  // a key we do not know: reachable again once its lease runs out
+                    return;
+                  }
+                  ++rep_.rekeyed;
+                  cfg_.keys->keys[guid] = cfg_.m_key;
+                  st_.port_written[key] = want;
+                  fabric::Port& pp = d_.fabric.nodes[id].ports[port];
+                  pp.info = *got;
+                  pp.state = got->port_state();
+                });
+    }
+    return sent;
+  }
+
   // Each stage hands the queue a feeder that submits one unit of work (a
   // switch's blocks, a node's ports, a batch of port-state Sets) whenever the
   // queue runs dry: memory stays bounded by the window, not the fabric.
@@ -411,6 +462,8 @@ Task<BringupReport> bring_up(SmpQueue& q, DiscoveryResult& d, const RoutingResul
                              ProgrammedState& state) {
   auto rep = std::make_unique<BringupReport>();
   auto prog = std::make_unique<Programmer>(q, d, routes, cfg, state, *rep);
+  prog->rekey();
+  co_await q.drained();
   prog->configure();
   co_await q.drained();
   prog->pkeys();

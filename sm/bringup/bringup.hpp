@@ -17,6 +17,7 @@
 #include "madengine/engine/task.hpp"
 #include "madengine/wire/smp/lft.hpp"
 #include "sm/discovery/discovery.hpp"
+#include "sm/mkeys/mkey_book.hpp"
 #include "sm/partitions/partition_plan.hpp"
 #include "sm/qos/qos_options.hpp"
 #include "sm/routing/routing.hpp"
@@ -41,6 +42,11 @@ struct BringupConfig {
   std::uint64_t m_key = 0;
   std::uint16_t m_key_lease_period = 0;
   std::uint8_t m_key_protect_bits = 0;
+  // The keys ports hold (discovery's learned ones merged in): a port whose
+  // key or protection differs from the above is re-keyed first, with the key
+  // it holds, then everything uses `m_key`; updated as ports take the new
+  // key. Null: every SMP carries `m_key`. Must outlive bring_up().
+  MKeyBook* keys = nullptr;
   bool client_reregister = false;  // our mastership is new
   // The P_Keys every end port must hold; null: the default partition, every
   // port a full member (OpenSM without a partitions file). Must outlive bring_up().
@@ -81,6 +87,7 @@ struct BringupReport {
   std::uint32_t pkeys_dropped = 0;    // P_Keys that did not fit a port's table
   std::uint32_t enforcement_off = 0;  // switch ports toward a CA that cannot hold its P_Keys
   std::uint32_t client_reregisters = 0;  // PortInfo Sets with ClientReregister (a new mastership that cannot vouch)
+  std::uint32_t rekeyed = 0;             // end ports given the SM's M_Key (or its protection) this bring-up
   std::uint32_t errors = 0;  // failed Sets or read-backs that disagree
   std::uint64_t smps = 0;
 };

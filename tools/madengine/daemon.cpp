@@ -50,6 +50,7 @@ sm::SmConfig sm_config(const Config& c) {
   s.m_key = c.sm.m_key;
   s.m_key_lease_period = static_cast<std::uint16_t>(c.sm.m_key_lease_period);
   s.m_key_protect_bits = static_cast<std::uint8_t>(c.sm.m_key_protection_level);
+  s.guid2mkey_path = c.sm.guid2mkey;
   if (c.sm.qos) {
     std::string err;
     auto q = sm::build_qos_config(qos_options(c.sm), err);
@@ -245,6 +246,7 @@ Daemon::Daemon(const Config& cfg) : p_(std::make_unique<Parts>()) {
     spdlog::warn("sm.ha_poll_interval_ms x ha_poll_retries is under 1 s with engine.idle = \"block\": on a loaded "
                  "machine a sleeping core may answer SMInfo polls too late; consider engine.idle = \"spin\"");
   make_parent_dir(cfg.sm.guid2lid);
+  make_parent_dir(cfg.sm.guid2mkey);
   EngineConfig engine_cfg{
       .cores = static_cast<std::uint16_t>(cfg.engine.cores), .pin = cfg.engine.pin && !p_->fabric, .clock = clock};
   engine_cfg.backoff.mode = cfg.engine.idle == "spin" ? IdleMode::kSpin : IdleMode::kBlock;

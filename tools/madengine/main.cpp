@@ -117,7 +117,12 @@ int main(int argc, char** argv) {
       cfg.sa.journal = sa_journal;
     else if (guid2lid_opt->count() != 0 && !cfg.sm.guid2lid.empty() && !cfg.given.contains("sa.journal"))
       cfg.sa.journal = (std::filesystem::path(cfg.sm.guid2lid).parent_path() / "sa-state.journal").string();
-    daemon::apply_state_defaults(cfg, guid2lid_opt->count() != 0, journal_opt->count() != 0, guid2mkey_opt->count() != 0);
+    // So are the ports' M_Keys.
+    const bool mkeys_beside = guid2mkey_opt->count() == 0 && guid2lid_opt->count() != 0 && !cfg.sm.guid2lid.empty() &&
+                              !cfg.given.contains("sm.guid2mkey");
+    if (mkeys_beside) cfg.sm.guid2mkey = (std::filesystem::path(cfg.sm.guid2lid).parent_path() / "guid2mkey").string();
+    daemon::apply_state_defaults(cfg, guid2lid_opt->count() != 0, journal_opt->count() != 0,
+                                 guid2mkey_opt->count() != 0 || mkeys_beside);
     daemon::validate(cfg);
   } catch (const daemon::ConfigError& e) {
     fmt::print(stderr, "madengine: {}\n", e.what());
