@@ -30,6 +30,9 @@ class PartitionIndex {
   void build(const std::vector<std::span<const std::uint16_t>>& tables, std::vector<PartitionInfo> partitions);
 
   std::uint16_t set_of(std::uint16_t lid) const noexcept { return lid < lid_set_.size() ? lid_set_[lid] : kNoSet; }
+  void prefetch(std::uint16_t lid) const noexcept {
+    if (lid < lid_set_.size()) __builtin_prefetch(&lid_set_[lid]);
+  }
   // The P_Key of a path from a port of set `src` to one of set `dst` when the
   // query names none; 0 when they share no partition.
   std::uint16_t common(std::uint16_t src, std::uint16_t dst) const noexcept {

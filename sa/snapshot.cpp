@@ -11,6 +11,7 @@ void Snapshot::index() {
   by_port_guid.clear();
   by_node_guid.clear();
   std::vector<std::span<const std::uint16_t>> lid_pkeys(top_lid + 1u);  // empty: the default partition
+  std::vector<GuidIndex::Entry> guid_lids;
   for (fabric::NodeId n = 0; n < fabric.nodes.size(); ++n) by_node_guid.emplace(fabric.nodes[n].node_guid, n);
   for (const fabric::EndPort e : fabric.end_ports()) {
     const fabric::Node& node = fabric.nodes[e.node];
@@ -18,6 +19,7 @@ void Snapshot::index() {
     by_port_guid.emplace(guid, e);
     const std::uint16_t base = fabric.lid_of(e);
     const unsigned count = node.is_switch() ? 1u : 1u << node.lmc;
+    guid_lids.push_back({guid, {base, static_cast<std::uint8_t>(count)}});
     LidEntry info;
     info.port_guid = guid;
     info.node = e.node;
@@ -36,6 +38,7 @@ void Snapshot::index() {
     }
   }
   partition_index.build(lid_pkeys, partitions);
+  lid_by_guid.build(guid_lids);
 }
 
 }  // namespace madengine::sa

@@ -16,6 +16,7 @@
 #include "madengine/wire/smp/pkey_table.hpp"
 #include "madengine/wire/smp/sl2vl.hpp"
 #include "madengine/wire/smp/vl_arb.hpp"
+#include "sa/guid_index.hpp"
 #include "sa/partition_index.hpp"
 #include "sa/paths/path_db.hpp"
 #include "sa/qos_policy_view.hpp"
@@ -108,9 +109,16 @@ struct Snapshot {
   std::unordered_map<std::uint64_t, fabric::EndPort> by_port_guid;
   std::unordered_map<std::uint64_t, fabric::NodeId> by_node_guid;
   PartitionIndex partition_index;       // LID -> P_Key set, for PathRecord's partition check
+  GuidIndex lid_by_guid;                // port GUID -> base LID, for GID-addressed queries
 
   // Fills the indexes from `fabric`; call before publishing.
   void index();
+  // The port with this GUID: its base LID and LID count ({0, 0}: none).
+  GuidIndex::Lids lids_of_guid(std::uint64_t guid) const noexcept {
+    return lid_by_guid.find(guid, [this](std::uint16_t lid) { return lid < lid_info.size() ? lid_info[lid].port_guid : 0; });
+  }
+  void prefetch_guid(std::uint64_t guid) const noexcept { lid_by_guid.prefetch(guid); }
+  std::uint16_t likely_lid_of_guid(std::uint64_t guid) const noexcept { return lid_by_guid.likely_lid(guid); }
   const fabric::EndPort* end_port_by_lid(std::uint16_t lid) const noexcept {
     return lid < by_lid.size() && by_lid[lid].node != fabric::kNoNode ? &by_lid[lid] : nullptr;
   }

@@ -15,11 +15,6 @@ using fabric::EndPort;
 
 constexpr std::uint16_t kDefaultPKeys[] = {wire::kDefaultPKey};
 
-std::uint8_t lid_count(const Snapshot& s, EndPort e) noexcept {
-  const fabric::Node& n = s.fabric.nodes[e.node];
-  return static_cast<std::uint8_t>(n.is_switch() ? 1u : 1u << n.lmc);
-}
-
 // Applies a selector (IBA 15.2.5.16) to a path value where bigger is better
 // (MTU codes; rates compared by bandwidth). Returns 0 when no path satisfies it.
 std::uint8_t select_mtu(std::uint8_t path, std::uint8_t sel_byte_sel, std::uint8_t req, bool given) noexcept {
@@ -61,8 +56,9 @@ std::uint8_t select_life(std::uint8_t path, std::uint8_t s, std::uint8_t req, bo
   }
 }
 
+// The two LIDs of one path; their ports come from the snapshot's LID
+// entries (one cache line each, no walk of the fabric's nodes).
 struct Ends {
-  EndPort src, dst;
   std::uint16_t slid, dlid;
 };
 
@@ -133,11 +129,12 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
                 std::uint8_t subnet_life, wire::PathRecord& out) noexcept {
   const PathAttrs fwd = s.paths.path(e.slid, e.dlid);
   if (!fwd.routed()) return false;
-  // The reverse path is looked up only when the query requires it: each
-  // lookup is a cache miss in a table of (switches x LIDs), and in a routed
-  // subnet every LID is reachable from every switch, so the forward path's
-  // existence implies the reverse one's.
-  const bool routed_back = (mask & cm::kReversible) != 0 && q.reversible() ? s.paths.path(e.dlid, e.slid).routed() : true;
+  // The reverse path is looked up only when the query requires it and the
+  // database does not say every pair is routed: each lookup is a cache miss
+  // in a table of (switches x LIDs).
+  const bool routed_back = (mask & cm::kReversible) != 0 && q.reversible() && !s.paths.all_routed()
+                               ? s.paths.path(e.dlid, e.slid).routed()
+                               : true;
   if (!routed_back) return false;
 
   const LidEntry& si = info_of(s, e.slid);
@@ -154,13 +151,13 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
   const std::uint8_t sl = adm.sl;
   const QosLevelView* level = adm.level;
 
-  const bool loopback = e.src == e.dst;
+  const bool loopback = si.port_guid == di.port_guid;
   std::uint8_t path_mtu = fwd.mtu, path_rate = fwd.rate;
   if (path_mtu == 0 || path_rate == 0) {
     // A switch's port 0 to itself crosses no link: its own PortInfo's MTUCap
     // and active width and speed, as OpenSM reports them.
-    const auto& node = s.fabric.nodes[e.src.node];
-    const wire::PortInfo& pi = node.ports[e.src.port].info;
+    const auto& node = s.fabric.nodes[si.node];
+    const wire::PortInfo& pi = node.ports[si.port].info;
     path_mtu = pi.mtu_cap() != 0 ? pi.mtu_cap() : std::uint8_t{1};
     const std::uint8_t r = rate_code(link_mbps(pi.link_width_active, pi.link_speed_active(), pi.link_speed_ext_active()));
     path_rate = r != 0 ? r : wire::rate_code::k2_5Gbps;
@@ -210,10 +207,29 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
   return true;
 }
 
-// The LIDs a query allows for an end port: the pinned one, or its LMC block.
+// The LIDs a query allows for an end port: the pinned one, or its LMC
+// block; and the port's GUID (which port it is).
 struct LidRange {
   std::uint16_t first = 0, count = 0;
+  std::uint64_t guid = 0;
 };
+
+// The port that has `lid`, pinned to it; false when no port has it.
+bool range_of_lid(const Snapshot& s, std::uint16_t lid, LidRange& out) noexcept {
+  const LidEntry& li = info_of(s, lid);
+  if (li.node == fabric::kNoNode) return false;
+  out = {lid, 1, li.port_guid};
+  return true;
+}
+
+// The port a GID names, with all its LIDs; false when none.
+bool range_of_gid(const Snapshot& s, const wire::Gid& gid, LidRange& out) noexcept {
+  if (!s.local_prefix(gid.prefix.get())) return false;
+  const GuidIndex::Lids l = s.lids_of_guid(gid.guid.get());
+  if (l.base == 0) return false;
+  out = {l.base, l.count, gid.guid.get()};
+  return true;
+}
 
 }  // namespace
 
@@ -225,47 +241,39 @@ std::span<const std::uint16_t> port_pkeys(const Snapshot& snap, EndPort e) noexc
 
 const EndPort* end_port_by_gid(const Snapshot& snap, const wire::Gid& gid) noexcept {
   if (!snap.local_prefix(gid.prefix.get())) return nullptr;
-  const auto it = snap.by_port_guid.find(gid.guid.get());
-  return it == snap.by_port_guid.end() ? nullptr : &it->second;
+  return snap.end_port_by_lid(snap.lids_of_guid(gid.guid.get()).base);
 }
 
 std::uint16_t collect_path_records(const Snapshot& snap, const PathQuery& pq, RecordSink& sink) {
   const wire::PathRecord& q = *pq.rec;
   const std::uint64_t mask = pq.mask;
   // Source: SLID, else SGID, else the requester's port (IBA 15.2.5.16: a query names at least its destination).
-  EndPort src{};
   LidRange srange{};
   if ((mask & cm::kSLid) != 0) {
-    const EndPort* e = snap.end_port_by_lid(q.slid.get());
-    if (e == nullptr) return 0;
-    src = *e;
-    srange = {q.slid.get(), 1};
+    if (!range_of_lid(snap, q.slid.get(), srange)) return 0;
+    if ((mask & cm::kSGid) != 0) {
+      LidRange g{};
+      if (!range_of_gid(snap, q.sgid, g) || g.guid != srange.guid) return 0;
+    }
   } else if ((mask & cm::kSGid) != 0) {
-    const EndPort* e = end_port_by_gid(snap, q.sgid);
-    if (e == nullptr) return wire::sa_status::kReqInvalidGid;
-    src = *e;
-    srange = {snap.fabric.lid_of(*e), lid_count(snap, *e)};
+    if (!range_of_gid(snap, q.sgid, srange)) return wire::sa_status::kReqInvalidGid;
   } else {
-    const EndPort* e = snap.end_port_by_lid(pq.requester_lid);
-    if (e == nullptr) return wire::sa_status::kReqInsufficientComponents;
-    src = *e;
-    srange = {snap.fabric.lid_of(*e), lid_count(snap, *e)};
-  }
-  if ((mask & cm::kSGid) != 0 && (mask & cm::kSLid) != 0) {
-    const EndPort* g = end_port_by_gid(snap, q.sgid);
-    if (g == nullptr || !(*g == src)) return 0;
+    LidRange r{};
+    if (!range_of_lid(snap, pq.requester_lid, r)) return wire::sa_status::kReqInsufficientComponents;
+    const GuidIndex::Lids l = snap.lids_of_guid(r.guid);
+    srange = {l.base, l.count, r.guid};
   }
 
   const bool dst_given = (mask & (cm::kDLid | cm::kDGid)) != 0;
   if (!dst_given && pq.get) return wire::sa_status::kReqInsufficientComponents;
   const std::uint8_t numb = (mask & cm::kNumbPath) != 0 && q.numb_path() != 0 ? q.numb_path() : 0x7f;
 
-  auto paths_to = [&](EndPort dst, LidRange drange) {
+  auto paths_to = [&](const LidRange& drange) {
     std::uint32_t made = 0;
     const std::uint8_t want = pq.get ? 1 : numb;
     // LMC paths pair source and destination LIDs index by index first, as OpenSM does.
     for (std::uint16_t i = 0; i < std::max(srange.count, drange.count) && made < want && !sink.full(); ++i) {
-      const Ends e{src, dst, static_cast<std::uint16_t>(srange.first + i % srange.count),
+      const Ends e{static_cast<std::uint16_t>(srange.first + i % srange.count),
                    static_cast<std::uint16_t>(drange.first + i % drange.count)};
       wire::PathRecord r;
       if (!build_path(snap, e, q, mask, pq.packet_life, r)) continue;
@@ -275,23 +283,23 @@ std::uint16_t collect_path_records(const Snapshot& snap, const PathQuery& pq, Re
     }
   };
 
+  LidRange drange{};
   if ((mask & cm::kDLid) != 0) {
-    const EndPort* e = snap.end_port_by_lid(q.dlid.get());
-    if (e == nullptr) return 0;
+    if (!range_of_lid(snap, q.dlid.get(), drange)) return 0;
     if ((mask & cm::kDGid) != 0) {
-      const EndPort* g = end_port_by_gid(snap, q.dgid);
-      if (g == nullptr || !(*g == *e)) return 0;
+      LidRange g{};
+      if (!range_of_gid(snap, q.dgid, g) || g.guid != drange.guid) return 0;
     }
-    paths_to(*e, {q.dlid.get(), 1});
+    paths_to(drange);
   } else if ((mask & cm::kDGid) != 0) {
-    const EndPort* e = end_port_by_gid(snap, q.dgid);
-    if (e == nullptr) return wire::sa_status::kReqInvalidGid;
-    paths_to(*e, {snap.fabric.lid_of(*e), lid_count(snap, *e)});
+    if (!range_of_gid(snap, q.dgid, drange)) return wire::sa_status::kReqInvalidGid;
+    paths_to(drange);
   } else {
     for (const auto& [guid, e] : snap.by_port_guid) {
-      (void)guid;
+      (void)e;
       if (sink.full()) break;
-      paths_to(e, {snap.fabric.lid_of(e), lid_count(snap, e)});
+      const GuidIndex::Lids l = snap.lids_of_guid(guid);
+      if (l.base != 0) paths_to({l.base, l.count, guid});
     }
   }
   return 0;
@@ -319,14 +327,14 @@ std::uint16_t collect_multi_path_records(const Snapshot& snap, const wire::Multi
 
   std::uint32_t made = 0;
   for (const wire::Gid& sg : sgids) {
-    const EndPort* s = end_port_by_gid(snap, sg);
-    if (s == nullptr) return wire::sa_status::kReqInvalidGid;
+    LidRange s{};
+    if (!range_of_gid(snap, sg, s)) return wire::sa_status::kReqInvalidGid;
     for (const wire::Gid& dg : dgids) {
-      const EndPort* d = end_port_by_gid(snap, dg);
-      if (d == nullptr) return wire::sa_status::kReqInvalidGid;
+      LidRange d{};
+      if (!range_of_gid(snap, dg, d)) return wire::sa_status::kReqInvalidGid;
       if (made >= numb || sink.full()) return 0;
       wire::PathRecord r;
-      const Ends e{*s, *d, snap.fabric.lid_of(*s), snap.fabric.lid_of(*d)};
+      const Ends e{s.first, d.first};
       pq.slid = wire::be16::from(e.slid);
       pq.dlid = wire::be16::from(e.dlid);
       if (!build_path(snap, e, pq, pmask, packet_life, r)) continue;

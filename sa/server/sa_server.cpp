@@ -156,10 +156,20 @@ std::uint32_t select_get(const MadBuf& b, const void* arg) noexcept {
       const auto* store = static_cast<const SnapshotStore*>(arg);
       std::uint64_t guid = 0;
       for (std::size_t i = 0; i < 8; ++i) guid = guid << 8 | b.mad.bytes[kPathRecordDgidGuidOffset + i];
-      if (const auto snap = store->current()) {
-        const auto it = snap->by_port_guid.find(guid);
-        if (it != snap->by_port_guid.end()) return snap->fabric.lid_of(it->second);
+      // Each receiving thread keeps the epoch it last saw (an atomic
+      // shared_ptr load per query would cost more than the lookup).
+      thread_local std::shared_ptr<const Snapshot> seen;
+      thread_local std::uint64_t seen_epoch = ~std::uint64_t{0};
+      thread_local const SnapshotStore* seen_store = nullptr;
+      if (store->epoch() != seen_epoch || store != seen_store) {
+        seen = store->current();
+        seen_epoch = seen != nullptr ? seen->epoch : ~std::uint64_t{0};
+        seen_store = store;
       }
+      // The slot's LID unchecked: a wrong guess only sends the query to
+      // another core, which answers it just as well.
+      if (seen != nullptr)
+        if (const std::uint16_t lid = seen->likely_lid_of_guid(guid); lid != 0) return lid;
       return static_cast<std::uint32_t>(mix(guid));
     }
   }
@@ -389,37 +399,61 @@ class SaServer::CoreWorker final : public Poller {
     return admit_now_ns_;
   }
 
-  // Path Gets by SLID and DLID: start the path database reads of the whole
-  // burst before answering any of it, so their cache misses overlap. Two
-  // passes: the second's addresses come from the lines the first pulled in.
+  // PathRecord Gets: start the reads of the whole burst before answering
+  // any of it, so their cache misses overlap; in passes, each using the
+  // lines the one before pulled in: GID queries' GUID slots, then every
+  // query's per-LID entries (path ends, LID entry, partition set,
+  // retry-cache slot), then each (source switch, destination switch) byte.
   void prefetch_paths() const noexcept {
     if (snap_ == nullptr) return;  // nothing published yet: every query is answered BUSY
+    namespace cm = wire::path_record_cm;
     const std::uint32_t n = std::min(cfg_.burst_max, queue_len_);
-    constexpr std::uint64_t kByLids = wire::path_record_cm::kSLid | wire::path_record_cm::kDLid;
-    const auto lids_of = [&](std::uint32_t i, std::uint16_t& slid, std::uint16_t& dlid) {
+    const auto record = [&](std::uint32_t i) -> const wire::PathRecord* {
       const auto& sa = queue_[(queue_head_ + i) % queue_.size()]->as<wire::SaMad>();
-      if (sa.hdr.attr_id.get() != a::kPathRecord || (sa.comp_mask.get() & kByLids) != kByLids) return false;
-      const auto* pr = reinterpret_cast<const wire::PathRecord*>(sa.data.data());
-      slid = pr->slid.get();
-      dlid = pr->dlid.get();
-      return true;
+      if (sa.hdr.attr_id.get() != a::kPathRecord) return nullptr;
+      return reinterpret_cast<const wire::PathRecord*>(sa.data.data());
     };
-    std::uint16_t slid = 0, dlid = 0;
+    const auto mask_of = [&](std::uint32_t i) {
+      return queue_[(queue_head_ + i) % queue_.size()]->as<wire::SaMad>().comp_mask.get();
+    };
     for (std::uint32_t i = 0; i < n; ++i) {
-      if (!lids_of(i, slid, dlid)) continue;
+      const wire::PathRecord* pr = record(i);
+      if (pr == nullptr) continue;
+      const std::uint64_t mask = mask_of(i);
+      if ((mask & cm::kSLid) == 0 && (mask & cm::kSGid) != 0) snap_->prefetch_guid(pr->sgid.guid.get());
+      if ((mask & cm::kDLid) == 0 && (mask & cm::kDGid) != 0) snap_->prefetch_guid(pr->dgid.guid.get());
+    }
+    // Each query's LIDs, once: a GID's from its slot (in cache by now),
+    // unchecked (the answer checks it against the LID entry prefetched here).
+    std::array<std::uint16_t, 2 * kPrefetchBurstMax> lids{};
+    const std::uint32_t m = std::min<std::uint32_t>(n, kPrefetchBurstMax);
+    for (std::uint32_t i = 0; i < m; ++i) {
+      const wire::PathRecord* pr = record(i);
+      if (pr == nullptr) continue;
+      const std::uint64_t mask = mask_of(i);
+      lids[2 * i] = (mask & cm::kSLid) != 0 ? pr->slid.get()
+                    : (mask & cm::kSGid) != 0 ? snap_->likely_lid_of_guid(pr->sgid.guid.get())
+                                              : 0;
+      lids[2 * i + 1] = (mask & cm::kDLid) != 0 ? pr->dlid.get()
+                        : (mask & cm::kDGid) != 0 ? snap_->likely_lid_of_guid(pr->dgid.guid.get())
+                                                  : 0;
+    }
+    for (std::uint32_t i = 0; i < m; ++i) {
+      const std::uint16_t slid = lids[2 * i], dlid = lids[2 * i + 1];
+      if (slid == 0 || dlid == 0) continue;
       snap_->paths.prefetch_ends(slid, dlid);
-      const std::size_t lids = std::min(snap_->lid_info.size(), snap_->by_lid.size());
-      if (slid < lids && dlid < lids) {
-        __builtin_prefetch(&snap_->by_lid[slid]);
-        __builtin_prefetch(&snap_->by_lid[dlid]);
+      if (slid < snap_->lid_info.size() && dlid < snap_->lid_info.size()) {
         __builtin_prefetch(&snap_->lid_info[slid]);
         __builtin_prefetch(&snap_->lid_info[dlid]);
       }
+      snap_->partition_index.prefetch(slid);
+      snap_->partition_index.prefetch(dlid);
       __builtin_prefetch(&dedup_[dedup_index(*queue_[(queue_head_ + i) % queue_.size()])], 1);  // rewritten on answering
     }
-    for (std::uint32_t i = 0; i < n; ++i)
-      if (lids_of(i, slid, dlid)) snap_->paths.prefetch(slid, dlid);
+    for (std::uint32_t i = 0; i < m; ++i)
+      if (lids[2 * i] != 0 && lids[2 * i + 1] != 0) snap_->paths.prefetch(lids[2 * i], lids[2 * i + 1]);
   }
+  static constexpr std::uint32_t kPrefetchBurstMax = 64;  // queries a burst prefetches for (burst_max beyond it: unprefetched)
 
   void refresh_snapshot() noexcept {
     // The epoch check is one atomic load; the shared_ptr is reloaded only on change.
