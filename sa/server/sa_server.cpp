@@ -145,31 +145,19 @@ constexpr std::uint64_t kPathFilterMask = wire::path_record_cm::kServiceId | wir
 // the TID's core field, so the query is steered the same way.
 std::uint32_t select_by_tid(const MadBuf& b, const void*) noexcept { return tid_core(b.hdr().tid.get()); }
 
-std::uint32_t select_get(const MadBuf& b, const void* arg) noexcept {
+std::uint32_t select_get(const MadBuf& b, const void*) noexcept {
   const auto& sa = b.as<wire::SaMad>();
   if (sa.hdr.attr_id.get() == a::kPathRecord) {
     const std::uint64_t mask = sa.comp_mask.get();
     if ((mask & wire::path_record_cm::kDLid) != 0)
       return static_cast<std::uint32_t>(b.mad.bytes[kPathRecordDlidOffset] << 8 | b.mad.bytes[kPathRecordDlidOffset + 1]);
     if ((mask & wire::path_record_cm::kDGid) != 0) {
-      // GID-addressed: the DGID's port's LID, so its shard owner answers.
-      const auto* store = static_cast<const SnapshotStore*>(arg);
+      // GID-addressed (rdma_cm, IPoIB): spread by the DGID's GUID, with no
+      // lookup. The cores share the path database, so any core answers any
+      // path; the GUID is stable across epochs, so a retry is steered as
+      // its first copy was.
       std::uint64_t guid = 0;
       for (std::size_t i = 0; i < 8; ++i) guid = guid << 8 | b.mad.bytes[kPathRecordDgidGuidOffset + i];
-      // Each receiving thread keeps the epoch it last saw (an atomic
-      // shared_ptr load per query would cost more than the lookup).
-      thread_local std::shared_ptr<const Snapshot> seen;
-      thread_local std::uint64_t seen_epoch = ~std::uint64_t{0};
-      thread_local const SnapshotStore* seen_store = nullptr;
-      if (store->epoch() != seen_epoch || store != seen_store) {
-        seen = store->current();
-        seen_epoch = seen != nullptr ? seen->epoch : ~std::uint64_t{0};
-        seen_store = store;
-      }
-      // The slot's LID unchecked: a wrong guess only sends the query to
-      // another core, which answers it just as well.
-      if (seen != nullptr)
-        if (const std::uint16_t lid = seen->likely_lid_of_guid(guid); lid != 0) return lid;
       return static_cast<std::uint32_t>(mix(guid));
     }
   }
@@ -1162,7 +1150,7 @@ SaServer::SaServer(Engine& engine, const SnapshotStore& store, SaServerConfig cf
   for (std::uint16_t c = 0; c < engine.cores(); ++c)
     workers_.push_back(std::make_unique<CoreWorker>(*this, c, engine.core(c)));
   constexpr std::uint8_t kSa = static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm);
-  engine.add_handler({kSa, m::kGet, std::nullopt}, *handler_, OwnerSelector::spread_by(&select_get, &store_));
+  engine.add_handler({kSa, m::kGet, std::nullopt}, *handler_, OwnerSelector::spread_by(&select_get, nullptr));
   engine.add_handler({kSa, m::kGetTable, std::nullopt}, *handler_, OwnerSelector::by(&select_by_tid));
   engine.add_handler({kSa, m::kGetMulti, std::nullopt}, *handler_, OwnerSelector::by(&select_by_tid));
   engine.add_handler({kSa, m::kSet, std::nullopt}, *handler_, OwnerSelector::fixed(cfg_.state_core));
