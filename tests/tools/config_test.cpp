@@ -3,6 +3,12 @@
 #include "config.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
 
 namespace madengine::daemon {
 namespace {
@@ -171,6 +177,52 @@ guid2mkey = "/tmp/g2m"
   Config umad = parse_config("", "a");
   apply_state_defaults(umad, false, false);
   EXPECT_EQ(umad.sm.guid2mkey, "/var/lib/madengine/guid2mkey");
+}
+
+// scripts/opensm_options_to_toml.awk on an OpenSM options file (the keys
+// as `opensm -c` writes them): the result is a madengine config with the
+// same settings; files that do not exist are left out.
+TEST(Config, OpenSmOptionsFileConverted) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("opensm-conv-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string partitions = (dir / "partitions.conf").string();
+  std::ofstream(partitions) << "Default=0x7fff, ipoib : ALL=full ;\n";
+  const std::string opts = (dir / "opensm.conf").string();
+  std::ofstream(opts) << "#\n# DEVICE ATTRIBUTES OPTIONS\n#\nguid 0x0000000000000000\n\n"
+                         "# M_Key value sent to all ports qualifying all Set(PortInfo)\nm_key 0xfedcba9876543210\n\n"
+                         "m_key_lease_period 60\nm_key_protection_level 2\nm_key_lookup TRUE\n"
+                         "sm_key 0x0000000000000007\nsa_key 0x0000000000000001\n"
+                         "partition_config_file " << partitions << "\nno_partition_enforcement TRUE\npart_enforce in\n"
+                         "allow_both_pkeys TRUE\nkeep_pkey_indexes TRUE\nqos TRUE\n"
+                         "qos_policy_file " << (dir / "absent-qos-policy.conf").string() << "\n"
+                         "qos_max_vls 0\nqos_high_limit -1\nqos_vlarb_high 0:4,1:0\nqos_vlarb_low (null)\n"
+                         "qos_sl2vl 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,7\nqos_ca_high_limit 3\nqos_swe_vlarb_low 0:8,1:8\n";
+  const std::string cmd = "awk -f " MADENGINE_OPENSM_OPTIONS_TO_TOML " " + opts;
+  std::string toml = "[sm]\n";
+  FILE* out = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(out, nullptr);
+  char buf[512];
+  while (std::fgets(buf, sizeof(buf), out) != nullptr) toml += buf;
+  ASSERT_EQ(::pclose(out), 0) << cmd;
+  std::filesystem::remove_all(dir);
+  SCOPED_TRACE(toml);
+  const Config c = parse_config(toml, "converted.toml");
+  EXPECT_EQ(c.sm.m_key, 0xfedcba9876543210u);
+  EXPECT_EQ(c.sm.m_key_lease_period, 60u);
+  EXPECT_EQ(c.sm.m_key_protection_level, 2u);
+  EXPECT_EQ(c.sm.sm_key, 7u);
+  EXPECT_EQ(c.sm.partition_config, partitions);
+  EXPECT_EQ(c.sm.part_enforce, "off") << "no_partition_enforcement TRUE wins, as in OpenSM";
+  EXPECT_TRUE(c.sm.allow_both_pkeys);
+  EXPECT_TRUE(c.sm.qos);
+  EXPECT_EQ(c.sm.qos_policy_file, "") << "a policy file that does not exist is left out";
+  EXPECT_EQ(c.sm.qos_all.high_limit, -1);
+  EXPECT_EQ(c.sm.qos_all.vlarb_high, "0:4,1:0");
+  EXPECT_EQ(c.sm.qos_all.vlarb_low, "") << "(null): unset";
+  EXPECT_EQ(c.sm.qos_all.sl2vl, "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,7");
+  EXPECT_EQ(c.sm.qos_ca.high_limit, 3);
+  EXPECT_EQ(c.sm.qos_swe.vlarb_low, "0:8,1:8");
+  EXPECT_NO_THROW(validate(c));
 }
 
 }  // namespace
