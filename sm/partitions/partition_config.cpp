@@ -17,14 +17,6 @@ namespace madengine::sm {
 
 namespace {
 
-constexpr std::string_view kSpace = " \t\r\n";
-
-std::string_view trim(std::string_view s) noexcept {
-  const auto b = s.find_first_not_of(kSpace);
-  if (b == std::string_view::npos) return {};
-  return s.substr(b, s.find_last_not_of(kSpace) - b + 1);
-}
-
 // OpenSM compares a word with strncmp(word, keyword, strlen(word)): any
 // non-empty prefix of the keyword names it.
 bool abbreviates(std::string_view word, std::string_view keyword) noexcept {
@@ -41,7 +33,7 @@ struct Number {
 
 Number parse_number(std::string_view s) {
   Number n;
-  const std::string text(trim(s));
+  const std::string text(trim_blanks(s));
   if (text.empty() || text[0] == '-' || text[0] == '+') return n;
   errno = 0;
   char* end = nullptr;
@@ -62,9 +54,9 @@ struct Token {
 Token split_token(std::string_view item) {
   Token t;
   const auto eq = item.find('=');
-  t.name = trim(item.substr(0, eq));
+  t.name = trim_blanks(item.substr(0, eq));
   if (eq != std::string_view::npos) {
-    t.value = trim(item.substr(eq + 1));
+    t.value = trim_blanks(item.substr(eq + 1));
     t.has_value = true;
   }
   return t;
@@ -87,7 +79,7 @@ class Parser {
   bool line(std::string_view text, unsigned line_no) {
     line_ = line_no;
     if (const auto hash = text.find('#'); hash != std::string_view::npos) text = text.substr(0, hash);
-    while (!trim(text).empty()) {
+    while (!trim_blanks(text).empty()) {
       const auto semi = text.find(';');
       const std::string_view piece = text.substr(0, semi);
       if (!this->piece(piece)) return false;
@@ -108,7 +100,7 @@ class Parser {
   // Text up to a ';' or the end of a line: a header (when no statement is
   // open) and then members and mgid lines.
   bool piece(std::string_view p) {
-    if (trim(p).empty()) return true;
+    if (trim_blanks(p).empty()) return true;
     if (!open_) {
       const auto colon = p.find(':');
       if (colon == std::string_view::npos) return fail("no partition definition found (expected 'Name=PKey[,flags] : members')");
@@ -117,7 +109,7 @@ class Parser {
       p.remove_prefix(colon + 1);
     }
     PartitionDef& def = cfg_.defs.back();
-    while (!trim(p).empty()) {
+    while (!trim_blanks(p).empty()) {
       const auto comma = p.find(',');
       const std::string_view item = p.substr(0, comma);
       const Token t = split_token(item);
@@ -254,7 +246,7 @@ class Parser {
     for (int i = 0; i < 8; ++i) hi = hi << 8 | raw[i];
     for (int i = 8; i < 16; ++i) lo = lo << 8 | raw[i];
     g.mgid = {wire::be64::from(hi), wire::be64::from(lo)};
-    if (!trim(flags).empty())
+    if (!trim_blanks(flags).empty())
       for (const std::string_view f : split(flags, ',')) {
         const Token t = split_token(f);
         if (t.name.empty()) continue;
@@ -283,24 +275,12 @@ class Parser {
 std::optional<PartitionConfig> parse_partition_config(std::string_view text, const std::string& file,
                                                       FileIssue& error) {
   Parser p(file, error);
-  unsigned line_no = 0;
-  for (std::string_view rest = text; !rest.empty();) {
-    const auto nl = rest.find('\n');
-    ++line_no;
-    if (!p.line(rest.substr(0, nl), line_no)) return std::nullopt;
-    if (nl == std::string_view::npos) break;
-    rest.remove_prefix(nl + 1);
-  }
+  if (!for_each_line(text, [&](std::string_view line, unsigned n) { return p.line(line, n); })) return std::nullopt;
   return p.finish();
 }
 
 std::optional<PartitionConfig> load_partition_config(const std::string& path, FileIssue& error) {
-  std::string text, why;
-  if (!read_text_file(path, text, why)) {
-    error = {path, 0, why};
-    return std::nullopt;
-  }
-  return parse_partition_config(text, path, error);
+  return load_text_file<PartitionConfig>(path, error, parse_partition_config);
 }
 
 }  // namespace madengine::sm

@@ -12,16 +12,8 @@ namespace madengine::sm {
 
 namespace {
 
-constexpr std::string_view kSpace = " \t\r\n";
-
-std::string_view trim(std::string_view s) noexcept {
-  const auto b = s.find_first_not_of(kSpace);
-  if (b == std::string_view::npos) return {};
-  return s.substr(b, s.find_last_not_of(kSpace) - b + 1);
-}
-
 std::string unquote(std::string_view s) {
-  s = trim(s);
+  s = trim_blanks(s);
   if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
   return std::string(s);
 }
@@ -38,7 +30,7 @@ std::vector<std::string> names(std::string_view value) {
 }
 
 bool number(std::string_view s, std::uint64_t& out) {
-  const std::string t(trim(s));
+  const std::string t(trim_blanks(s));
   if (t.empty() || t[0] == '-' || t[0] == '+') return false;
   errno = 0;
   char* end = nullptr;
@@ -55,7 +47,7 @@ class Parser {
   bool line(std::string_view text, unsigned n) {
     line_ = n;
     if (const auto hash = text.find('#'); hash != std::string_view::npos) text = text.substr(0, hash);
-    text = trim(text);
+    text = trim_blanks(text);
     if (text.empty()) return true;
     if (sec_ == Section::kQosSetup) {  // read and ignored, as OpenSM does (its tables come from the options)
       if (text == "end-qos-setup") sec_ = Section::kTop;
@@ -63,7 +55,7 @@ class Parser {
     }
     const auto colon = text.find(':');
     if (colon == std::string_view::npos) return keyword(text);
-    return key(trim(text.substr(0, colon)), trim(text.substr(colon + 1)));
+    return key(trim_blanks(text.substr(0, colon)), trim_blanks(text.substr(colon + 1)));
   }
 
   std::optional<QosPolicy> finish() {
@@ -118,7 +110,7 @@ class Parser {
   bool ranges(std::string_view value, std::uint64_t max, std::vector<QosRange>& out, const char* what) {
     while (true) {
       const auto c = value.find(',');
-      const std::string_view item = trim(value.substr(0, c));
+      const std::string_view item = trim_blanks(value.substr(0, c));
       const auto dash = item.find('-');
       QosRange r;
       const bool ok = dash == std::string_view::npos ? number(item, r.lo) && (r.hi = r.lo, true)
@@ -215,23 +207,12 @@ bool in_ranges(const std::vector<QosRange>& r, std::uint64_t v) noexcept {
 
 std::optional<QosPolicy> parse_qos_policy(std::string_view text, const std::string& file, FileIssue& error) {
   Parser p(file, error);
-  unsigned n = 0;
-  for (std::string_view rest = text; !rest.empty();) {
-    const auto nl = rest.find('\n');
-    if (!p.line(rest.substr(0, nl), ++n)) return std::nullopt;
-    if (nl == std::string_view::npos) break;
-    rest.remove_prefix(nl + 1);
-  }
+  if (!for_each_line(text, [&](std::string_view line, unsigned n) { return p.line(line, n); })) return std::nullopt;
   return p.finish();
 }
 
 std::optional<QosPolicy> load_qos_policy(const std::string& path, FileIssue& error) {
-  std::string text, why;
-  if (!read_text_file(path, text, why)) {
-    error = {path, 0, why};
-    return std::nullopt;
-  }
-  return parse_qos_policy(text, path, error);
+  return load_text_file<QosPolicy>(path, error, parse_qos_policy);
 }
 
 }  // namespace madengine::sm
