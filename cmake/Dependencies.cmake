@@ -3,15 +3,17 @@ find_package(PkgConfig REQUIRED)
 find_package(Threads REQUIRED)
 
 pkg_check_modules(IBUMAD REQUIRED IMPORTED_TARGET libibumad)
-pkg_check_modules(IBMAD REQUIRED IMPORTED_TARGET libibmad)      # tests only: the independent decoder
 pkg_check_modules(IBVERBS REQUIRED IMPORTED_TARGET libibverbs)
 pkg_check_modules(MLX5 IMPORTED_TARGET libmlx5)
 include(CheckIncludeFileCXX)
 check_include_file_cxx(infiniband/mlx5dv.h MADENGINE_HAVE_MLX5DV)
 
 find_package(Boost 1.74 REQUIRED)
-find_package(GTest REQUIRED)
-find_package(benchmark REQUIRED)
+if(MADENGINE_BUILD_TESTS)
+  pkg_check_modules(IBMAD REQUIRED IMPORTED_TARGET libibmad)  # the independent decoder the wire tests compare with
+  find_package(GTest REQUIRED)
+  find_package(benchmark REQUIRED)
+endif()
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(nlohmann_json REQUIRED)

@@ -1,7 +1,7 @@
 // ComputePool (see compute_pool.hpp): a mutex-guarded job queue. Jobs are
 // coarse (a routing pass, a journal write), so a lock per job costs nothing
 // next to the job; the MAD fast path never touches this.
-#include "madengine/engine/compute_pool.hpp"
+#include "engine/compute_pool.hpp"
 
 #include <pthread.h>
 #include <sys/resource.h>

@@ -1,9 +1,9 @@
 // The worker core's poll loop. Every array it touches is sized in the
 // constructor from the pool bounds; an iteration only moves buffer pointers
 // between them, the rings and the transports, in bursts.
-#include "madengine/engine/core.hpp"
+#include "engine/core.hpp"
 
-#include "madengine/engine/transaction.hpp"
+#include "engine/transaction.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

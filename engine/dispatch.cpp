@@ -1,6 +1,6 @@
 // Dispatcher: the (class, method, attribute) handler table with wildcards, the
 // per-core response hooks, and the helpers that answer unsupported requests.
-#include "madengine/engine/dispatch.hpp"
+#include "engine/dispatch.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,5 +1,5 @@
 // write_file_durably (see include/madengine/common/durable_file.hpp).
-#include "madengine/common/durable_file.hpp"
+#include "engine/durable_file.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
 // Engine: builds the pool, the rx and tx meshes of SPSC rings (one ring per
 // ordered pair of cores) and the cores, runs one pinned thread per core, and
 // on stop returns every buffer still in flight to the pool.
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 
 #include <pthread.h>
 #include <sched.h>

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "madengine/engine/ring.hpp"
+#include "engine/ring.hpp"
 #include "madengine/engine/transport.hpp"
 
 namespace madengine {

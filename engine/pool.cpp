@@ -1,7 +1,7 @@
 // MadPool: one allocation of every buffer at construction, per-core caches
 // refilled from and flushed to a shared MPMC ring in bursts, so a core touches
 // shared memory once per cache_size buffers rather than once per buffer.
-#include "madengine/engine/mad_pool.hpp"
+#include "engine/mad_pool.hpp"
 
 #include <algorithm>
 #include <cstdio>

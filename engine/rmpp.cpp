@@ -2,7 +2,7 @@
 // PayloadLength is the total in the first DATA segment and the remainder in
 // the last, both counting the class header bytes of every segment
 // (IBA 13.6.2.3; the Linux kernel and OpenSM count it the same way).
-#include "madengine/engine/rmpp.hpp"
+#include "engine/rmpp.hpp"
 
 #include <algorithm>
 #include <bit>

@@ -2,7 +2,7 @@
 // Frames are resumed only from poll(); anything that completes an await from
 // outside (a timer, a response, a cancel) goes through the ready queue, so a
 // task never runs inside another component's call stack.
-#include "madengine/engine/scheduler.hpp"
+#include "engine/scheduler.hpp"
 
 #include <utility>
 
@@ -133,6 +133,17 @@ bool Scheduler::cancel(TaskHandle h) noexcept {
     hook->cancel_fn(hook);  // unhooks the waiter and stores kCancelled in it
     post(ctx, ctx.resume_point);
   }
+  return true;
+}
+
+bool Scheduler::wake(TaskHandle h) noexcept {
+  if (!alive(h)) return false;
+  Slot& s = slots_[h.index];
+  if (s.sleeper == nullptr) return false;
+  if (timers_.contains(h.index)) timers_.remove(h.index);
+  s.sleeper = nullptr;
+  s.ctx.hook = nullptr;
+  post(s.ctx, s.ctx.resume_point);
   return true;
 }
 

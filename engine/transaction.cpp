@@ -3,7 +3,7 @@
 // response finds its transaction in O(1) and a late duplicate (older
 // generation) does not match a newer request until the slot's generation
 // wraps, 2^(kTidSeqBits - slot bits) reuses later.
-#include "madengine/engine/transaction.hpp"
+#include "engine/transaction.hpp"
 
 #include <algorithm>
 #include <bit>

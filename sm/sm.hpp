@@ -17,12 +17,13 @@
 #include <unordered_set>
 #include <vector>
 
-#include "madengine/engine/compute_pool.hpp"
-#include "madengine/engine/engine.hpp"
-#include "madengine/engine/scheduler.hpp"
-#include "madengine/engine/transaction.hpp"
+#include "engine/compute_pool.hpp"
+#include "engine/engine.hpp"
+#include "engine/scheduler.hpp"
+#include "engine/transaction.hpp"
 #include "madengine/engine/transport.hpp"
 #include "madengine/wire/smp/notice.hpp"
+#include "madengine/sm/routing_hook.hpp"
 #include "madengine/wire/smp/sm_info.hpp"
 #include "sa/snapshot.hpp"
 #include "sm/bringup/bringup.hpp"
@@ -48,11 +49,16 @@ struct SmConfig {
   std::uint16_t core = 0;                  // engine core the SM's tasks run on
   std::uint32_t window_smps_max = 64;      // SMPs in flight (OpenSM: 4)
   std::uint32_t window_per_dest_max = 4;   // in flight to one node (DR path or LID)
+  // Links that went down at switches that reported them (trap 128, light
+  // sweep) are taken down in the last fabric after reading those switches'
+  // ports, instead of walking the whole subnet (OpenSM walks it).
+  bool rediscover_link_changes = true;
   std::uint32_t timeout_ms = 200;          // per attempt, OpenSM's default
   std::uint8_t retries = 3;
   std::string guid2lid_path;               // empty: LIDs are not persisted
   std::uint8_t lmc = 0;
   RoutingAlgo routing = RoutingAlgo::kMinHop;
+  std::vector<RoutingAlgo> routing_chain;  // non-empty: engines tried in order, replacing `routing` (sm/routing)
   std::vector<std::uint64_t> root_guids;   // up/down roots (empty: detected)
   unsigned routing_threads = 1;
   unsigned path_db_threads = 1;
@@ -103,7 +109,7 @@ struct SmConfig {
   std::uint8_t leaf_head_of_queue_lifetime = 0x10;
   std::uint8_t vl_stall_count = 7;
   std::uint8_t leaf_vl_stall_count = 7;
-  McGroupProvider* mcast = nullptr;  // optional; must outlive the SM
+  sa::McGroupProvider* mcast = nullptr;  // optional; must outlive the SM
   // Partitions (OpenSM's partitions.conf, parsed: sm/partitions); null: no
   // file (the default partition, every port full). set_partitions() replaces it.
   std::shared_ptr<const PartitionConfig> partitions;
@@ -143,6 +149,11 @@ struct SmConfig {
   std::uint32_t ha_replica_interval_ms = 1000;
   std::uint32_t ha_replica_max_age_ms = 0;
   bool sa_state_restored = false;
+  // An embedder's routing (madengine/sm/routing_hook.hpp) in place of
+  // `routing`: called on the compute pool with each heavy sweep's fabric.
+  RoutingHook routing_hook;
+  // Every SMInfo state change of this SM (sm/ha), on the SM's core.
+  std::function<void(wire::SmState from, wire::SmState to)> on_transition;
 };
 
 // The replica age a takeover still vouches for (ha_replica_max_age_ms, or its default).
@@ -159,9 +170,14 @@ struct SweepStats {
   std::uint32_t new_nodes = 0, vanished_nodes = 0;
   std::uint32_t lids_new = 0;
   std::uint32_t discovery_errors = 0;
+  bool rediscovered = false;          // from the last fabric and the changed switches, not a walk of the subnet
+  std::string walk_reason;            // why a re-discovery was not enough (empty: none was tried)
   BringupReport bringup;
   std::uint32_t mft_blocks_written = 0;
   std::uint16_t top_lid = 0;
+  std::string routing_engine;        // the engine of the chain that routed, or "routing hook"
+  std::uint8_t routing_vls = 0;      // SLs/VLs its layers use (identity SL2VL)
+  std::uint32_t lids_rerouted = 0;   // LIDs routed this sweep (incremental: only those a change touched)
   QosReport qos;        // SL2VL/VLArb writes (QoS on)
   double tables_s = 0;  // included in programming_s
   double discovery_s = 0, lids_s = 0, routing_s = 0, path_db_s = 0, programming_s = 0, total_s = 0;
@@ -176,8 +192,21 @@ struct Routed {
   double routing_s = 0, path_db_s = 0;  // wall time on the compute thread
 };
 
-// The compute job itself: a pure function of its arguments.
-Routed route_fabric(const fabric::Fabric& f, const RoutingOptions& ropts, unsigned shards, unsigned path_db_threads);
+// The publication a sweep re-routes from (incremental routing, path
+// database reuse): its snapshot (fabric, LFTs, paths) and its routing
+// without the LFTs, which the snapshot holds. Immutable, so a compute job
+// can read it while the SM core goes on.
+struct RouteBase {
+  std::shared_ptr<const sa::Snapshot> snap;
+  std::shared_ptr<const RoutingResult> routes;
+};
+
+// The compute job itself: a pure function of its arguments; `base` null:
+// every destination routed, the path database built. With `hook` (not
+// empty), the embedder's hook routes instead of the engines `ropts` names,
+// every destination each time (`base` is not used).
+Routed route_fabric(const fabric::Fabric& f, const RoutingOptions& ropts, unsigned shards, unsigned path_db_threads,
+                    const RouteBase* base = nullptr, const RoutingHook* hook = nullptr);
 
 // What the SM remembers of its own mastership; the SMInfo state itself is
 // the HA agent's (sm/ha).
@@ -232,7 +261,11 @@ class SubnetManager {
   bool wait_subnet_up(std::chrono::milliseconds timeout) const {
     return wait_for([](const SmStatus& s) { return s.subnet_up; }, timeout);
   }
-  void request_heavy_sweep() noexcept { heavy_requested_.store(true, std::memory_order_relaxed); }
+  // A heavy sweep that walks the whole subnet (no re-discovery from the last fabric).
+  void request_heavy_sweep() noexcept {
+    walk_requested_.store(true, std::memory_order_relaxed);
+    heavy_requested_.store(true, std::memory_order_relaxed);
+  }
   // Any thread: the partitions the next heavy sweep programs (it is
   // requested now); null: none. The caller parsed and checked the file.
   void set_partitions(std::shared_ptr<const PartitionConfig> cfg);
@@ -248,7 +281,7 @@ class SubnetManager {
   Task<void> heavy_sweep();
   RoutingOptions routing_options() const;
   // Routes and the path database of `f`, computed on the compute pool.
-  Task<std::optional<Routed>> route(std::shared_ptr<const fabric::Fabric> f);
+  Task<std::optional<Routed>> route(std::shared_ptr<const fabric::Fabric> f, bool incremental);
   // snap->index() on the compute pool; false when cancelled.
   Task<bool> index_snapshot(std::shared_ptr<sa::Snapshot> snap);
   sa::SmIdentity sm_identity(const LocalPort& lp, std::uint16_t lid, wire::SmState state, std::uint32_t act_count) const noexcept;
@@ -262,6 +295,9 @@ class SubnetManager {
   Task<void> prepare_warm(fabric::Fabric f, std::vector<std::uint16_t> current_lids, LocalPort lp);
   bool publish_warm(const fabric::Fabric& f, const std::vector<std::uint16_t>& current_lids);
   Task<bool> light_sweep();
+  // A switch reported a link-state change (trap 128 from its LID): the next
+  // heavy sweep re-reads it; an issuer that is not a known switch makes it walk.
+  void note_changed_switch(std::uint16_t lid);
   // Our own port's PortInfo (state, LID) as a master left it; true when it changed.
   Task<bool> local_port_changed();
   Task<void> replica_loop();
@@ -328,6 +364,10 @@ class SubnetManager {
   // (its LIDs, our routes), published the moment a takeover sweep finds the
   // same LIDs, so the SA answers before routing is recomputed.
   std::shared_ptr<sa::Snapshot> warm_;
+  // The routing of current_ (and of warm_) without its LFTs, which the
+  // snapshot holds: the next sweep re-routes incrementally from them (null:
+  // it routes everything).
+  std::shared_ptr<const RoutingResult> current_routes_, warm_routes_;
   SmRoleState role_;
   std::uint16_t sm_lid_ = 0;
   std::uint8_t local_port_ = 1;  // as NodeInfo.LocalPortNum reported it (0 on a switch)
@@ -338,8 +378,16 @@ class SubnetManager {
   bool sa_state_restored_ = false; // cfg_.sa_state_restored, until our first mastership
 
   std::atomic<bool> heavy_requested_{true};
+  // The next heavy sweep walks the whole subnet; unless set, it re-discovers
+  // from the last fabric the switches in changed_switches_ (node GUIDs, from
+  // traps 128 and light sweeps; sm/discovery/rediscover.hpp).
+  std::atomic<bool> walk_requested_{true};  // request_heavy_sweep() (any thread)
+  std::string walk_reason_;                  // the SM's own finding that the next sweep must walk
+  std::vector<std::uint64_t> changed_switches_;
   std::uint8_t local_state_seen_ = 0;  // our port's PortState after our last sweep (0: unknown)
   bool local_check_now_ = false;       // a port event: check our port without waiting
+  TaskHandle run_task_;                // run(): woken from its idle sleep by traps and SMInfo Sets
+  bool idle_ = false;                  // run() sleeps between its checks
   std::atomic<bool> mcast_dirty_{false};
   std::mutex partitions_mu_;
   std::shared_ptr<const PartitionConfig> partitions_next_;  // guarded by partitions_mu_

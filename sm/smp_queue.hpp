@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "madengine/engine/mad_buf.hpp"
-#include "madengine/engine/task.hpp"
-#include "madengine/engine/transaction.hpp"
+#include "engine/task.hpp"
+#include "engine/transaction.hpp"
 #include "madengine/wire/smp.hpp"
 
 namespace madengine::sm {

@@ -96,9 +96,11 @@ std::size_t UmadTransport::tx_burst(std::span<MadBuf* const> bufs) noexcept {
     const std::uint8_t klass = b.mad.bytes[1];
     const bool smp = klass == static_cast<std::uint8_t>(wire::MgmtClass::kSubnLid) ||
                      klass == static_cast<std::uint8_t>(wire::MgmtClass::kSubnDirected);
-    const int agent = klass == static_cast<std::uint8_t>(wire::MgmtClass::kSubnLid)        ? smi_agent_[0]
-                      : klass == static_cast<std::uint8_t>(wire::MgmtClass::kSubnDirected) ? smi_agent_[1]
-                                                                                           : gsi_agent_;
+    int agent = klass == static_cast<std::uint8_t>(wire::MgmtClass::kSubnLid)        ? smi_agent_[0]
+                : klass == static_cast<std::uint8_t>(wire::MgmtClass::kSubnDirected) ? smi_agent_[1]
+                                                                                     : gsi_agent_;
+    for (const auto& [vendor_class, id] : vendor_agents_)
+      if (vendor_class == klass) agent = id;
     if (agent < 0) {
       ++counters_.dropped;  // no agent registered for this QP (see AgentSpec)
       continue;

@@ -41,7 +41,12 @@ constexpr MethodMask kSaServerMask =
     make_mask({wire::method::kGet, wire::method::kSet, wire::method::kGetTable,
                wire::method::kGetTraceTable, wire::method::kGetMulti, wire::method::kDelete});
 
+constexpr MethodMask kVendorServerMask =
+    make_mask({wire::method::kGet, wire::method::kSet, wire::method::kSend, wire::method::kTrap,
+               wire::method::kGetTable, wire::method::kDelete});
+
 constexpr std::uint8_t kSmiClassVersion = 1;
+constexpr std::uint8_t kVendorClassVersion = 1;
 constexpr std::uint8_t kRmppNone = 0;  // madengine segments RMPP itself, on ibsim and HCAs alike
 
 PortState to_port_state(unsigned s) noexcept {
@@ -222,6 +227,16 @@ bool UmadTransport::open_device() noexcept {
       return false;
     }
   }
+  // Vendor classes: the kernel hands a class's requests only to an agent
+  // registered for it, and that agent sends its responses.
+  for (const std::uint8_t klass : agents_.vendor_classes) {
+    const int id = reg(klass, kVendorClassVersion, &kVendorServerMask);
+    if (id < 0) {
+      close_device();
+      return false;
+    }
+    vendor_agents_.emplace_back(klass, id);
+  }
   if (agents_.is_sm) {
     char path[256];
     if (int rc = umad_get_issm_path(ca_resolved_.data(), p.port_num, path, sizeof path); rc < 0) {
@@ -265,11 +280,13 @@ void UmadTransport::close_device() noexcept {
     for (int& a : smi_agent_)
       if (a >= 0) umad_unregister(fd_, a);
     if (gsi_agent_ >= 0) umad_unregister(fd_, gsi_agent_);
+    for (const auto& [klass, id] : vendor_agents_) umad_unregister(fd_, id);
     umad_close_port(fd_);
   }
   fd_ = -1;
   smi_agent_[0] = smi_agent_[1] = -1;
   gsi_agent_ = -1;
+  vendor_agents_.clear();
 }
 
 void UmadTransport::close() noexcept {

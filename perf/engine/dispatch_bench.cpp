@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/loopback_transport.hpp"
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "madengine/wire/sa.hpp"
 
 namespace madengine {

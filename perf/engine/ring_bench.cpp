@@ -7,7 +7,7 @@
 #include <atomic>
 #include <thread>
 
-#include "madengine/engine/ring.hpp"
+#include "engine/ring.hpp"
 
 namespace madengine {
 namespace {

@@ -10,19 +10,22 @@
 #include <string>
 #include <vector>
 
-#include "daemon.hpp"
+#include "madengine/node/node.hpp"
+#include "node/internal_node.hpp"
+#include "sa/server/sa_server.hpp"
+#include "sm/sm.hpp"
 #include "lib/fabric_hosts.hpp"
 #include "lib/fabric_oracle.hpp"
 #include "sim/fabric.hpp"
 
 namespace {
 
-namespace md = madengine::daemon;
+namespace md = madengine::node;
 namespace wire = madengine::wire;
 using madstorm::FabricOracle;
 
 struct Fixture {
-  std::unique_ptr<md::Daemon> daemon;
+  std::unique_ptr<md::InternalNode> daemon;
   std::vector<wire::PathRecord> records;
 };
 
@@ -31,14 +34,14 @@ Fixture& fabric(const std::string& spec) {
   static Fixture f;
   if (built == spec) return f;
   f = Fixture{};
-  md::Config cfg;
+  md::NodeConfig cfg;
   cfg.transport.kind = md::TransportKind::kSim;
   cfg.transport.generate = spec;
   cfg.engine.pin = false;
   cfg.sm.guid2lid.clear();
   cfg.sa.journal.clear();
   cfg.log.level = "warn";
-  f.daemon = std::make_unique<md::Daemon>(cfg);
+  f.daemon = std::make_unique<md::InternalNode>(cfg);
   if (!f.daemon->wait_subnet_up(std::chrono::milliseconds(600'000))) return f;
   madengine::sim::Fabric& fab = *f.daemon->fabric();
   const madstorm::FabricHostsTransport hosts(fab);  // the hosts, as --embedded takes them

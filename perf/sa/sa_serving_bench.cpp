@@ -22,7 +22,7 @@
 
 #include "engine/loopback_transport.hpp"
 #include "fabric_builders.hpp"
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "madengine/wire/sa_records.hpp"
 #include "sa/server/path_query.hpp"
 #include "sa/server/sa_server.hpp"
@@ -258,7 +258,8 @@ void BM_PathRecordAnswerOnly(benchmark::State& state) {
     wire::PathRecord q;
     std::memcpy(&q, sa_req.data.data(), sizeof(q));
     // The components the server's sink checks again on each record (as sa_server.cpp's kPathFilterMask).
-    sa::RecordSink sink(scratch, layout, sa_req.comp_mask.get() & (cm::kServiceId | cm::kDGid | cm::kSGid | cm::kDLid | cm::kSLid),
+    sa::RecordSink sink(scratch, layout,
+                        sa_req.comp_mask.get() & (cm::kServiceId | cm::kDLid | cm::kSLid | cm::kSl | cm::kTClass | cm::kFlowLabel),
                         sa_req.data.data(), 1);
     sa::PathQuery pq{&q, sa_req.comp_mask.get(), req.addr.lid, 18, true};
     sa::collect_path_records(snap, pq, sink);

@@ -28,7 +28,7 @@
 #include <cstring>
 #include <optional>
 
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa_records.hpp"
 #include "sa/server/sa_server.hpp"
@@ -45,7 +45,7 @@ namespace {
 using namespace madengine;
 
 
-using SmNode = testing::SmSaNode;
+using SmNode = node::InternalNode;
 
 struct Rig {
   sim::Fabric fabric;
@@ -61,25 +61,23 @@ struct Rig {
   }
   SmNode& node(std::size_t i) { return *sms[i]; }
   sm::SubnetManager& add(std::uint32_t node, std::uint8_t prio) {
-    sm::SmConfig cfg;
-    cfg.priority = prio;
-    cfg.sm_key = 1;
-    cfg.ha_poll_interval_ms = poll_ms;
-    cfg.ha_poll_retries = static_cast<std::uint8_t>(retries);
-    cfg.light_sweep_interval_ms = 10'000;
-    cfg.routing_threads = threads;
-    cfg.path_db_threads = threads;
-    cfg.ha_replica_interval_ms = replica_ms;
+    node::NodeConfig cfg = testing::sim_node_config();
+    cfg.sm.priority = prio;
+    cfg.sm.sm_key = 1;
+    cfg.sm.ha_poll_interval_ms = poll_ms;
+    cfg.sm.ha_poll_retries = retries;
+    cfg.sm.sweep_interval_ms = 10'000;
+    cfg.sm.routing_threads = threads;
+    cfg.sm.ha_replica_interval_ms = replica_ms;
     sms.push_back(testing::make_sm_sa_node(fabric, node, cfg, true));
-    return *sms.back()->sm;
+    return sms.back()->sm();
   }
   bool run_until(const std::function<bool()>& pred, Nanos sim_ms) {
     const Nanos end = fabric.now_ns() + sim_ms * kNanosPerMilli;
     while (fabric.now_ns() < end) {
       if (pred()) return true;
       std::size_t work = 0;
-      for (auto& s : sms)
-        if (s->sm) work += s->engine->poll_all_once();
+      for (auto& s : sms) work += s->engine().poll_all_once();
       for (auto& h : hosts) work += h->poll();
       if (work == 0) fabric.advance(kNanosPerMilli / 10);
     }
@@ -282,8 +280,8 @@ int main(int argc, char** argv) {
     replica_rounds = standby.status().replica.rounds;
     std::printf("failover: SA state handed on %llu (services at the new master %zu, groups %zu), ClientReregister "
                 "masterships %llu, replica rounds %llu complete %llu failed %llu timed out %llu\n",
-                static_cast<unsigned long long>(standby.status().sa_state_handed_on), rig.node(1).sa->services().size(),
-                rig.node(1).sa->groups().groups(),
+                static_cast<unsigned long long>(standby.status().sa_state_handed_on), rig.node(1).sa().services().size(),
+                rig.node(1).sa().groups().groups(),
                 static_cast<unsigned long long>(standby.status().reregister_masterships),
                 static_cast<unsigned long long>(standby.status().replica.rounds),
                 static_cast<unsigned long long>(standby.status().replica.complete),

@@ -148,8 +148,16 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
   const bool reverse = routed_back && (s.qos_policy == nullptr || admit(s, e.dlid, e.slid, q, mask, back));
   if ((mask & cm::kReversible) != 0 && q.reversible() && !reverse) return false;
   const std::uint16_t pkey = adm.pkey;
-  const std::uint8_t sl = adm.sl;
+  std::uint8_t sl = adm.sl;
   const QosLevelView* level = adm.level;
+  // A layered (deadlock-free over several VLs) routing fixes each path's SL:
+  // the path must use it, and a query (or a QoS level) for another SL has
+  // no answer, as OpenSM with a routing engine that chooses path SLs.
+  if (s.paths.layered()) {
+    if (((mask & cm::kSl) != 0 || (level != nullptr && level->sl_set)) && sl != fwd.sl) return false;
+    sl = fwd.sl;
+    if (s.qos && (s.valid_sl_mask & (1u << sl)) == 0) return false;
+  }
 
   const bool loopback = si.port_guid == di.port_guid;
   std::uint8_t path_mtu = fwd.mtu, path_rate = fwd.rate;
@@ -186,9 +194,10 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
 
   out = wire::PathRecord{};
   if ((mask & cm::kServiceId) != 0) out.service_id = q.service_id;
-  // GIDs the query named come back as named (a link-local prefix stays
-  // link-local, as OpenSM answers); the others carry the subnet's prefix.
-  out.dgid = (mask & cm::kDGid) != 0 ? q.dgid : wire::Gid{wire::be64::from(s.subnet_prefix), wire::be64::from(di.port_guid)};
+  // As OpenSM answers: an SGID the query named comes back as named (a
+  // link-local one stays link-local); the DGID is the destination port's
+  // GID in the subnet's prefix, however the query named it.
+  out.dgid = wire::Gid{wire::be64::from(s.subnet_prefix), wire::be64::from(di.port_guid)};
   out.sgid = (mask & cm::kSGid) != 0 ? q.sgid : wire::Gid{wire::be64::from(s.subnet_prefix), wire::be64::from(si.port_guid)};
   out.dlid = wire::be16::from(e.dlid);
   out.slid = wire::be16::from(e.slid);

@@ -5,7 +5,7 @@
 // benchmarks that run an SM and an SA on one engine install one per core.
 #pragma once
 
-#include "madengine/engine/dispatch.hpp"
+#include "engine/dispatch.hpp"
 #include "sa/server/sa_server.hpp"
 
 namespace madengine::sa {

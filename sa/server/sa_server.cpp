@@ -133,10 +133,10 @@ std::uint8_t response_method(std::uint8_t req) noexcept {
   return req == m::kSet ? m::kGetResp : static_cast<std::uint8_t>(req | m::kResponse);
 }
 
-// PathRecord components that name the path's identity; the rest are
-// constraints that path_query applies itself (selectors, NumbPath, Reversible).
-constexpr std::uint64_t kPathFilterMask = wire::path_record_cm::kServiceId | wire::path_record_cm::kDGid |
-                                          wire::path_record_cm::kSGid | wire::path_record_cm::kDLid |
+// PathRecord components compared byte for byte with each record; the rest
+// are constraints that path_query applies itself (GIDs, which it resolves to
+// ports in either accepted prefix; selectors, NumbPath, Reversible).
+constexpr std::uint64_t kPathFilterMask = wire::path_record_cm::kServiceId | wire::path_record_cm::kDLid |
                                           wire::path_record_cm::kSLid | wire::path_record_cm::kSl |
                                           wire::path_record_cm::kTClass | wire::path_record_cm::kFlowLabel;
 
@@ -1116,14 +1116,14 @@ class SaServer::Hook final : public MadHandler {
   SaServer& s_;
 };
 
-class SaServer::Provider final : public sm::McGroupProvider {
+class SaServer::Provider final : public McGroupProvider {
  public:
   explicit Provider(const McastStore& g) : g_(g) {}
-  std::vector<sm::McGroup> groups() override {
-    std::vector<sm::McGroup> out;
+  std::vector<McGroup> groups() override {
+    std::vector<McGroup> out;
     const auto v = g_.view();
     for (const auto& grp : *v) {
-      sm::McGroup x;
+      McGroup x;
       x.mlid = grp.params.mlid.get();
       for (const auto& mem : grp.members) x.member_port_guids.push_back(mem.port_gid.guid.get());
       out.push_back(std::move(x));
@@ -1199,7 +1199,7 @@ SaCounters SaServer::counters() const {
   return c;
 }
 
-sm::McGroupProvider& SaServer::mcast_provider() noexcept { return *provider_; }
+McGroupProvider& SaServer::mcast_provider() noexcept { return *provider_; }
 const ServiceStore& SaServer::services() const noexcept { return services_; }
 const McastStore& SaServer::groups() const noexcept { return groups_; }
 const InformStore& SaServer::subscriptions() const noexcept { return subs_; }

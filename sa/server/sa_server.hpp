@@ -15,16 +15,16 @@
 #include <optional>
 #include <vector>
 
-#include "madengine/engine/dispatch.hpp"
-#include "madengine/engine/engine.hpp"
-#include "madengine/engine/rmpp.hpp"
-#include "madengine/engine/transaction.hpp"
+#include "engine/dispatch.hpp"
+#include "engine/engine.hpp"
+#include "engine/rmpp.hpp"
+#include "engine/transaction.hpp"
 #include "madengine/wire/sa_records.hpp"
 #include "madengine/wire/smp/notice.hpp"
 #include "sa/snapshot.hpp"
 #include "sa/state/journal.hpp"
 #include "sa/state/mutable_state.hpp"
-#include "sm/mcast/mcast.hpp"
+#include "sa/mcast_groups.hpp"
 
 namespace madengine::sa {
 
@@ -108,7 +108,7 @@ class SaServer {
   // The multicast groups as the SM programs MFTs from them (sm/mcast); the
   // SA notifies it from its state core after every change. Header-only
   // interface: the SA library does not link the SM.
-  sm::McGroupProvider& mcast_provider() noexcept;
+  McGroupProvider& mcast_provider() noexcept;
   const ServiceStore& services() const noexcept;
   const McastStore& groups() const noexcept;
   const InformStore& subscriptions() const noexcept;

@@ -7,7 +7,7 @@
 //   u64 FNV-1a of everything before it
 #include "sa/state/journal.hpp"
 
-#include "madengine/common/durable_file.hpp"
+#include "engine/durable_file.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "madengine/engine/task.hpp"
+#include "engine/task.hpp"
 #include "madengine/fabric/fabric.hpp"
 #include "sm/mkeys/mkey_book.hpp"
 #include "sm/smp_queue.hpp"
@@ -43,6 +43,12 @@ struct DiscoveryOptions {
   // book's other keys. Must outlive discover().
   const MKeyBook* keys = nullptr;
 };
+
+// A physical link (IBA 14.2.5.6: PortPhysicalState LinkUp, or a logical
+// state at least INIT).
+bool has_link(const wire::PortInfo& pi) noexcept;
+// A port's fields (state, width, speed, MTU, VLs, LIDs) from its PortInfo as read.
+void apply_port_info(fabric::Node& n, std::uint8_t port, const wire::PortInfo& pi) noexcept;
 
 // Runs one heavy sweep on `q` (which must be idle) and returns the fabric.
 Task<DiscoveryResult> discover(SmpQueue& q, DiscoveryOptions opts);

@@ -5,7 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "madengine/engine/dispatch.hpp"
+#include "engine/dispatch.hpp"
 #include "madengine/wire/sa.hpp"
 
 namespace madengine::sm::ha {

@@ -11,9 +11,9 @@
 
 #include "madengine/engine/clock.hpp"
 #include "madengine/engine/mad_buf.hpp"
-#include "madengine/engine/poller.hpp"
-#include "madengine/engine/rmpp.hpp"
-#include "madengine/engine/tx_sink.hpp"
+#include "engine/poller.hpp"
+#include "engine/rmpp.hpp"
+#include "engine/tx_sink.hpp"
 #include "sa/state/journal.hpp"
 #include "sm/ha/sa_replica.hpp"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "madengine/engine/mad_buf.hpp"
-#include "madengine/engine/transaction.hpp"
+#include "engine/transaction.hpp"
 #include "madengine/fabric/fabric.hpp"
 #include "madengine/wire/smp.hpp"
 #include "madengine/wire/smp/sm_info.hpp"

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "madengine/common/durable_file.hpp"
+#include "engine/durable_file.hpp"
 #include "madengine/fabric/fabric.hpp"
 
 namespace madengine::sm {

@@ -20,7 +20,7 @@ void add_port(std::map<NodeId, SwitchMft>& out, NodeId sw, std::uint16_t mlid, s
 
 }  // namespace
 
-std::map<NodeId, SwitchMft> compute_mfts(const fabric::Fabric& f, const std::vector<McGroup>& groups) {
+std::map<NodeId, SwitchMft> compute_mfts(const fabric::Fabric& f, const std::vector<sa::McGroup>& groups) {
   std::unordered_map<std::uint64_t, fabric::EndPort> by_guid;
   for (const fabric::EndPort e : f.end_ports()) {
     const fabric::Node& n = f.nodes[e.node];
@@ -30,7 +30,7 @@ std::map<NodeId, SwitchMft> compute_mfts(const fabric::Fabric& f, const std::vec
   std::vector<NodeId> parent(f.nodes.size());
   std::vector<std::uint8_t> parent_port(f.nodes.size()), up_port(f.nodes.size());
   std::vector<char> seen(f.nodes.size()), on_tree(f.nodes.size());
-  for (const McGroup& g : groups) {
+  for (const sa::McGroup& g : groups) {
     if (g.mlid < wire::kMulticastLidBase || g.mlid == 0xffff) continue;
     // Members as (switch, port toward the member); a switch member is its port 0.
     std::vector<std::pair<NodeId, std::uint8_t>> attach;

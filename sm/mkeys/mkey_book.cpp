@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "madengine/common/durable_file.hpp"
+#include "engine/durable_file.hpp"
 
 namespace madengine::sm {
 

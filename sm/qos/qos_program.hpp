@@ -12,7 +12,7 @@
 #include <map>
 #include <tuple>
 
-#include "madengine/engine/task.hpp"
+#include "engine/task.hpp"
 #include "sa/snapshot.hpp"
 #include "sm/discovery/discovery.hpp"
 #include "sm/qos/qos_options.hpp"

@@ -7,7 +7,7 @@
 #include <map>
 #include <utility>
 
-#include "madengine/engine/task.hpp"
+#include "engine/task.hpp"
 #include "sa/snapshot.hpp"
 #include "sm/discovery/discovery.hpp"
 #include "sm/smp_queue.hpp"

@@ -4,7 +4,7 @@
 // awaiting a job while the same core keeps polling its other tasks; a task
 // cancelled while its job runs resumes at once and the job's result is
 // dropped. Runs under TSan too (label tsan).
-#include "madengine/engine/compute_pool.hpp"
+#include "engine/compute_pool.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,9 +14,9 @@
 #include <set>
 #include <thread>
 
-#include "madengine/engine/engine.hpp"
-#include "madengine/engine/offload.hpp"
-#include "madengine/engine/scheduler.hpp"
+#include "engine/engine.hpp"
+#include "engine/offload.hpp"
+#include "engine/scheduler.hpp"
 #include "tsan_suppressions.hpp"
 #include "wait_for.hpp"
 

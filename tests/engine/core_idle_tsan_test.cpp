@@ -3,7 +3,7 @@
 // for stop(). The cap on one wait is set to a minute, so a wake-up that only
 // the cap would bring hangs the test (caught by ctest's timeout) rather than
 // passing; the assertions are on what happened, never on how long it took.
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "engine/loopback_transport.hpp"
-#include "madengine/engine/scheduler.hpp"
+#include "engine/scheduler.hpp"
 #include "madengine/wire/sa.hpp"
 
 #include "tsan_suppressions.hpp"

@@ -3,7 +3,7 @@
 // transport of the port they came in on, responses to our own TIDs reach the
 // hook of the core in the TID, and pollers run on their core. Exact totals,
 // no buffer leaked. Named *_tsan_test so the Tsan build runs it.
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Dispatcher: wildcard precedence, owner selectors (fixed, shard by field),
 // responses steered by the core id in the TID, malformed MADs, and the
 // unsupported-method/attribute answer.
-#include "madengine/engine/dispatch.hpp"
+#include "engine/dispatch.hpp"
 
 #include <gtest/gtest.h>
 

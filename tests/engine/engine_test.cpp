@@ -1,7 +1,7 @@
 // The engine end to end over the loopback transport: start/stop returns every
 // buffer, MADs run on their owner core with 2 cores, responses are sent once,
 // counters add up, unknown and malformed MADs are counted, back-pressure holds.
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 
 #include <gtest/gtest.h>
 

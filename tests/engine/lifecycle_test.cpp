@@ -8,9 +8,9 @@
 
 #include <vector>
 
-#include "madengine/engine/engine.hpp"
-#include "madengine/engine/lifecycle.hpp"
-#include "madengine/engine/transaction.hpp"
+#include "engine/engine.hpp"
+#include "engine/lifecycle.hpp"
+#include "engine/transaction.hpp"
 #include "madengine/wire/sa.hpp"
 
 namespace madengine {

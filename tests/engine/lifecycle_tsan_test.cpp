@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "engine/loopback_transport.hpp"
-#include "madengine/engine/engine.hpp"
-#include "madengine/engine/lifecycle.hpp"
-#include "madengine/engine/rmpp.hpp"
-#include "madengine/engine/transaction.hpp"
+#include "engine/engine.hpp"
+#include "engine/lifecycle.hpp"
+#include "engine/rmpp.hpp"
+#include "engine/transaction.hpp"
 #include "madengine/wire/sa.hpp"
 
 #include "tsan_suppressions.hpp"

@@ -1,6 +1,6 @@
 // MadPool accounting: capacity from the bounds, single and bulk alloc/free,
 // the per-core cache refill and flush, exhaustion counted, and no loss.
-#include "madengine/engine/mad_pool.hpp"
+#include "engine/mad_pool.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Ring correctness for both backends: burst/bulk semantics and capacity on
 // one thread, then two-thread stress where every pointer must arrive exactly
 // once (and in order for SPSC). Named *_tsan_test so the Tsan build runs it.
-#include "madengine/engine/ring.hpp"
+#include "engine/ring.hpp"
 
 #include <gtest/gtest.h>
 

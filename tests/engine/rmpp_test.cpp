@@ -3,7 +3,7 @@
 // 1000 segments with seeded loss of DATA and ACKs, reordering and
 // duplicates, STOP and resume, aborts from either side and protocol errors.
 // Seeds are printed on failure; MADENGINE_SEED replays one.
-#include "madengine/engine/rmpp.hpp"
+#include "engine/rmpp.hpp"
 
 #include <gtest/gtest.h>
 

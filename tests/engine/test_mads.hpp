@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "madengine/engine/dispatch.hpp"
+#include "engine/dispatch.hpp"
 #include "madengine/engine/mad_buf.hpp"
 #include "madengine/wire/sa.hpp"
 

@@ -2,7 +2,7 @@
 // windows with the wait queue, timeouts with retries and back-off, the device
 // life cycle (resend_all / fail_all), cancellation and shutdown, and a seeded
 // random run checking every request completes exactly once.
-#include "madengine/engine/transaction.hpp"
+#include "engine/transaction.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <random>
 #include <vector>
 
-#include "madengine/engine/dispatch.hpp"
+#include "engine/dispatch.hpp"
 #include "madengine/wire/smp.hpp"
 
 namespace madengine {

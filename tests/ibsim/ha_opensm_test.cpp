@@ -13,7 +13,7 @@
 #include "engine/umad/umad_transport.hpp"
 #include "ha_host.hpp"
 #include "ibsim_harness.hpp"
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "sa/snapshot.hpp"
 #include "sm/sm.hpp"
 

@@ -18,7 +18,10 @@
 #include <string>
 #include <thread>
 
-#include "daemon.hpp"
+#include "madengine/node/node.hpp"
+#include "node/internal_node.hpp"
+#include "sa/server/sa_server.hpp"
+#include "sm/sm.hpp"
 #include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
 #include "umad_sa_client.hpp"
@@ -83,27 +86,18 @@ TEST(HaStateIbsim, StandbyTakesOverWithTheMastersServiceRecord) {
         << "ha_poll_interval_ms = 100\nha_poll_retries = 3\nha_replica_interval_ms = 200\n"
         << "[sa]\njournal = \"" << dir << "/master/sa.journal\"\n[log]\nlevel = \"info\"\n";
   }
-  // The master: the madengine executable in the background on H1, in a
-  // session of its own (run() kills its command's process group on return:
-  // the shell waits until the new session has written its pid).
-  const auto started = fabric.run(std::string("setsid sh -c 'echo $$ > master/pid; exec \"") + MADENGINE_BIN +
-                                      "\" -c master/madengine.toml' </dev/null >master/log 2>&1 & "
-                                      "while [ ! -s master/pid ]; do sleep 0.01; done; cat master/pid",
-                                  "H1", 10s);
-  ASSERT_EQ(started.exit_code, 0) << started.err;
-  const pid_t master = static_cast<pid_t>(std::atoi(started.out.c_str()));
+  // The master: the madengine executable in the background on H1.
+  const IbsimFabric::Background bg =
+      fabric.start_background(std::string("\"") + MADENGINE_BIN + "\" -c master/madengine.toml", "master/log", "H1");
+  const pid_t master = bg.pid();
   ASSERT_GT(master, 0);
-  struct Reaper {
-    pid_t pid;
-    ~Reaper() { ::kill(pid, SIGKILL); }
-  } reaper{master};
   ASSERT_TRUE(wait_until([&] { return read_file(dir + "/master/log").find("sm: subnet up") != std::string::npos; }, 60s))
       << dir << ": " << read_file(dir + "/master/log");
 
   // The standby: a Daemon in this process on H2.
   fabric.attach_self("H2");
-  daemon::Config c;
-  c.transport.kind = daemon::TransportKind::kUmad;
+  node::NodeConfig c;
+  c.transport.kind = node::TransportKind::kUmad;
   c.engine.cores = 1;
   c.engine.pin = false;
   // Both SMs block when idle (the default), with a 300 ms polling budget.
@@ -119,7 +113,7 @@ TEST(HaStateIbsim, StandbyTakesOverWithTheMastersServiceRecord) {
   c.sm.ha_poll_interval_ms = 100;
   c.sm.ha_poll_retries = 3;
   c.sm.ha_replica_interval_ms = 200;
-  daemon::Daemon standby(c);
+  node::InternalNode standby(c);
   standby.start();
   sm::SubnetManager& sm = standby.sm();
   ASSERT_TRUE(sm.wait_for([](const sm::SmStatus& s) { return s.state == wire::SmState::kStandby; }, 60s));

@@ -300,6 +300,25 @@ RunResult IbsimFabric::run(const std::string& cmd, std::string_view sim_host,
   return r;
 }
 
+IbsimFabric::Background::~Background() {
+  if (pid_ > 0) kill(pid_, SIGKILL);
+}
+
+IbsimFabric::Background IbsimFabric::start_background(const std::string& cmd, const std::string& log,
+                                                      std::string_view sim_host) const {
+  static std::atomic<unsigned> seq{0};
+  const std::string pid_file = "background" + std::to_string(seq.fetch_add(1)) + ".pid";
+  std::string quoted;  // `cmd` inside sh -c '...'
+  for (const char c : cmd) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  // run() kills its command's process group on return: the shell waits
+  // until the new session has written its pid.
+  const auto r = run("setsid sh -c 'echo $$ > " + pid_file + "; exec " + quoted + "' </dev/null >" + log + " 2>&1 & " +
+                         "while [ ! -s " + pid_file + " ]; do sleep 0.01; done; cat " + pid_file,
+                     sim_host, std::chrono::seconds(10));
+  const pid_t pid = r.exit_code == 0 ? static_cast<pid_t>(std::atoi(r.out.c_str())) : -1;
+  return Background(pid > 0 ? pid : -1);
+}
+
 bool IbsimFabric::console(std::string_view command) {
   if (console_fd_ < 0) return false;
   std::string line(command);

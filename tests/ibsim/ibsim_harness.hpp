@@ -66,6 +66,21 @@ class IbsimFabric {
   RunResult run(const std::string& cmd, std::string_view sim_host = {},
                 std::chrono::milliseconds timeout = std::chrono::seconds(15)) const;
 
+  // A client that outlives run() (an SM under test): `cmd` through /bin/sh
+  // in a session of its own, stdin from /dev/null, stdout and stderr into
+  // `log` (relative to work_dir()). SIGKILLed when the handle goes.
+  class Background {
+   public:
+    explicit Background(pid_t pid) noexcept : pid_(pid) {}
+    ~Background();
+    Background(const Background&) = delete;
+    Background& operator=(const Background&) = delete;
+    pid_t pid() const noexcept { return pid_; }  // -1: it did not start
+   private:
+    pid_t pid_;
+  };
+  Background start_background(const std::string& cmd, const std::string& log, std::string_view sim_host = {}) const;
+
   // Console mode only: sends one command line (e.g. `Unlink "S1"[2]`).
   bool console(std::string_view command);
   // ibsim's stdout+stderr so far (console replies land here).

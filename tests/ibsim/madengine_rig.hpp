@@ -1,56 +1,58 @@
 // madengine's SM and SA in the test process on an ibsim host (attach_self
-// first): one engine core on the umad transport (SMI + SA server), the SA
-// serving the snapshots the SM publishes. The SA conformance tests compare
-// what saquery gets from it with what it gets from OpenSM.
+// first): a node (madengine/node/node.hpp, the daemon's assembly) on the
+// umad transport with one engine core. The SA conformance and trap tests
+// compare what saquery and subscribers get from it with what they get from
+// OpenSM.
 #pragma once
 
+#include <cstdint>
+#include <exception>
+#include <functional>
 #include <memory>
+#include <string>
 
-#include "engine/umad/umad_transport.hpp"
-#include "madengine/engine/engine.hpp"
-#include "sa/server/sa_server.hpp"
-#include "sa/snapshot.hpp"
-#include "sm/sm.hpp"
+#include "madengine/node/node.hpp"
+#include "node/internal_node.hpp"
 
 namespace madengine::ibsim {
 
 struct MadengineRig {
-  SteadyClock clock;
-  UmadTransport transport{{}, clock};
-  std::unique_ptr<Engine> engine;
-  sa::SnapshotStore store;
-  std::unique_ptr<sm::SubnetManager> sm;
-  std::unique_ptr<sa::SaServer> sa;
+  std::unique_ptr<node::InternalNode> node;
+  std::string error;  // why start() failed
 
-  // The SM_Key OpenSM and our daemon use by default (1): `saquery --smkey 1`
-  // is then a trusted request to either SM.
-  static sm::SmConfig opensm_keyed() {
-    sm::SmConfig c;
-    c.sm_key = 1;
+  // The daemon's configuration on umad with one unpinned core and the SM's
+  // own defaults where the daemon's differ (priority 0), keeping nothing
+  // across runs.
+  static node::NodeConfig config(std::uint64_t sm_key) {
+    node::NodeConfig c;
+    c.transport.kind = node::TransportKind::kUmad;
+    c.engine.cores = 1;
+    c.engine.pin = false;
+    c.sm.priority = 0;
+    c.sm.sm_key = sm_key;
+    c.sm.guid2lid.clear();
+    c.sa.journal.clear();
     return c;
   }
+  // The SM_Key OpenSM and our daemon use by default (1): `saquery --smkey 1`
+  // is then a trusted request to either SM.
+  static node::NodeConfig opensm_keyed() { return config(1); }
 
-  // `cfg.mcast` is set to the SA's groups, and the partitions' groups go to it. The SM's hook owns core 0's
-  // responses: the SA installs none (its ReportResps are not needed here).
-  bool start(sm::SmConfig cfg = opensm_keyed(), sa::SaServerConfig sc = {}) {
-    if (!transport.open(AgentSpec{.smi = true, .is_sm = true, .sa_server = true})) return false;
-    engine = std::make_unique<Engine>(EngineConfig{.cores = 1, .pin = false});
-    engine->add_transport(transport, 0);
-    sc.install_response_hooks = false;
-    sa = std::make_unique<sa::SaServer>(*engine, store, sc);
-    cfg.mcast = &sa->mcast_provider();
-    cfg.on_partition_groups = [s = sa.get()](std::vector<wire::McMemberRecord> g) { s->set_partition_groups(std::move(g)); };
-    sm = std::make_unique<sm::SubnetManager>(*engine, transport, cfg, store);
-    engine->start();
-    return true;
+  // `tweak` adjusts the SM's configuration last (knobs the TOML lacks).
+  bool start(const node::NodeConfig& cfg = opensm_keyed(), std::function<void(sm::SmConfig&)> tweak = {}) {
+    try {
+      node = std::make_unique<node::InternalNode>(cfg, node::NodeHooks{}, node::InternalOptions{.sm = std::move(tweak)});
+      node->start();
+      return true;
+    } catch (const std::exception& e) {
+      error = e.what();
+      node.reset();
+      return false;
+    }
   }
-  ~MadengineRig() {
-    if (engine) engine->stop();
-    sm.reset();
-    sa.reset();
-    engine.reset();
-    transport.close();
-  }
+  sm::SubnetManager& sm() { return node->sm(); }
+  sa::SaServer& sa() { return node->sa(); }
+  const sa::SnapshotStore& store() const { return node->store(); }
 };
 
 }  // namespace madengine::ibsim

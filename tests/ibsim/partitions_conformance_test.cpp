@@ -136,18 +136,16 @@ TEST(PartitionsConformance, TablesGroupsAndPathsAsOpenSmWithTheSameFile) {
   std::ofstream(g2l_path) << osm.guid2lid;
   fabric.attach_self("H1");
   MadengineRig me;
-  sm::SmConfig cfg = MadengineRig::opensm_keyed();
-  cfg.guid2lid_path = g2l_path;
-  sm::FileIssue err;
-  auto parsed = sm::load_partition_config(conf, err);
-  ASSERT_TRUE(parsed) << err.text();
-  cfg.partitions = std::make_shared<const sm::PartitionConfig>(std::move(*parsed));
-  ASSERT_TRUE(me.start(cfg)) << me.transport.last_error();
-  ASSERT_TRUE(me.sm->wait_subnet_up(60s));
-  EXPECT_EQ(me.sm->status().last_heavy.bringup.errors, 0u);
-  EXPECT_EQ(me.sm->status().last_heavy.lids_new, 0u);
+  // The daemon's keys: the very file OpenSM read with -P.
+  node::NodeConfig cfg = MadengineRig::opensm_keyed();
+  cfg.sm.guid2lid = g2l_path;
+  cfg.sm.partition_config = conf;
+  ASSERT_TRUE(me.start(cfg)) << me.error;
+  ASSERT_TRUE(me.sm().wait_subnet_up(60s));
+  EXPECT_EQ(me.sm().status().last_heavy.bringup.errors, 0u);
+  EXPECT_EQ(me.sm().status().last_heavy.lids_new, 0u);
   // The partitions' groups reach the SA from the SM's core: wait for them (bounded).
-  ASSERT_TRUE(ibsim::wait_until([&] { return me.sa->groups().groups() == 2; }, 5s)) << me.sa->groups().groups();
+  ASSERT_TRUE(ibsim::wait_until([&] { return me.sa().groups().groups() == 2; }, 5s)) << me.sa().groups().groups();
   Seen ours;
   collect(fabric, ours);
 

@@ -112,13 +112,16 @@ std::vector<std::string> record_queries(const Lids& l, int ports_per_switch) {
     q.push_back("LR " + s + "/1");
     q.push_back("--smkey 1 PKTR " + s + "/1/0");
   }
-  for (const int lid : l.switches)
+  for (const int lid : l.switches) {
+    // Port 0's VLArb blocks, one record each (zeros: no data VLs on a base port 0).
+    for (int block = 1; block <= 4; ++block) q.push_back("VLAR " + std::to_string(lid) + "/0/" + std::to_string(block));
     for (int port = 0; port <= ports_per_switch; ++port) {
       const std::string s = std::to_string(lid) + "/" + std::to_string(port);
       q.push_back("PIR " + s);
       q.push_back("--smkey 1 PKTR " + s + "/0");
       if (port != 0) q.push_back("LR " + s);
     }
+  }
   // Paths from two sources to every LID (the fat tree's all pairs would take long through the shim).
   for (std::size_t i = 0; i < l.all.size() && i < 2; ++i)
     for (const int d : l.all)
@@ -196,11 +199,11 @@ void run_conformance(const std::string& topology, const char* sm_host, const cha
   std::ofstream(g2l) << osm.guid2lid;
   fabric.attach_self(sm_host);
   MadengineRig me;
-  sm::SmConfig cfg = MadengineRig::opensm_keyed();
-  cfg.guid2lid_path = g2l;
-  ASSERT_TRUE(me.start(cfg)) << me.transport.last_error();
-  ASSERT_TRUE(me.sm->wait_subnet_up(60s));
-  EXPECT_EQ(me.sm->status().last_heavy.lids_new, 0u) << "a port got a LID OpenSM did not give it";
+  node::NodeConfig cfg = MadengineRig::opensm_keyed();
+  cfg.sm.guid2lid = g2l;
+  ASSERT_TRUE(me.start(cfg)) << me.error;
+  ASSERT_TRUE(me.sm().wait_subnet_up(60s));
+  EXPECT_EQ(me.sm().status().last_heavy.lids_new, 0u) << "a port got a LID OpenSM did not give it";
 
   ibsim::conformance::Tally tally;
   std::size_t unlinked = 0;
@@ -228,7 +231,7 @@ void run_conformance(const std::string& topology, const char* sm_host, const cha
     EXPECT_EQ(diff, "") << "saquery " << q << "\nOpenSM:\n" << osm.answers.at(q).out << osm.answers.at(q).err
                         << "\nmadengine:\n" << b.out << b.err;
   }
-  const auto t = me.sa->counters().total();
+  const auto t = me.sa().counters().total();
   std::printf("%s: %zu queries, %zu records equal, %zu refusals equal; madengine SA received %llu answered %llu "
               "dropped %llu\n",
               topology.c_str(), tally.queries, tally.records, tally.errors_matched,
@@ -238,7 +241,7 @@ void run_conformance(const std::string& topology, const char* sm_host, const cha
   EXPECT_EQ(tally.errors_matched, std::size(kExpectedErrors));
   std::printf("%zu switch ports without a link: OpenSM's zero P_Key tables, no madengine record (deliberate)\n", unlinked);
   EXPECT_GT(tally.records, qs.size() / 2);
-  expect_min_hop_lfts(*me.store.current());
+  expect_min_hop_lfts(*me.store().current());
 }
 
 TEST(SaConformance, Chain3SaquerySeesWhatOpenSmAnswers) {

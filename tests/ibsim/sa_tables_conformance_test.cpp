@@ -4,7 +4,7 @@
 // once; records are counted and compared field by field both ways.
 //
 // QoS on: `opensm -Q` with an options file (-F) and a qos-policy (-Y), and
-// madengine with the same qos_* options and policy: what each SM wrote
+// madengine with the same qos_* options and policy file in its own keys: what each SM wrote
 // (`smpquery sl2vl` and `vlarb` of every CA port and linked switch port),
 // what each SA answers (`saquery SL2VL`, `VLAR`, `GIR`), and PathRecord SLs
 // from the policy, between every pair of CA ports, with and without a
@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -32,8 +33,6 @@
 #include "ibsim_harness.hpp"
 #include "madengine_rig.hpp"
 #include "saquery_records.hpp"
-#include "sm/qos/qos_options.hpp"
-#include "sm/qos/qos_policy.hpp"
 
 namespace madengine {
 namespace {
@@ -90,21 +89,22 @@ constexpr const char* kPolicy =
     "  end-qos-match-rule\n"
     "end-qos-match-rules\n";
 
-sm::QosConfig qos_config() {
-  sm::QosOptions o;
-  o.enabled = true;
-  for (const auto& [k, v] : kQosOptions) {
-    if (k == "qos_high_limit") o.all.high_limit = std::stoi(v);
-    else if (k == "qos_vlarb_high") o.all.vlarb_high = v;
-    else if (k == "qos_vlarb_low") o.all.vlarb_low = v;
-    else if (k == "qos_sl2vl") o.all.sl2vl = v;
-    else if (k == "qos_ca_sl2vl") o.ca.sl2vl = v;
-    else if (k == "qos_swe_vlarb_low") o.swe.vlarb_low = v;
-  }
-  std::string err;
-  auto c = sm::build_qos_config(o, err);
-  EXPECT_TRUE(c) << err;
-  return c ? *c : sm::QosConfig{};
+// The rig's configuration with QoS on: the options and the policy file
+// through the daemon's own keys ([sm] qos, qos_policy_file, qos_*).
+node::NodeConfig qos_node_config(const std::string& policy_file) {
+  std::string toml = "[sm]\nqos = true\nqos_policy_file = \"" + policy_file + "\"\n";
+  for (const auto& [k, v] : kQosOptions)
+    toml += k + " = " + (v.find_first_not_of("0123456789") == std::string::npos ? v : "\"" + v + "\"") + "\n";
+  const node::NodeConfig parsed = node::parse_config(toml, "qos.toml");
+  node::NodeConfig c = MadengineRig::opensm_keyed();
+  c.sm.qos = parsed.sm.qos;
+  c.sm.qos_policy_file = parsed.sm.qos_policy_file;
+  c.sm.qos_all = parsed.sm.qos_all;
+  c.sm.qos_ca = parsed.sm.qos_ca;
+  c.sm.qos_sw0 = parsed.sm.qos_sw0;
+  c.sm.qos_swe = parsed.sm.qos_swe;
+  c.sm.qos_rtr = parsed.sm.qos_rtr;
+  return c;
 }
 
 // star3: H1 - S1 - {H2, H3}. DR paths from H1 to every CA port, and S1's linked ports.
@@ -127,7 +127,7 @@ std::vector<std::string> smp_commands() {
 // Each query pinned to one MAD's worth of records. Not asked: S1's port 4
 // (no link: OpenSM reports zeros it keeps for it, madengine neither reads
 // nor writes it) and port 0 as an output port (a base port 0 has no data
-// VLs: OpenSM reports zeros, madengine no record), as in sm/README.md.
+// VLs: both SAs answer zeros, compared in sa_conformance_test.cpp).
 std::vector<std::string> sa_queries(const std::vector<int>& cas, int sw, bool paths) {
   std::vector<std::string> q;
   for (const int lid : cas) {
@@ -170,19 +170,21 @@ struct SmRun {
   std::map<std::string, Outcome> sa;
 };
 
-// madengine on a fresh fabric from OpenSM's guid2lid, `cfg` completed here.
-void run_madengine(const std::string& topo, const std::string& guid2lid, sm::SmConfig cfg,
-                   const std::vector<std::string>& queries, SmRun& out, std::uint64_t& table_smps) {
+// madengine on a fresh fabric from OpenSM's guid2lid, `cfg` completed here;
+// `tweak` adjusts the SM's own configuration.
+void run_madengine(const std::string& topo, const std::string& guid2lid, node::NodeConfig cfg,
+                   std::function<void(sm::SmConfig&)> tweak, const std::vector<std::string>& queries, SmRun& out,
+                   std::uint64_t& table_smps) {
   IbsimFabric fabric(topo);
   ASSERT_TRUE(fabric.ok()) << fabric.error();
   const std::string g2l = fabric.work_dir() + "/guid2lid";
   std::ofstream(g2l) << guid2lid;
   fabric.attach_self("H1");
   MadengineRig me;
-  cfg.guid2lid_path = g2l;
-  ASSERT_TRUE(me.start(cfg)) << me.transport.last_error();
-  ASSERT_TRUE(me.sm->wait_subnet_up(60s));
-  const auto st = me.sm->status().last_heavy;
+  cfg.sm.guid2lid = g2l;
+  ASSERT_TRUE(me.start(cfg, std::move(tweak))) << me.error;
+  ASSERT_TRUE(me.sm().wait_subnet_up(60s));
+  const auto st = me.sm().status().last_heavy;
   EXPECT_EQ(st.lids_new, 0u);
   EXPECT_EQ(st.bringup.errors + st.qos.errors, 0u);
   table_smps = st.tables_smps + st.qos.smps;
@@ -218,15 +220,9 @@ TEST(SaTablesConformance, QosOnAsOpenSmWithTheSameOptionsAndPolicy) {
   ASSERT_TRUE(osm.ok) << osm.error;
   ASSERT_EQ(osm.guid2lid, first.guid2lid);
 
-  sm::SmConfig cfg = MadengineRig::opensm_keyed();
-  cfg.qos = std::make_shared<const sm::QosConfig>(qos_config());
-  sm::FileIssue err;
-  auto policy = sm::load_qos_policy(policy_file, err);
-  ASSERT_TRUE(policy) << err.text();
-  cfg.qos_policy = std::make_shared<const sm::QosPolicy>(std::move(*policy));
   SmRun ours;
   std::uint64_t smps = 0;
-  run_madengine(topo, osm.guid2lid, cfg, qs, ours, smps);
+  run_madengine(topo, osm.guid2lid, qos_node_config(policy_file), {}, qs, ours, smps);
 
   // What the SMs wrote.
   for (const auto& [cmd, text] : osm_smp) {
@@ -288,9 +284,9 @@ TEST(SaTablesConformance, QosOffNeitherWritesOpenSmAnswersZerosMadengineThePorts
   ASSERT_TRUE(osm.ok) << osm.error;
   SmRun ours;
   std::uint64_t smps = 0;
-  sm::SmConfig cfg = MadengineRig::opensm_keyed();
-  cfg.read_switch_port_tables = true;  // the switch records too
-  run_madengine(topo, osm.guid2lid, cfg, qs, ours, smps);
+  run_madengine(topo, osm.guid2lid, MadengineRig::opensm_keyed(),
+                [](sm::SmConfig& c) { c.read_switch_port_tables = true; },  // the switch records too
+                qs, ours, smps);
 
   // Neither SM wrote a table: both fabrics show ibsim's own.
   for (const auto& [cmd, text] : osm_smp) EXPECT_EQ(ours.smp.at(cmd), text) << cmd;

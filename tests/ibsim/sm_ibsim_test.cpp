@@ -24,7 +24,7 @@
 #include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
 #include "saquery_records.hpp"
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "sa/snapshot.hpp"
 #include "sm/routing/routing.hpp"
 #include "sim/generators.hpp"

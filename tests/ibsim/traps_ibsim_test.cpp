@@ -1,5 +1,5 @@
-// Traps to subscribers on ibsim: madengine's SM and SA on H1 (wired as the
-// daemon wires them: SmConfig::on_notice -> SaServer::forward_notice), a
+// Traps to subscribers on ibsim: madengine's SM and SA on H1 (the daemon's
+// node: SmConfig::on_notice -> SaServer::forward_notice), a
 // plain libibumad client on H2 that subscribes with SubnAdmSet(InformInfo)
 // and answers Reports (IBA 13.4.8.3), and the ibsim console taking H3's link
 // down and up: the client must receive trap 65 and then trap 64 for H3's GID
@@ -19,9 +19,8 @@
 #include <string>
 #include <thread>
 
-#include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
-#include "madengine/engine/engine.hpp"
+#include "madengine_rig.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa/inform_info.hpp"
 #include "madengine/wire/smp/notice.hpp"
@@ -70,14 +69,15 @@ TEST(SmTrapsIbsimChild, Subscribe) {
   // ibsim hands requests on QP0/QP1 (a Report is one) only to a client that
   // holds the issm device, so the subscriber declares itself an SM; it then
   // also receives our SM's SMInfo Gets, and the shim crashes a client that
-  // has no agent for their class: register 0x01 and 0x81 and ignore them.
+  // has no agent for their class: register 0x01 and 0x81 and ignore them,
+  // before IsSM is set (its trap 144 makes our SM poll this port at once).
+  long none[16 / sizeof(long)] = {};
+  ASSERT_GE(umad_register(fd, 0x01, 1, 0, none), 0);
+  ASSERT_GE(umad_register(fd, 0x81, 1, 0, none), 0);
   char issm_path[256] = {};
   ASSERT_EQ(umad_get_issm_path(nullptr, 0, issm_path, sizeof issm_path), 0);
   const int issm_fd = open(issm_path, O_RDWR);
   ASSERT_GE(issm_fd, 0);
-  long none[16 / sizeof(long)] = {};
-  ASSERT_GE(umad_register(fd, 0x01, 1, 0, none), 0);
-  ASSERT_GE(umad_register(fd, 0x81, 1, 0, none), 0);
   // Unsolicited Reports reach an agent whose method mask has Report.
   long mask[16 / sizeof(long)] = {};
   constexpr unsigned kBits = 8 * sizeof(long);
@@ -144,51 +144,12 @@ TEST(SmTrapsIbsimChild, Subscribe) {
 
 // ---- the parent: SM and SA on H1, the console, the child on H2 ----
 
-class ResponseChain final : public MadHandler {
- public:
-  ResponseChain(sa::SaServer& sa, MadHandler* sm) : sa_(sa), sm_(sm) {}
-  void on_mad(MadBuf& buf, CoreContext& ctx) noexcept override {
-    if (!sa_.on_response(buf, ctx) && sm_ != nullptr) sm_->on_mad(buf, ctx);
-  }
-
- private:
-  sa::SaServer& sa_;
-  MadHandler* sm_;
-};
-
-struct Rig {
-  SteadyClock clock;
-  UmadTransport transport{{}, clock};
-  std::unique_ptr<Engine> engine;
-  sa::SnapshotStore store;
-  std::unique_ptr<sa::SaServer> sa;
-  std::unique_ptr<sm::SubnetManager> sm;
-  std::unique_ptr<ResponseChain> chain;
-
+// The daemon's node on H1 (madengine_rig.hpp), light sweeps every 200 ms.
+struct Rig : ibsim::MadengineRig {
   bool start() {
-    if (!transport.open(AgentSpec{.smi = true, .is_sm = true, .sa_server = true, .gsi_client = true})) return false;
-    engine = std::make_unique<Engine>(EngineConfig{.cores = 1, .pin = false});
-    engine->add_transport(transport, 0);
-    sa::SaServerConfig sc;
-    sc.install_response_hooks = false;
-    sc.gid_traps_from_epochs = false;
-    sa = std::make_unique<sa::SaServer>(*engine, store, sc);
-    sm::SmConfig cfg;
-    cfg.mcast = &sa->mcast_provider();
-    cfg.light_sweep_interval_ms = 200;
-    cfg.on_notice = [s = sa.get()](const wire::Notice& n) { s->forward_notice(n); };
-    sm = std::make_unique<sm::SubnetManager>(*engine, transport, cfg, store);
-    chain = std::make_unique<ResponseChain>(*sa, engine->dispatcher().response_hook(0));
-    engine->set_response_hook(0, *chain);
-    engine->start();
-    return true;
-  }
-  ~Rig() {
-    if (engine) engine->stop();
-    sm.reset();
-    sa.reset();
-    engine.reset();
-    transport.close();
+    node::NodeConfig c = config(0);
+    c.sm.sweep_interval_ms = 200;
+    return MadengineRig::start(c);
   }
 };
 
@@ -207,11 +168,11 @@ TEST(SmTrapsIbsim, SubscriberHearsGidOutOfAndInService) {
   ASSERT_TRUE(fabric.ok()) << fabric.error();
   fabric.attach_self("H1");
   Rig rig;
-  ASSERT_TRUE(rig.start()) << rig.transport.last_error();
-  ASSERT_TRUE(rig.sm->wait_subnet_up(60s));
+  ASSERT_TRUE(rig.start()) << rig.error;
+  ASSERT_TRUE(rig.sm().wait_subnet_up(60s));
   std::uint64_t h3 = 0;
   {
-    const auto snap = rig.store.current();
+    const auto snap = rig.store().current();
     for (const auto& n : snap->fabric.nodes)
       if (n.description == "H3") h3 = n.ports[1].guid;
   }
@@ -241,10 +202,10 @@ TEST(SmTrapsIbsim, SubscriberHearsGidOutOfAndInService) {
   EXPECT_TRUE(up) << read_all(out);
   EXPECT_EQ(child.exit_code, 0) << child.out << child.err;
   std::printf("subscriber on H2 (H3 is %llx):\n%s", static_cast<unsigned long long>(h3), read_all(out).c_str());
-  const auto c = rig.sa->counters();
+  const auto c = rig.sa().counters();
   std::printf("SA: reports sent %llu, acknowledged %llu; SM traps received %llu\n",
               static_cast<unsigned long long>(c.reports_sent), static_cast<unsigned long long>(c.reports_acked),
-              static_cast<unsigned long long>(rig.sm->status().traps));
+              static_cast<unsigned long long>(rig.sm().status().traps));
   EXPECT_GE(c.reports_acked, 2u);
 }
 

@@ -15,7 +15,7 @@
 
 #include "lib/hosts.hpp"
 #include "madengine/engine/clock.hpp"
-#include "madengine/engine/rmpp.hpp"
+#include "engine/rmpp.hpp"
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa/get_table.hpp"

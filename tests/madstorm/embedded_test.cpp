@@ -12,7 +12,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "daemon.hpp"
+#include "madengine/node/node.hpp"
+#include "node/internal_node.hpp"
+#include "sa/server/sa_server.hpp"
+#include "sm/sm.hpp"
 #include "lib/fabric_hosts.hpp"
 #include "lib/fabric_oracle.hpp"
 #include "lib/report.hpp"
@@ -26,12 +29,12 @@
 namespace madstorm {
 namespace {
 
-namespace md = madengine::daemon;
+namespace md = madengine::node;
 namespace wire = madengine::wire;
 using madengine::MadBuf;
 
-std::unique_ptr<md::Daemon> bring_up(const std::string& spec, unsigned requester_share = 0) {
-  md::Config cfg;
+std::unique_ptr<md::InternalNode> bring_up(const std::string& spec, unsigned requester_share = 0) {
+  md::NodeConfig cfg;
   cfg.transport.kind = md::TransportKind::kSim;
   cfg.transport.generate = spec;
   cfg.engine.cores = 1;
@@ -40,13 +43,13 @@ std::unique_ptr<md::Daemon> bring_up(const std::string& spec, unsigned requester
   cfg.sa.journal.clear();
   if (requester_share != 0) cfg.sa.requester_share_max = requester_share;
   cfg.log.level = "warn";
-  auto d = std::make_unique<md::Daemon>(cfg);
+  auto d = std::make_unique<md::InternalNode>(cfg);
   EXPECT_TRUE(d->wait_subnet_up(std::chrono::milliseconds(60'000)));
   return d;
 }
 
 // The storm's transport on every host port, opened once the ports know their SM.
-std::unique_ptr<FabricHostsTransport> hosts_of(md::Daemon& d) {
+std::unique_ptr<FabricHostsTransport> hosts_of(md::InternalNode& d) {
   auto t = std::make_unique<FabricHostsTransport>(*d.fabric());
   EXPECT_TRUE(t->open(madengine::AgentSpec{.gsi_client = true}));
   for (int i = 0; i < 1000 && t->local_port().sm_lid == 0; ++i) {
@@ -65,7 +68,7 @@ StormConfig storm_config(std::uint16_t sa_lid) {
   return c;
 }
 
-StormResult storm(md::Daemon& d, madengine::Transport& t, const std::vector<Host>& hosts, const StormConfig& cfg,
+StormResult storm(md::InternalNode& d, madengine::Transport& t, const std::vector<Host>& hosts, const StormConfig& cfg,
                   const WorkloadConfig& wc, PathOracle* oracle) {
   Workload w(wc, hosts);
   madengine::SteadyClock clock;
@@ -78,7 +81,7 @@ StormResult storm(md::Daemon& d, madengine::Transport& t, const std::vector<Host
 // A storm of `pattern` on ft2:8 with every PathRecord checked by the oracle
 // (and, when asked, one answer planted wrong).
 struct OracleRun {
-  std::unique_ptr<md::Daemon> daemon;
+  std::unique_ptr<md::InternalNode> daemon;
   StormResult result;
   std::uint64_t planted = 0;
 };

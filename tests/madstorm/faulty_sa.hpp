@@ -16,7 +16,7 @@
 #include "lib/storm.hpp"
 #include "lib/workload.hpp"
 #include "madengine/engine/clock.hpp"
-#include "madengine/engine/rmpp.hpp"
+#include "engine/rmpp.hpp"
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa/get_table.hpp"

@@ -13,8 +13,8 @@
 
 #include "engine/loopback_transport.hpp"
 #include "fabric_builders.hpp"
-#include "madengine/engine/engine.hpp"
-#include "madengine/engine/rmpp.hpp"
+#include "engine/engine.hpp"
+#include "engine/rmpp.hpp"
 #include "madengine/wire/sa_records.hpp"
 #include "sa/paths/link_rate.hpp"
 #include "sa/server/sa_server.hpp"

@@ -3,7 +3,7 @@
 // (the fabric's), driven by Engine::poll_all_once() and Fabric::advance().
 #include <gtest/gtest.h>
 
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "madengine/wire/sa.hpp"
 #include "sim/bringup.hpp"
 #include "sim/generators.hpp"

@@ -11,9 +11,9 @@
 #include <set>
 #include <vector>
 
-#include "madengine/engine/engine.hpp"
-#include "madengine/engine/lifecycle.hpp"
-#include "madengine/engine/transaction.hpp"
+#include "engine/engine.hpp"
+#include "engine/lifecycle.hpp"
+#include "engine/transaction.hpp"
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/smp.hpp"
 #include "madengine/wire/smp/node_info.hpp"

@@ -11,8 +11,8 @@
 #include <deque>
 #include <vector>
 
-#include "madengine/engine/dispatch.hpp"
-#include "madengine/engine/rmpp.hpp"
+#include "engine/dispatch.hpp"
+#include "engine/rmpp.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa_records.hpp"
 

@@ -12,7 +12,7 @@
 #include <set>
 #include <vector>
 
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/smp/port_info.hpp"
 #include "sa/snapshot.hpp"

@@ -13,7 +13,7 @@
 #include <optional>
 #include <vector>
 
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa/get_table.hpp"
 #include "madengine/wire/sa_records.hpp"
@@ -34,22 +34,21 @@ namespace m = wire::method;
 namespace scm = wire::service_record_cm;
 namespace mcm = wire::mc_member_record_cm;
 
-
-using Node = testing::SmSaNode;
+using Node = node::InternalNode;
 using testing::bytes;
 using testing::records;
 
 struct Rig : testing::SimSaRig {
   explicit Rig(const sim::Topology& t) : SimSaRig(t, 11) {}
-  testing::SmSaNode& add(std::uint32_t node, std::uint8_t prio, bool replicate) {
-    sm::SmConfig cfg;
-    cfg.priority = prio;
-    cfg.sm_key = 1;
-    cfg.ha_poll_interval_ms = 100;
-    cfg.ha_poll_retries = 3;
-    cfg.light_sweep_interval_ms = 200;
-    cfg.ha_replica_interval_ms = 200;
-    return SimSaRig::add(node, cfg, replicate);
+  Node& add(std::uint32_t node, std::uint8_t prio, bool replicate) {
+    node::NodeConfig cfg = testing::sim_node_config();
+    cfg.sm.priority = prio;
+    cfg.sm.sm_key = 1;
+    cfg.sm.ha_poll_interval_ms = 100;
+    cfg.sm.ha_poll_retries = 3;
+    cfg.sm.sweep_interval_ms = 200;
+    cfg.sm.ha_replica_interval_ms = 200;
+    return SimSaRig::add(node, {}, replicate, cfg);
   }
 };
 
@@ -107,26 +106,26 @@ TEST(HaStateSim, TakeoverKeepsServicesAndGroupsWithoutReregistration) {
   Node& hi = rig.add(master_node, 9, true);
   Node& lo = rig.add(rig.fabric.find_node("host-3-1"), 2, true);
   ASSERT_TRUE(rig.run_until(
-      [&] { return hi.sm->status().subnet_up && is(*lo.sm, wire::SmState::kStandby); }, 30'000));
+      [&] { return hi.sm().status().subnet_up && is(lo.sm(), wire::SmState::kStandby); }, 30'000));
   sim::Host host(rig.fabric, host_node);
   const Registered reg = register_at_master(rig, host, host_node);
   ASSERT_NE(reg.member.mlid.get(), 0);
   // A round that started after the registration has completed (the one in
   // flight at that moment may not have it).
-  const std::uint64_t complete = lo.sm->status().replica.complete;
-  ASSERT_TRUE(rig.run_until([&] { return lo.sm->status().replica.complete >= complete + 2; }, 5'000))
-      << "rounds " << lo.sm->status().replica.rounds << " failed " << lo.sm->status().replica.failed << " timed out "
-      << lo.sm->status().replica.timed_out;
-  EXPECT_EQ(lo.sm->status().replica.failed, 0u);
-  EXPECT_EQ(hi.sm->status().reregister_masterships, 1u);  // a fresh subnet: clients register anyway
+  const std::uint64_t complete = lo.sm().status().replica.complete;
+  ASSERT_TRUE(rig.run_until([&] { return lo.sm().status().replica.complete >= complete + 2; }, 5'000))
+      << "rounds " << lo.sm().status().replica.rounds << " failed " << lo.sm().status().replica.failed << " timed out "
+      << lo.sm().status().replica.timed_out;
+  EXPECT_EQ(lo.sm().status().replica.failed, 0u);
+  EXPECT_EQ(hi.sm().status().reregister_masterships, 1u);  // a fresh subnet: clients register anyway
 
   rig.fabric.kill_node(master_node);
-  ASSERT_TRUE(rig.run_until([&] { return is(*lo.sm, wire::SmState::kMaster) && lo.sm->status().subnet_up; }, 30'000));
-  EXPECT_EQ(lo.sm->status().sa_state_handed_on, 1u);
-  EXPECT_EQ(lo.sm->status().vouched_masterships, 1u);
-  EXPECT_EQ(lo.sm->status().reregister_masterships, 0u);
-  EXPECT_EQ(lo.sm->status().last_heavy.bringup.client_reregisters, 0u);
-  EXPECT_EQ(lo.sm->status().last_heavy.lids_new, 0u);
+  ASSERT_TRUE(rig.run_until([&] { return is(lo.sm(), wire::SmState::kMaster) && lo.sm().status().subnet_up; }, 30'000));
+  EXPECT_EQ(lo.sm().status().sa_state_handed_on, 1u);
+  EXPECT_EQ(lo.sm().status().vouched_masterships, 1u);
+  EXPECT_EQ(lo.sm().status().reregister_masterships, 0u);
+  EXPECT_EQ(lo.sm().status().last_heavy.bringup.client_reregisters, 0u);
+  EXPECT_EQ(lo.sm().status().last_heavy.lids_new, 0u);
 
   // The new master's SA (the host's SM LID now points at it) answers the same records.
   const std::uint16_t lo_lid = rig.fabric.lid(rig.fabric.port(rig.fabric.find_node("host-3-1"), 1));
@@ -157,8 +156,8 @@ TEST(HaStateSim, TakeoverKeepsServicesAndGroupsWithoutReregistration) {
   // The new master programmed the group's multicast tree from the restored group.
   // Beside it, the default partition's IPoIB broadcast group, which every
   // master creates (no partitions file: "Default=0x7fff,ipoib : ALL=full").
-  EXPECT_EQ(lo.sa->groups().groups(), 2u);
-  EXPECT_GT(lo.sm->status().last_heavy.mft_blocks_written, 0u);
+  EXPECT_EQ(lo.sa().groups().groups(), 2u);
+  EXPECT_GT(lo.sm().status().last_heavy.mft_blocks_written, 0u);
 }
 
 TEST(HaStateSim, StandbyWithoutReplicaAsksClientsToReregister) {
@@ -167,18 +166,18 @@ TEST(HaStateSim, StandbyWithoutReplicaAsksClientsToReregister) {
   Node& hi = rig.add(master_node, 9, true);
   Node& lo = rig.add(rig.fabric.find_node("host-3-1"), 2, false);
   ASSERT_TRUE(rig.run_until(
-      [&] { return hi.sm->status().subnet_up && is(*lo.sm, wire::SmState::kStandby); }, 30'000));
+      [&] { return hi.sm().status().subnet_up && is(lo.sm(), wire::SmState::kStandby); }, 30'000));
   const std::uint32_t host_node = rig.fabric.find_node("host-5-1");
   sim::Host host(rig.fabric, host_node);
   register_at_master(rig, host, host_node);
   rig.run_until([] { return false; }, 500);
-  EXPECT_EQ(lo.sm->status().replica.rounds, 0u);
+  EXPECT_EQ(lo.sm().status().replica.rounds, 0u);
   rig.fabric.kill_node(master_node);
-  ASSERT_TRUE(rig.run_until([&] { return is(*lo.sm, wire::SmState::kMaster) && lo.sm->status().subnet_up; }, 30'000));
-  EXPECT_EQ(lo.sm->status().sa_state_handed_on, 0u);
-  EXPECT_EQ(lo.sm->status().reregister_masterships, 1u);
-  EXPECT_EQ(lo.sm->status().vouched_masterships, 0u);
-  EXPECT_EQ(lo.sa->services().size(), 0u);  // nothing was handed on: clients must register again
+  ASSERT_TRUE(rig.run_until([&] { return is(lo.sm(), wire::SmState::kMaster) && lo.sm().status().subnet_up; }, 30'000));
+  EXPECT_EQ(lo.sm().status().sa_state_handed_on, 0u);
+  EXPECT_EQ(lo.sm().status().reregister_masterships, 1u);
+  EXPECT_EQ(lo.sm().status().vouched_masterships, 0u);
+  EXPECT_EQ(lo.sa().services().size(), 0u);  // nothing was handed on: clients must register again
 }
 
 }  // namespace

@@ -34,7 +34,7 @@ TEST(Mcast, TreeReachesEveryMemberAndOnlyThem) {
   }
   ASSERT_EQ(members.size(), 3u);
   const std::uint16_t mlid = 0xc001;
-  const auto mfts = compute_mfts(f, {McGroup{mlid, members}});
+  const auto mfts = compute_mfts(f, {sa::McGroup{mlid, members}});
   for (const auto m : member_nodes) {
     const fabric::Port& p = f.nodes[m].ports[1];
     EXPECT_NE(mask_of(mfts, p.peer, mlid) & (1u << p.peer_port), 0) << "member " << m;
@@ -64,8 +64,8 @@ TEST(Mcast, TreeReachesEveryMemberAndOnlyThem) {
 
 TEST(Mcast, BadMlidsAndUnknownMembersAreIgnored) {
   fabric::Fabric f = testing::fat_tree2(2, 1, 1);
-  EXPECT_TRUE(compute_mfts(f, {McGroup{0x0010, {0x1}}}).empty());
-  EXPECT_TRUE(compute_mfts(f, {McGroup{0xc000, {0xdeadbeef}}}).empty());
+  EXPECT_TRUE(compute_mfts(f, {sa::McGroup{0x0010, {0x1}}}).empty());
+  EXPECT_TRUE(compute_mfts(f, {sa::McGroup{0xc000, {0xdeadbeef}}}).empty());
 }
 
 }  // namespace

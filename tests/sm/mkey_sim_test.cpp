@@ -24,13 +24,14 @@ namespace {
 constexpr std::uint64_t kKey = 0x00c0ffee00000001ull;
 constexpr std::uint64_t kOtherKey = 0x00badbad00000002ull;
 
-sm::SmConfig keyed(std::uint64_t key, std::uint8_t protect, std::uint16_t lease_s, const std::string& file = {}) {
-  sm::SmConfig c;
-  c.light_sweep_interval_ms = 500;
-  c.m_key = key;
-  c.m_key_protect_bits = protect;
-  c.m_key_lease_period = lease_s;
-  c.guid2mkey_path = file;
+// The daemon's keys (sm.m_key, m_key_protection_level, m_key_lease_period, guid2mkey).
+node::NodeConfig keyed(std::uint64_t key, unsigned protect, unsigned lease_s, const std::string& file = {}) {
+  node::NodeConfig c = testing::sim_node_config();
+  c.sm.sweep_interval_ms = 500;
+  c.sm.m_key = key;
+  c.sm.m_key_protection_level = protect;
+  c.sm.m_key_lease_period = lease_s;
+  c.sm.guid2mkey = file;
   return c;
 }
 
@@ -80,17 +81,17 @@ TEST(MKeyBook, FileInOpenSmsFormat) {
 
 TEST(MKeySim, KeyedPortsRefuseOthersAndObeyTheirSm) {
   testing::SimSaRig rig(sim::make_fat_tree_2level({.k = 4}), 9);
-  auto& sm1 = rig.add(rig.fabric.find_node("host-0-0"), keyed(kKey, 2, 0));
-  ASSERT_TRUE(rig.run_until([&] { return sm1.sm->status().subnet_up; }, 30'000));
+  auto& sm1 = rig.add(rig.fabric.find_node("host-0-0"), {}, false, keyed(kKey, 2, 0));
+  ASSERT_TRUE(rig.run_until([&] { return sm1.sm().status().subnet_up; }, 30'000));
   auto& f = rig.fabric;
   EXPECT_TRUE(all_keyed(f, kKey, 2));
-  EXPECT_EQ(sm1.sm->status().last_heavy.bringup.errors, 0u);
-  EXPECT_GT(sm1.sm->status().last_heavy.bringup.rekeyed, 0u);
+  EXPECT_EQ(sm1.sm().status().last_heavy.bringup.errors, 0u);
+  EXPECT_GT(sm1.sm().status().last_heavy.bringup.rekeyed, 0u);
   // A forced re-sweep of keyed ports: everything still answers the SM.
-  sm1.sm->request_heavy_sweep();
-  ASSERT_TRUE(rig.run_until([&] { return sm1.sm->status().heavy_sweeps >= 2; }, 10'000));
-  EXPECT_EQ(sm1.sm->status().last_heavy.discovery_errors, 0u);
-  EXPECT_EQ(sm1.sm->status().last_heavy.bringup.errors + sm1.sm->status().last_heavy.bringup.rekeyed, 0u);
+  sm1.sm().request_heavy_sweep();
+  ASSERT_TRUE(rig.run_until([&] { return sm1.sm().status().heavy_sweeps >= 2; }, 10'000));
+  EXPECT_EQ(sm1.sm().status().last_heavy.discovery_errors, 0u);
+  EXPECT_EQ(sm1.sm().status().last_heavy.bringup.errors + sm1.sm().status().last_heavy.bringup.rekeyed, 0u);
 
   // A host without the key: its Get finds nothing at level 2, its Set changes nothing.
   const std::uint32_t victim = f.find_node("host-3-1");
@@ -109,10 +110,10 @@ TEST(MKeySim, KeyedPortsRefuseOthersAndObeyTheirSm) {
   EXPECT_TRUE(host.lid(wire::method::kGet, wire::smp_attr::kPortInfo, 0, route, {}, kKey).has_value());
 
   // A second SM of higher priority without the key cannot take the ports.
-  sm::SmConfig other = keyed(kOtherKey, 2, 0);
-  other.priority = 15;
-  auto& sm2 = rig.add(f.find_node("host-1-1"), other);
-  rig.run_until([&] { return sm2.sm->status().heavy_sweeps >= 1; }, 10'000);
+  node::NodeConfig other = keyed(kOtherKey, 2, 0);
+  other.sm.priority = 15;
+  auto& sm2 = rig.add(f.find_node("host-1-1"), {}, false, other);
+  rig.run_until([&] { return sm2.sm().status().heavy_sweeps >= 1; }, 10'000);
   rig.run_until([] { return false; }, 3'000);
   EXPECT_TRUE(all_keyed(f, kKey, 2)) << "the ports still hold the first SM's key";
   EXPECT_EQ(f.lid(vp), lid);
@@ -124,8 +125,8 @@ TEST(MKeySim, RestartWithAnotherKeyReKeysThroughGuid2mkey) {
   testing::SimSaRig rig(sim::make_fat_tree_2level({.k = 4}), 9);
   const std::uint32_t node = rig.fabric.find_node("host-0-0");
   {
-    auto& sm1 = rig.add(node, keyed(kKey, 2, 0, file));
-    ASSERT_TRUE(rig.run_until([&] { return sm1.sm->status().subnet_up; }, 30'000));
+    auto& sm1 = rig.add(node, {}, false, keyed(kKey, 2, 0, file));
+    ASSERT_TRUE(rig.run_until([&] { return sm1.sm().status().subnet_up; }, 30'000));
     rig.nodes.clear();  // the SM stops; the I/O pool wrote the file
   }
   sm::Guid2Mkey saved;
@@ -133,10 +134,10 @@ TEST(MKeySim, RestartWithAnotherKeyReKeysThroughGuid2mkey) {
   ASSERT_TRUE(sm::load_guid2mkey(file, saved, err)) << err.text();
   EXPECT_EQ(saved.size(), rig.fabric.node_count()) << "every end port's key (hosts and switches)";
   // The next SM has a new key: it reaches the ports with the old one the file names and re-keys them.
-  auto& sm2 = rig.add(node, keyed(kOtherKey, 2, 0, file));
-  ASSERT_TRUE(rig.run_until([&] { return sm2.sm->status().subnet_up; }, 60'000));
+  auto& sm2 = rig.add(node, {}, false, keyed(kOtherKey, 2, 0, file));
+  ASSERT_TRUE(rig.run_until([&] { return sm2.sm().status().subnet_up; }, 60'000));
   EXPECT_TRUE(all_keyed(rig.fabric, kOtherKey, 2));
-  EXPECT_EQ(sm2.sm->status().last_heavy.bringup.rekeyed, rig.fabric.node_count());
+  EXPECT_EQ(sm2.sm().status().last_heavy.bringup.rekeyed, rig.fabric.node_count());
   rig.nodes.clear();
   ASSERT_TRUE(sm::load_guid2mkey(file, saved, err)) << err.text();
   for (const auto& [guid, key] : saved) EXPECT_EQ(key, kOtherKey) << std::hex << guid;
@@ -146,16 +147,16 @@ TEST(MKeySim, WithoutTheKeyPortsAreRecoveredWhenTheirLeaseRunsOut) {
   testing::SimSaRig rig(sim::make_fat_tree_2level({.k = 4}), 9);
   const std::uint32_t node = rig.fabric.find_node("host-0-0");
   {
-    auto& sm1 = rig.add(node, keyed(kKey, 2, 2));  // a 2 s lease
-    ASSERT_TRUE(rig.run_until([&] { return sm1.sm->status().subnet_up; }, 30'000));
+    auto& sm1 = rig.add(node, {}, false, keyed(kKey, 2, 2));  // a 2 s lease
+    ASSERT_TRUE(rig.run_until([&] { return sm1.sm().status().subnet_up; }, 30'000));
     rig.nodes.clear();
   }
   // A new SM knows nothing of the old key: no port answers it at first; each
   // refused SMP starts a port's lease, and the ports hop by hop drop their
   // protection and take the new key.
-  auto& sm2 = rig.add(node, keyed(kOtherKey, 1, 60));
+  auto& sm2 = rig.add(node, {}, false, keyed(kOtherKey, 1, 60));
   const Nanos t0 = rig.fabric.now_ns();
-  ASSERT_TRUE(rig.run_until([&] { return sm2.sm->status().subnet_up && all_keyed(rig.fabric, kOtherKey, 1); }, 120'000));
+  ASSERT_TRUE(rig.run_until([&] { return sm2.sm().status().subnet_up && all_keyed(rig.fabric, kOtherKey, 1); }, 120'000));
   const double took_s = static_cast<double>(rig.fabric.now_ns() - t0) / 1e9;
   EXPECT_GE(took_s, 2.0) << "not before a lease ran out";
   std::printf("recovered all %u ports in %.1f s of simulated time (lease 2 s, 3 switch levels)\n", rig.fabric.node_count(),

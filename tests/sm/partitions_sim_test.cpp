@@ -45,7 +45,7 @@ struct Fixture {
   std::uint32_t c = rig.fabric.find_node("host-2-1");  // limited member
   std::uint32_t d = rig.fabric.find_node("host-3-0");  // not a member
   std::uint32_t e = rig.fabric.find_node("host-3-1");  // limited member
-  testing::SmSaNode* sm = nullptr;
+  node::InternalNode* sm = nullptr;
 
   sim::PortIdx port(std::uint32_t n) const { return rig.fabric.port(n, 1); }
   std::uint64_t guid(std::uint32_t n) const { return rig.fabric.port_guid(port(n)); }
@@ -56,11 +56,10 @@ struct Fixture {
            (with_c ? hex(guid(c)) + ", " : std::string()) + hex(guid(e)) + " ;\n";
   }
   void start() {
-    sm::SmConfig cfg;
-    cfg.light_sweep_interval_ms = 200;
-    cfg.partitions = parse(storage(true));
-    sm = &rig.add(a, cfg);
-    ASSERT_TRUE(rig.run_until([&] { return sm->sm->status().subnet_up; }, 30'000));
+    node::NodeConfig cfg = testing::sim_node_config();
+    cfg.sm.sweep_interval_ms = 200;
+    sm = &rig.add(a, [p = parse(storage(true))](sm::SmConfig& s) { s.partitions = p; }, false, cfg);
+    ASSERT_TRUE(rig.run_until([&] { return sm->sm().status().subnet_up; }, 30'000));
   }
   std::vector<std::uint16_t> table(sim::PortIdx p, std::size_t n = 4) const {
     const auto t = rig.fabric.pkey_table(p);  // the default alone until an SM wrote one
@@ -89,7 +88,7 @@ TEST(PartitionsSim, TablesEnforcementPathsAndJoinsFollowTheFile) {
   Fixture fx;
   fx.start();
   const auto& f = fx.rig.fabric;
-  const auto first = fx.sm->sm->status().last_heavy;
+  const auto first = fx.sm->sm().status().last_heavy;
   EXPECT_EQ(first.bringup.errors, 0u);
   EXPECT_GT(first.bringup.pkey_sets, 0u);
   // CA ports: the default partition at index 0, storage after it.
@@ -122,7 +121,7 @@ TEST(PartitionsSim, TablesEnforcementPathsAndJoinsFollowTheFile) {
 
   // Groups: both broadcast groups exist before anyone joins; a port sees
   // only its partitions' groups.
-  EXPECT_EQ(fx.sm->sa->groups().groups(), 2u);
+  EXPECT_EQ(fx.sm->sa().groups().groups(), 2u);
   const auto seen_by_c = fx.rig.ask(hc, m::kGetTable, a::kMcMemberRecord, 0, bytes(wire::McMemberRecord{}));
   ASSERT_TRUE(seen_by_c);
   EXPECT_EQ(records<wire::McMemberRecord>(*seen_by_c).size(), 2u);
@@ -144,15 +143,15 @@ TEST(PartitionsSim, TablesEnforcementPathsAndJoinsFollowTheFile) {
   EXPECT_EQ(join(hd, fx.d), st::kReqInvalid);
 
   // An unchanged fabric: a heavy sweep writes no P_Key block.
-  fx.sm->sm->request_heavy_sweep();
-  ASSERT_TRUE(fx.rig.run_until([&] { return fx.sm->sm->status().heavy_sweeps >= 2; }, 10'000));
-  EXPECT_EQ(fx.sm->sm->status().last_heavy.bringup.pkey_sets, 0u);
-  EXPECT_EQ(fx.sm->sm->status().last_heavy.bringup.pkey_reads, 0u);
+  fx.sm->sm().request_heavy_sweep();
+  ASSERT_TRUE(fx.rig.run_until([&] { return fx.sm->sm().status().heavy_sweeps >= 2; }, 10'000));
+  EXPECT_EQ(fx.sm->sm().status().last_heavy.bringup.pkey_sets, 0u);
+  EXPECT_EQ(fx.sm->sm().status().last_heavy.bringup.pkey_reads, 0u);
 
   // A reload without C in storage: C's block 0 and its switch port's, nothing else.
-  fx.sm->sm->set_partitions(parse(fx.storage(false)));
-  ASSERT_TRUE(fx.rig.run_until([&] { return fx.sm->sm->status().heavy_sweeps >= 3; }, 10'000));
-  const auto reload = fx.sm->sm->status().last_heavy;
+  fx.sm->sm().set_partitions(parse(fx.storage(false)));
+  ASSERT_TRUE(fx.rig.run_until([&] { return fx.sm->sm().status().heavy_sweeps >= 3; }, 10'000));
+  const auto reload = fx.sm->sm().status().last_heavy;
   EXPECT_EQ(reload.bringup.errors, 0u);
   EXPECT_EQ(reload.bringup.pkey_sets, 2u);
   EXPECT_EQ(fx.table(fx.port(fx.c)), (T{0xffff, 0, 0, 0}));
@@ -164,11 +163,10 @@ TEST(PartitionsSim, TablesEnforcementPathsAndJoinsFollowTheFile) {
 
 TEST(PartitionsSim, EnforcementOffLeavesSwitchTablesAndBits) {
   Fixture fx;
-  sm::SmConfig cfg;
-  cfg.part_enforce = sm::PartEnforce::kOff;
-  cfg.partitions = parse(fx.storage(true));
-  fx.sm = &fx.rig.add(fx.a, cfg);
-  ASSERT_TRUE(fx.rig.run_until([&] { return fx.sm->sm->status().subnet_up; }, 30'000));
+  node::NodeConfig cfg = testing::sim_node_config();
+  cfg.sm.part_enforce = "off";
+  fx.sm = &fx.rig.add(fx.a, [p = parse(fx.storage(true))](sm::SmConfig& s) { s.partitions = p; }, false, cfg);
+  ASSERT_TRUE(fx.rig.run_until([&] { return fx.sm->sm().status().subnet_up; }, 30'000));
   const auto& f = fx.rig.fabric;
   EXPECT_EQ(fx.table(fx.port(fx.c)), (T{0xffff, 0x0001, 0, 0}));
   EXPECT_EQ(fx.table(f.peer(fx.port(fx.c))), (T{0xffff, 0, 0, 0}));

@@ -75,11 +75,10 @@ TEST(QosSim, TablesOnEveryPortAsTheOptionsSay) {
   std::string err;
   auto qos = sm::build_qos_config(o, err);
   ASSERT_TRUE(qos) << err;
-  sm::SmConfig cfg;
-  cfg.qos = std::make_shared<const sm::QosConfig>(*qos);
-  auto& node = rig.add(rig.fabric.find_node("host-0-0"), cfg);
-  ASSERT_TRUE(rig.run_until([&] { return node.sm->status().subnet_up; }, 30'000));
-  const auto st = node.sm->status().last_heavy;
+  auto& node = rig.add(rig.fabric.find_node("host-0-0"),
+                       [q = std::make_shared<const sm::QosConfig>(*qos)](sm::SmConfig& c) { c.qos = q; });
+  ASSERT_TRUE(rig.run_until([&] { return node.sm().status().subnet_up; }, 30'000));
+  const auto st = node.sm().status().last_heavy;
   EXPECT_EQ(st.bringup.errors, 0u);
   EXPECT_EQ(st.qos.errors, 0u);
   EXPECT_GT(st.qos.sl2vl_sets, 0u);
@@ -127,18 +126,18 @@ TEST(QosSim, TablesOnEveryPortAsTheOptionsSay) {
   EXPECT_EQ(sl[0].table.get_vl(15), 15);
 
   // An unchanged fabric: nothing written again.
-  node.sm->request_heavy_sweep();
-  ASSERT_TRUE(rig.run_until([&] { return node.sm->status().heavy_sweeps >= 2; }, 10'000));
-  const auto again = node.sm->status().last_heavy.qos;
+  node.sm().request_heavy_sweep();
+  ASSERT_TRUE(rig.run_until([&] { return node.sm().status().heavy_sweeps >= 2; }, 10'000));
+  const auto again = node.sm().status().last_heavy.qos;
   EXPECT_EQ(again.sl2vl_sets + again.vlarb_sets + again.errors, 0u);
   EXPECT_EQ(again.kept, st.qos.sl2vl_sets + st.qos.vlarb_sets);
 }
 
 TEST(QosSim, OffWritesNoTable) {
   testing::SimSaRig rig(sim::make_fat_tree_2level({.k = 4}), 5);
-  auto& node = rig.add(rig.fabric.find_node("host-0-0"), sm::SmConfig{});
-  ASSERT_TRUE(rig.run_until([&] { return node.sm->status().subnet_up; }, 30'000));
-  EXPECT_EQ(node.sm->status().last_heavy.qos.sl2vl_sets + node.sm->status().last_heavy.qos.vlarb_sets, 0u);
+  auto& node = rig.add(rig.fabric.find_node("host-0-0"));
+  ASSERT_TRUE(rig.run_until([&] { return node.sm().status().subnet_up; }, 30'000));
+  EXPECT_EQ(node.sm().status().last_heavy.qos.sl2vl_sets + node.sm().status().last_heavy.qos.vlarb_sets, 0u);
   const auto& f = rig.fabric;
   // The simulator's (ibsim's) defaults stay: SL i -> VL i, SL15 -> VL7.
   EXPECT_EQ(f.sl2vl(f.port(f.find_node("host-2-1"), 1), 0),
@@ -262,11 +261,12 @@ TEST(QosSim, PolicyGivesPathRecordsTheirLevel) {
   std::string err;
   auto qos = sm::build_qos_config(o, err);
   ASSERT_TRUE(qos) << err;
-  sm::SmConfig cfg;
-  cfg.qos = std::make_shared<const sm::QosConfig>(*qos);
-  cfg.qos_policy = std::make_shared<const sm::QosPolicy>(std::move(*policy));
-  auto& node = rig.add(a, cfg);
-  ASSERT_TRUE(rig.run_until([&] { return node.sm->status().subnet_up; }, 30'000));
+  auto& node = rig.add(a, [q = std::make_shared<const sm::QosConfig>(*qos),
+                           pol = std::make_shared<const sm::QosPolicy>(std::move(*policy))](sm::SmConfig& s) {
+    s.qos = q;
+    s.qos_policy = pol;
+  });
+  ASSERT_TRUE(rig.run_until([&] { return node.sm().status().subnet_up; }, 30'000));
   sim::Host h(rig.fabric, c);
   namespace cm = wire::path_record_cm;
   auto path = [&](std::uint32_t from, std::uint32_t to, std::uint64_t mask, std::uint64_t sid, std::uint8_t sl,

@@ -1,6 +1,7 @@
-// SMs with their SAs on one sim fabric, driven to a condition in simulated
-// time, and SA requests from a simulated host with their answers' records:
-// the harness of the SM+SA simulation tests (header-only, test-side).
+// Nodes (SM + SA, the daemon's assembly) on one sim fabric, driven to a
+// condition in simulated time, and SA requests from a simulated host with
+// their answers' records: the harness of the SM+SA simulation tests
+// (header-only, test-side).
 #pragma once
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/engine.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa/get_table.hpp"
 #include "sim/fabric.hpp"
@@ -19,13 +21,18 @@
 namespace madengine::testing {
 
 struct SimSaRig {
+  using Node = node::InternalNode;
   static constexpr Nanos kStepNs = kNanosPerMilli;
   sim::Fabric fabric;
-  std::vector<std::unique_ptr<SmSaNode>> nodes;
+  std::vector<std::unique_ptr<Node>> nodes;
   SimSaRig(const sim::Topology& t, std::uint64_t seed) : fabric(t, sim::FabricConfig{.seed = seed}) {}
   ~SimSaRig() { nodes.clear(); }
-  SmSaNode& add(std::uint32_t node, sm::SmConfig cfg, bool replicate = false) {
-    nodes.push_back(make_sm_sa_node(fabric, node, std::move(cfg), replicate));
+  // A node (the daemon's assembly) at `at`: `cfg` as the daemon's
+  // configuration, then `tweak` on the SM's own (parsed partitions, QoS
+  // tables: what the tests build without files).
+  Node& add(std::uint32_t at, std::function<void(sm::SmConfig&)> tweak = {}, bool replicate = false,
+            const node::NodeConfig& cfg = sim_node_config()) {
+    nodes.push_back(make_sm_sa_node(fabric, at, cfg, replicate, std::move(tweak)));
     return *nodes.back();
   }
   bool run_until(const std::function<bool()>& pred, Nanos sim_ms, sim::Host* host = nullptr) {
@@ -33,8 +40,7 @@ struct SimSaRig {
     while (fabric.now_ns() < end) {
       if (pred()) return true;
       std::size_t work = 0;
-      for (auto& n : nodes)
-        if (n->sm) work += n->engine->poll_all_once();
+      for (auto& n : nodes) work += n->engine().poll_all_once();
       if (host != nullptr) work += host->poll();
       if (work == 0) fabric.advance(kStepNs);
     }

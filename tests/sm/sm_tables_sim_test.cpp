@@ -7,7 +7,7 @@
 #include <functional>
 #include <memory>
 
-#include "madengine/engine/engine.hpp"
+#include "engine/engine.hpp"
 #include "madengine/wire/sa_records.hpp"
 #include "madengine/wire/smp/notice.hpp"
 #include "sa/server/sa_server.hpp"
@@ -18,6 +18,7 @@
 #include "sim/sim_transport.hpp"
 #include "sim/smp_client.hpp"
 #include "sm/sm.hpp"
+#include "sm_sa_node.hpp"
 
 namespace madengine {
 namespace {
@@ -27,88 +28,54 @@ constexpr Nanos kStepNs = kNanosPerMilli;
 // The sim SMAs' defaults are ibsim's: SL i -> VL i (SL15 -> VL7).
 constexpr std::uint8_t kDefaultSl2Vl[8] = {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xe7};
 
-// Responses go to the SA first (ReportResps), then to the SM, as in the daemon.
-class ResponseChain final : public MadHandler {
- public:
-  ResponseChain(sa::SaServer& sa, MadHandler* sm) : sa_(sa), sm_(sm) {}
-  void on_mad(MadBuf& buf, CoreContext& ctx) noexcept override {
-    if (!sa_.on_response(buf, ctx) && sm_ != nullptr) sm_->on_mad(buf, ctx);
-  }
-
- private:
-  sa::SaServer& sa_;
-  MadHandler* sm_;
-};
-
-// SM and (optionally) SA on one engine core over the sim transport, wired as
-// tools/madengine/daemon.cpp wires them.
+// The daemon's node (SM and SA on one engine core) over the sim transport,
+// with the SM's own defaults (priority and SM_Key 0) and `tweak` applied last.
 struct Rig {
   sim::Fabric fabric;
-  sim::SimTransport transport;
-  Engine engine;
-  sa::SnapshotStore store;
-  std::unique_ptr<sa::SaServer> sa;
-  std::unique_ptr<sm::SubnetManager> sm;
-  std::unique_ptr<ResponseChain> chain;
+  std::unique_ptr<node::InternalNode> node;
 
-  Rig(const sim::Topology& topo, const char* sm_node, sm::SmConfig cfg, bool with_sa)
-      : fabric(topo, sim::FabricConfig{.seed = 1}),
-        transport(fabric, fabric.find_node(sm_node), 1),
-        engine(EngineConfig{.cores = 1, .pin = false, .clock = &fabric.clock()}) {
-    if (!transport.open(AgentSpec{.smi = true, .is_sm = true, .sa_server = with_sa, .gsi_client = with_sa}))
-      throw std::runtime_error("sim transport did not open");
-    engine.add_transport(transport, 0);
-    if (with_sa) {
-      sa::SaServerConfig sc;
-      sc.install_response_hooks = false;
-      sc.gid_traps_from_epochs = false;
-      sa = std::make_unique<sa::SaServer>(engine, store, sc);
-      cfg.mcast = &sa->mcast_provider();
-      cfg.on_notice = [s = sa.get()](const wire::Notice& n) { s->forward_notice(n); };
-    }
-    sm = std::make_unique<sm::SubnetManager>(engine, transport, std::move(cfg), store);
-    if (with_sa) {
-      chain = std::make_unique<ResponseChain>(*sa, engine.dispatcher().response_hook(0));
-      engine.set_response_hook(0, *chain);
-    }
+  Rig(const sim::Topology& topo, const char* sm_node, std::function<void(sm::SmConfig&)> tweak)
+      : fabric(topo, sim::FabricConfig{.seed = 1}) {
+    node::NodeConfig c = testing::sim_node_config();
+    c.sm.priority = 0;
+    c.sm.sm_key = 0;
+    node = std::make_unique<node::InternalNode>(
+        c, node::NodeHooks{},
+        node::InternalOptions{.sim_fabric = &fabric, .sim_node = fabric.find_node(sm_node), .sm = std::move(tweak)});
   }
-  ~Rig() {
-    sm.reset();
-    sa.reset();
-    engine.quiesce();
-  }
+  sm::SubnetManager& sm() { return node->sm(); }
+  sa::SaServer& sa() { return node->sa(); }
+  Engine& engine() { return node->engine(); }
   bool run_until(const std::function<bool()>& pred, Nanos sim_ms, const std::function<void()>& each = {}) {
     const Nanos end = fabric.now_ns() + sim_ms * kNanosPerMilli;
     while (fabric.now_ns() < end) {
       if (pred()) return true;
       if (each) each();
-      if (engine.poll_all_once() == 0) fabric.advance(kStepNs);
+      if (engine().poll_all_once() == 0) fabric.advance(kStepNs);
     }
     return pred();
   }
   bool run_until_status(const std::function<bool(const sm::SmStatus&)>& pred, Nanos sim_ms) {
-    return run_until([&] { return pred(sm->status()); }, sim_ms);
+    return run_until([&] { return pred(sm().status()); }, sim_ms);
   }
   // GUIDInfo blocks of a CA port (the sim's GUIDCap).
   std::uint32_t ca_guid_blocks() const {
-    const auto snap = store.current();
+    const auto snap = node->store().current();
     for (const auto& n : snap->fabric.nodes)
       if (!n.is_switch()) return wire::guid_info_blocks_for(n.ports[1].info.guid_cap);
     return 0;
   }
   const sa::PortTables& tables_of(std::uint64_t node_guid, std::uint8_t port) const {
-    const auto snap = store.current();
+    const auto snap = node->store().current();
     const fabric::NodeId n = snap->by_node_guid.at(node_guid);
     return snap->port_tables.at(n).at(port);
   }
 };
 
 TEST(SmTablesSim, EndPortTablesAreReadOnceAndAgainWhenThePortChanges) {
-  sm::SmConfig cfg;
-  cfg.light_sweep_interval_ms = 100;
-  Rig rig(sim::make_fat_tree_2level({.k = 8}), "host-0-0", cfg, false);
+  Rig rig(sim::make_fat_tree_2level({.k = 8}), "host-0-0", [](sm::SmConfig& c) { c.light_sweep_interval_ms = 100; });
   ASSERT_TRUE(rig.run_until_status([](const sm::SmStatus& s) { return s.subnet_up; }, 60'000));
-  const auto first = rig.sm->status().last_heavy;
+  const auto first = rig.sm().status().last_heavy;
   // Every CA port (32 hosts) and switch port 0 (12 switches): CAs read
   // their GUIDInfo blocks, SL2VL and VLArb blocks 1 and 3 (caps of 8
   // entries); switch port 0 only GUIDInfo (a base port 0, and switch ports
@@ -139,10 +106,10 @@ TEST(SmTablesSim, EndPortTablesAreReadOnceAndAgainWhenThePortChanges) {
   EXPECT_EQ(sw0.guids[0], rig.fabric.port_guid(rig.fabric.port(leaf, 0)));
 
   // An unchanged fabric: a forced heavy sweep reads no table.
-  rig.sm->request_heavy_sweep();
+  rig.sm().request_heavy_sweep();
   ASSERT_TRUE(rig.run_until_status([](const sm::SmStatus& s) { return s.heavy_sweeps >= 2; }, 10'000));
-  EXPECT_EQ(rig.sm->status().last_heavy.tables_smps, 0u);
-  EXPECT_EQ(rig.sm->status().last_heavy.tables_ports_read, 0u);
+  EXPECT_EQ(rig.sm().status().last_heavy.tables_smps, 0u);
+  EXPECT_EQ(rig.sm().status().last_heavy.tables_ports_read, 0u);
 
   // A host changes its SL2VL table behind the SM and its link bounces: only
   // that port is read again, and the snapshot has the new table.
@@ -151,13 +118,13 @@ TEST(SmTablesSim, EndPortTablesAreReadOnceAndAgainWhenThePortChanges) {
   for (std::uint8_t sl = 0; sl < wire::kSlCount; ++sl) changed.set_vl(sl, sl % 2);
   ASSERT_TRUE(client.dr(wire::method::kSet, wire::smp_attr::kSl2VlTable, 0, {},
                         std::span<const std::uint8_t>(changed.bytes.data(), changed.bytes.size())));
-  const std::uint64_t sweeps = rig.sm->status().heavy_sweeps;
+  const std::uint64_t sweeps = rig.sm().status().heavy_sweeps;
   rig.fabric.link_down(hp);
   ASSERT_TRUE(rig.run_until_status([&](const sm::SmStatus& s) { return s.heavy_sweeps > sweeps; }, 10'000));
   rig.fabric.link_up(hp);
   ASSERT_TRUE(rig.run_until_status(
       [&](const sm::SmStatus& s) { return s.last_heavy.tables_ports_read > 0 && s.last_heavy.ok; }, 10'000));
-  EXPECT_EQ(rig.sm->status().last_heavy.tables_ports_read, 1u);
+  EXPECT_EQ(rig.sm().status().last_heavy.tables_ports_read, 1u);
   const sa::PortTables& again = rig.tables_of(rig.fabric.node_guid(host), 1);
   ASSERT_EQ(again.sl2vl.size(), 1u);
   EXPECT_EQ(again.sl2vl[0].get_vl(3), 1);
@@ -165,11 +132,9 @@ TEST(SmTablesSim, EndPortTablesAreReadOnceAndAgainWhenThePortChanges) {
 }
 
 TEST(SmTablesSim, SwitchPortTablesOnRequest) {
-  sm::SmConfig cfg;
-  cfg.read_switch_port_tables = true;
-  Rig rig(sim::make_fat_tree_2level({.k = 8}), "host-0-0", cfg, false);
+  Rig rig(sim::make_fat_tree_2level({.k = 8}), "host-0-0", [](sm::SmConfig& c) { c.read_switch_port_tables = true; });
   ASSERT_TRUE(rig.run_until_status([](const sm::SmStatus& s) { return s.subnet_up; }, 60'000));
-  const auto st = rig.sm->status().last_heavy;
+  const auto st = rig.sm().status().last_heavy;
   // Per switch: GUIDInfo of port 0, and per linked port (all 8) VLArb blocks
   // 1 and 3 plus SL2VL from each linked input port and port 0 (a base port
   // 0 has no tables of its own as an output port).
@@ -209,9 +174,7 @@ std::size_t reports_of(const std::vector<MadBuf>& reports, std::uint16_t trap, s
 // IBA 13.4.8.2: a subscriber hears trap 65 when a host's link goes down and
 // trap 64 when it comes back, from the SM's sweeps through the SA.
 TEST(SmTablesSim, SubscriberGetsGidOutOfAndInServiceReports) {
-  sm::SmConfig cfg;
-  cfg.light_sweep_interval_ms = 100;
-  Rig rig(sim::make_fat_tree_2level({.k = 8}), "host-0-0", cfg, true);
+  Rig rig(sim::make_fat_tree_2level({.k = 8}), "host-0-0", [](sm::SmConfig& c) { c.light_sweep_interval_ms = 100; });
   ASSERT_TRUE(rig.run_until_status([](const sm::SmStatus& s) { return s.subnet_up; }, 60'000));
   sim::Host sub(rig.fabric, rig.fabric.find_node("host-2-0"));
   const wire::InformInfo ii = subscribe_all();
@@ -221,7 +184,7 @@ TEST(SmTablesSim, SubscriberGetsGidOutOfAndInServiceReports) {
   std::optional<MadBuf> resp;
   ASSERT_TRUE(rig.run_until([&] { return (resp = sub.take_response(*tid)).has_value(); }, 1'000, [&] { sub.poll(); }));
   ASSERT_EQ(resp->as<wire::SaMad>().hdr.status.get(), 0);
-  ASSERT_EQ(rig.sa->subscriptions().size(), 1u);
+  ASSERT_EQ(rig.sa().subscriptions().size(), 1u);
 
   const std::uint32_t gone = rig.fabric.find_node("host-5-1");
   const sim::PortIdx gp = rig.fabric.port(gone, 1);
@@ -236,12 +199,12 @@ TEST(SmTablesSim, SubscriberGetsGidOutOfAndInServiceReports) {
   // Each Report was acknowledged by the host, so none was repeated.
   for (int i = 0; i < 500; ++i) {
     sub.poll();
-    if (rig.engine.poll_all_once() == 0) rig.fabric.advance(kStepNs);
+    if (rig.engine().poll_all_once() == 0) rig.fabric.advance(kStepNs);
   }
   EXPECT_EQ(reports_of(sub.reports(), wire::trap::kGidOutOfService, guid), 1u);
   EXPECT_EQ(reports_of(sub.reports(), wire::trap::kGidInService, guid), 1u);
-  EXPECT_GE(rig.sa->counters().reports_acked, 2u);
-  EXPECT_EQ(rig.sm->status().last_heavy.gid_traps, 1u);
+  EXPECT_GE(rig.sa().counters().reports_acked, 2u);
+  EXPECT_EQ(rig.sm().status().last_heavy.gid_traps, 1u);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The daemon's configuration: defaults, every section parsed, and bad input
 // rejected with a message naming the line.
-#include "config.hpp"
+#include "madengine/node/config.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,11 +10,11 @@
 #include <fstream>
 #include <string>
 
-namespace madengine::daemon {
+namespace madengine::node {
 namespace {
 
 TEST(Config, EmptyFileGivesDefaults) {
-  const Config c = parse_config("", "empty.toml");
+  const NodeConfig c = parse_config("", "empty.toml");
   EXPECT_EQ(c.engine.cores, 2u);
   EXPECT_EQ(c.engine.idle, "block");
   EXPECT_EQ(c.transport.kind, TransportKind::kUmad);
@@ -25,7 +25,7 @@ TEST(Config, EmptyFileGivesDefaults) {
 }
 
 TEST(Config, EverySectionIsRead) {
-  const Config c = parse_config(R"(
+  const NodeConfig c = parse_config(R"(
 [engine]
 cores = 4
 pin = false
@@ -77,7 +77,8 @@ TEST(Config, BadInputNamesTheLine) {
   expect_error("[engine]\n\ncorez = 2\n", "bad.toml:3: unknown key engine.corez");
   expect_error("[transport]\nkind = \"verbs\"\n", "bad.toml:2: transport.kind must be");
   expect_error("[engine]\nidle = \"nap\"\n", "bad.toml:2: engine.idle must be block or spin");
-  expect_error("[sm]\nrouting = \"dor\"\n", "bad.toml:2: sm.routing must be");
+  expect_error("[sm]\nrouting = \"lash\"\n", "bad.toml:2: sm.routing must be");
+  expect_error("[sm]\nrouting = \"dfsssp,,minhop\"\n", "bad.toml:2: sm.routing must be");
   expect_error("[sm]\nroots = [\"zz\"]\n", "bad.toml:2: sm.roots: not a GUID");
   expect_error("[sm]\npriority = \"high\"\n", "bad.toml:2: sm.priority must be an integer");
   expect_error("[nonsense]\n", "bad.toml:1: unknown section [nonsense]");
@@ -97,37 +98,37 @@ TEST(Config, SubnetPrefixInEitherForm) {
 // A daemon on a real port keeps its state in /var/lib/madengine; on the
 // simulator nothing unless asked, and never what the file or a flag named.
 TEST(Config, StatePathsDefaultWithTheTransport) {
-  Config umad = parse_config("", "a");
+  NodeConfig umad = parse_config("", "a");
   apply_state_defaults(umad, false, false);
   EXPECT_EQ(umad.sm.guid2lid, "/var/lib/madengine/guid2lid");
   EXPECT_EQ(umad.sa.journal, "/var/lib/madengine/sa-state.journal");
-  Config sim = parse_config("[transport]\nkind = \"sim\"\n", "a");
+  NodeConfig sim = parse_config("[transport]\nkind = \"sim\"\n", "a");
   apply_state_defaults(sim, false, false);
   EXPECT_EQ(sim.sm.guid2lid, "");
   EXPECT_EQ(sim.sa.journal, "");
-  Config none = parse_config("[sm]\nguid2lid = \"\"\n", "a");
+  NodeConfig none = parse_config("[sm]\nguid2lid = \"\"\n", "a");
   apply_state_defaults(none, false, false);
   EXPECT_EQ(none.sm.guid2lid, "");
   EXPECT_EQ(none.sa.journal, "/var/lib/madengine/sa-state.journal");
-  Config flag = parse_config("", "a");
+  NodeConfig flag = parse_config("", "a");
   flag.sm.guid2lid = "/tmp/x";
   apply_state_defaults(flag, true, false);
   EXPECT_EQ(flag.sm.guid2lid, "/tmp/x");
 }
 
 TEST(Config, RelationsAreChecked) {
-  Config c;
+  NodeConfig c;
   c.sm.smps_per_node_max = 100;
   c.sm.smps_in_flight_max = 10;
   EXPECT_THROW(validate(c), ConfigError);
-  Config p;
+  NodeConfig p;
   p.sm.m_key_protection_level = 2;  // protection without a key protects nothing
   EXPECT_THROW(validate(p), ConfigError);
 }
 
 // QoS under OpenSM's option names; a bad list names its line.
 TEST(Config, QosOptionsInOpenSmTerms) {
-  const Config c = parse_config(R"(
+  const NodeConfig c = parse_config(R"(
 [sm]
 qos = true
 qos_policy_file = "/etc/opensm/qos-policy.conf"
@@ -150,7 +151,7 @@ qos_swe_max_vls = 4
 
 // Partition and M_Key settings under OpenSM's option names.
 TEST(Config, PartitionsAndKeysInOpenSmTerms) {
-  const Config c = parse_config(R"(
+  const NodeConfig c = parse_config(R"(
 [sm]
 partition_config = "/etc/opensm/partitions.conf"
 part_enforce = "in"
@@ -174,7 +175,7 @@ guid2mkey = "/tmp/g2m"
   expect_error("[sm]\nm_key_protection_level = 4\n", "bad.toml:2: sm.m_key_protection_level = 4 is outside 0..3");
   expect_error("[sm]\nm_key = \"0xzz\"\n", "bad.toml:2: sm.m_key must be an integer or a string");
   expect_error("[sm]\nm_key = -1\n", "bad.toml:2: sm.m_key must not be negative");
-  Config umad = parse_config("", "a");
+  NodeConfig umad = parse_config("", "a");
   apply_state_defaults(umad, false, false);
   EXPECT_EQ(umad.sm.guid2mkey, "/var/lib/madengine/guid2mkey");
 }
@@ -206,7 +207,7 @@ TEST(Config, OpenSmOptionsFileConverted) {
   ASSERT_EQ(::pclose(out), 0) << cmd;
   std::filesystem::remove_all(dir);
   SCOPED_TRACE(toml);
-  const Config c = parse_config(toml, "converted.toml");
+  const NodeConfig c = parse_config(toml, "converted.toml");
   EXPECT_EQ(c.sm.m_key, 0xfedcba9876543210u);
   EXPECT_EQ(c.sm.m_key_lease_period, 60u);
   EXPECT_EQ(c.sm.m_key_protection_level, 2u);
@@ -226,15 +227,15 @@ TEST(Config, OpenSmOptionsFileConverted) {
 }
 
 }  // namespace
-}  // namespace madengine::daemon
+}  // namespace madengine::node
 
-namespace madengine::daemon {
+namespace madengine::node {
 namespace {
 
 // The shipped example lists every key with its default value.
 TEST(Config, ShippedExampleEqualsTheDefaults) {
-  const Config file = load_config_file(MADENGINE_EXAMPLE_CONFIG);
-  const Config defaults;
+  const NodeConfig file = load_config_file(MADENGINE_EXAMPLE_CONFIG);
+  const NodeConfig defaults;
   EXPECT_EQ(file.engine.cores, defaults.engine.cores);
   EXPECT_EQ(file.engine.idle, defaults.engine.idle);
   EXPECT_EQ(file.transport.generate, defaults.transport.generate);
@@ -258,4 +259,4 @@ TEST(Config, ShippedExampleEqualsTheDefaults) {
 }
 
 }  // namespace
-}  // namespace madengine::daemon
+}  // namespace madengine::node

@@ -16,14 +16,17 @@
 #include <memory>
 #include <optional>
 
-#include "daemon.hpp"
+#include "madengine/node/node.hpp"
+#include "node/internal_node.hpp"
+#include "sa/server/sa_server.hpp"
+#include "sm/sm.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa/get_table.hpp"
 #include "madengine/wire/sa_records.hpp"
 #include "sim/fabric.hpp"
 #include "sim/host.hpp"
 
-namespace madengine::daemon {
+namespace madengine::node {
 namespace {
 
 namespace a = wire::sa_attr;
@@ -62,7 +65,7 @@ class DaemonHa : public ::testing::Test {
       if (l.find(what) != std::string::npos) return true;
     return false;
   }
-  static bool pump_until(Daemon& d, sim::Host* host, const std::function<bool()>& pred, Nanos sim_ms) {
+  static bool pump_until(InternalNode& d, sim::Host* host, const std::function<bool()>& pred, Nanos sim_ms) {
     const Nanos end = d.fabric()->now_ns() + sim_ms * kNanosPerMilli;
     while (d.fabric()->now_ns() < end) {
       if (pred()) return true;
@@ -71,7 +74,7 @@ class DaemonHa : public ::testing::Test {
     }
     return pred();
   }
-  static std::optional<MadBuf> ask(Daemon& d, sim::Host& host, std::uint8_t method, std::uint16_t attr,
+  static std::optional<MadBuf> ask(InternalNode& d, sim::Host& host, std::uint8_t method, std::uint16_t attr,
                                    std::uint64_t mask, std::span<const std::uint8_t> rec, std::uint64_t sm_key = 0) {
     const auto tid = host.query(method, attr, mask, rec, 0, sm_key);
     if (!tid) return std::nullopt;
@@ -105,7 +108,7 @@ class DaemonHa : public ::testing::Test {
   // The first daemon: subnet up, a service (lease 600 s) and a group
   // registered from a host, the journal written, then a clean stop.
   std::map<std::uint64_t, std::uint16_t> run_first(std::uint16_t& mlid) {
-    Daemon d(cfg_);
+    InternalNode d(cfg_);
     EXPECT_TRUE(d.wait_subnet_up(std::chrono::milliseconds(30'000)));
     EXPECT_EQ(d.sm().status().reregister_masterships, 1u);  // no journal yet
     const std::uint32_t hn = host_node(*d.fabric());
@@ -138,7 +141,7 @@ class DaemonHa : public ::testing::Test {
   }
 
   std::filesystem::path dir_;
-  Config cfg_;
+  NodeConfig cfg_;
   std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> log_;
 };
 
@@ -147,7 +150,7 @@ TEST_F(DaemonHa, RestartKeepsLidsAndRecordsWithoutReregistration) {
   const auto lids_before = run_first(mlid);
   ASSERT_NE(mlid, 0);
 
-  Daemon d(cfg_);
+  InternalNode d(cfg_);
   ASSERT_TRUE(d.wait_subnet_up(std::chrono::milliseconds(30'000)));
   EXPECT_TRUE(logged("fresh, clients keep their registrations"));
   EXPECT_EQ(d.sm().status().reregister_masterships, 0u);
@@ -196,7 +199,7 @@ TEST_F(DaemonHa, CorruptJournalIsLoggedAndIgnored) {
     f.seekp(size / 2);
     f.write(&c, 1);
   }
-  Daemon d(cfg_);
+  InternalNode d(cfg_);
   EXPECT_TRUE(logged("ignored"));
   ASSERT_TRUE(d.wait_subnet_up(std::chrono::milliseconds(30'000)));
   EXPECT_EQ(d.sm().status().reregister_masterships, 1u);
@@ -214,7 +217,7 @@ TEST_F(DaemonHa, StaleJournalIsIgnoredAndClientsAskedToReregister) {
   run_first(mlid);
   std::filesystem::last_write_time(cfg_.sa.journal,
                                    std::filesystem::file_time_type::clock::now() - std::chrono::hours(1));
-  Daemon d(cfg_);
+  InternalNode d(cfg_);
   ASSERT_TRUE(d.wait_subnet_up(std::chrono::milliseconds(30'000)));
   EXPECT_TRUE(logged("stale, ignored"));
   EXPECT_EQ(d.sm().status().reregister_masterships, 1u);
@@ -229,7 +232,7 @@ TEST_F(DaemonHa, DowntimeCountsAgainstRestoredLeases) {
   run_first(mlid);
   std::filesystem::last_write_time(cfg_.sa.journal,
                                    std::filesystem::file_time_type::clock::now() - std::chrono::seconds(100));
-  Daemon d(cfg_);
+  InternalNode d(cfg_);
   ASSERT_TRUE(d.wait_subnet_up(std::chrono::milliseconds(30'000)));
   EXPECT_TRUE(logged("fresh, clients keep their registrations"));
   const auto services = d.sa().services().view();
@@ -240,4 +243,4 @@ TEST_F(DaemonHa, DowntimeCountsAgainstRestoredLeases) {
 }
 
 }  // namespace
-}  // namespace madengine::daemon
+}  // namespace madengine::node

@@ -9,11 +9,12 @@
 #include <fstream>
 #include <functional>
 
-#include "daemon.hpp"
+#include "madengine/node/node.hpp"
 #include "madengine/wire/smp/pkey_table.hpp"
+#include "node/internal_node.hpp"
 #include "sim/fabric.hpp"
 
-namespace madengine::daemon {
+namespace madengine::node {
 namespace {
 
 class DaemonReload : public ::testing::Test {
@@ -30,7 +31,7 @@ class DaemonReload : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
   void write(const std::string& text) const { std::ofstream(cfg_.sm.partition_config) << text; }
-  static bool pump_until(Daemon& d, const std::function<bool()>& pred, Nanos sim_ms) {
+  static bool pump_until(InternalNode& d, const std::function<bool()>& pred, Nanos sim_ms) {
     const Nanos end = d.fabric()->now_ns() + sim_ms * kNanosPerMilli;
     while (d.fabric()->now_ns() < end) {
       if (pred()) return true;
@@ -39,7 +40,7 @@ class DaemonReload : public ::testing::Test {
     return pred();
   }
   std::filesystem::path dir_;
-  Config cfg_;
+  NodeConfig cfg_;
 };
 
 // Entry `i` of a port's P_Key table (the sim lists only the default until an SM writes one).
@@ -56,7 +57,7 @@ std::string hex(std::uint64_t v) {
 
 TEST_F(DaemonReload, GoodFileAppliesBadFileIsRefused) {
   write("Default=0x7fff, ipoib : ALL=full ;\n");
-  Daemon d(cfg_);
+  InternalNode d(cfg_);
   ASSERT_TRUE(d.wait_subnet_up(std::chrono::seconds(30)));
   sim::Fabric& f = *d.fabric();
   const sim::PortIdx host = f.port(f.find_node("host-1-0"), 1);
@@ -80,7 +81,7 @@ TEST_F(DaemonReload, GoodFileAppliesBadFileIsRefused) {
 TEST_F(DaemonReload, BadFileAtStartNamesTheLine) {
   write("Default=0x7fff : ALL=full ;\nno colon here ;\n");
   try {
-    Daemon d(cfg_);
+    InternalNode d(cfg_);
     FAIL() << "started with a bad partitions file";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("partitions.conf:2: no partition definition found"), std::string::npos) << e.what();
@@ -88,4 +89,4 @@ TEST_F(DaemonReload, BadFileAtStartNamesTheLine) {
 }
 
 }  // namespace
-}  // namespace madengine::daemon
+}  // namespace madengine::node

@@ -5,19 +5,24 @@
 // simulator is `--transport sim`.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
-#include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
 #include <csignal>
 #include <filesystem>
 #include <functional>
 #include <thread>
 #include <vector>
 
-#include "daemon.hpp"
-#include "sim/fabric.hpp"
+#include "madengine/node/node.hpp"
+#include "node/internal_node.hpp"
+#include "sa/server/sa_server.hpp"
+#include "sm/sm.hpp"
 
 using namespace madengine;
 
@@ -28,17 +33,38 @@ std::atomic<bool> g_reload{false};
 void on_signal(int) { g_stop.store(true); }
 void on_hangup(int) { g_reload.store(true); }  // as OpenSM: SIGHUP re-reads its files
 
-void setup_logging(const daemon::LogSection& log) {
-  if (!log.file.empty()) spdlog::set_default_logger(spdlog::basic_logger_mt("madengine", log.file));
-  spdlog::set_level(spdlog::level::from_str(log.level));
-  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
-  // A log file is read while the daemon runs (tail -f, an operator after an
-  // incident): warnings and errors at once, everything else within a second.
-  spdlog::flush_on(spdlog::level::warn);
-  spdlog::flush_every(std::chrono::seconds(1));
-}
+// Once a shutdown starts, the process ends within this (systemd's
+// TimeoutStopSec is far longer; clients see the SM go either way).
+constexpr int kShutdownTimeoutMs = 1000;
 
-void log_status(daemon::Daemon& d) {
+// Ends the process if the orderly shutdown has not finished by its deadline.
+class ShutdownWatchdog {
+ public:
+  explicit ShutdownWatchdog(std::chrono::milliseconds limit)
+      : thread_([this, limit] {
+          std::unique_lock lock(mu_);
+          if (cv_.wait_for(lock, limit, [this] { return done_; })) return;
+          spdlog::warn("shutdown: not done after {} ms (a device call has not returned): exiting now", limit.count());
+          spdlog::default_logger()->flush();
+          std::_Exit(0);
+        }) {}
+  ~ShutdownWatchdog() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+void log_status(node::InternalNode& d) {
   const auto s = d.sm().status();
   const auto sa = d.sa().counters().total();
   spdlog::info("status: {} epoch {} heavy sweeps {} light sweeps {} traps {} | SA received {} answered {} busy {} dropped {}",
@@ -71,10 +97,9 @@ class Overrides {
 
 int main(int argc, char** argv) {
   CLI::App app{"madengine: InfiniBand subnet manager and subnet administrator"};
-  daemon::Config cfg;  // the file's values go here, then the flags that were given
+  node::NodeConfig cfg;  // the file's values go here, then the flags that were given
   Overrides flags;
   std::string config_file, transport;
-  double sim_speed = 1.0;
   bool exit_after_up = false;
   app.add_option("-c,--config", config_file, "TOML configuration file (see config/madengine.toml)");
   CLI::Option* transport_opt = app.add_option("--transport", transport, "umad (HCA or ibsim; the default) or sim (in-process fabric)")
@@ -85,10 +110,10 @@ int main(int argc, char** argv) {
   flags.add(app, "--generate", cfg.transport.generate, "sim: ft2:RADIX | ft3:RADIX[:PODS] | random:SW:DEGREE:HOSTS[:SEED]");
   flags.add(app, "--sim-node", cfg.transport.sim_node, "sim: node (topology name) of our SM port");
   flags.add(app, "--seed", cfg.transport.seed, "sim: seed");
-  app.add_option("--sim-speed", sim_speed, "sim: simulated seconds per wall second (0 = as fast as possible)");
+  flags.add(app, "--sim-speed", cfg.transport.sim_speed, "sim: simulated seconds per wall second (0 = as fast as possible)");
   flags.add(app, "--cores", cfg.engine.cores, "engine cores")->check(CLI::Range(1, 256));
   flags.add(app, "--priority", cfg.sm.priority, "SM priority 0..15")->check(CLI::Range(0, 15));
-  flags.add(app, "--routing", cfg.sm.routing, "minhop | updn | ftree");
+  flags.add(app, "--routing", cfg.sm.routing, "engine or chain tried in order: minhop | updn | ftree | dfsssp | nue | dor, e.g. dfsssp,updn,minhop");
   CLI::Option* guid2lid_opt = flags.add(app, "--guid2lid", cfg.sm.guid2lid,
                                         "GUID-to-LID file kept across restarts (OpenSM's format; \"\" = none)");
   std::string sa_journal;
@@ -108,10 +133,10 @@ int main(int argc, char** argv) {
 
   try {
     // The file's values, then the flags that were given on top.
-    if (!config_file.empty()) cfg = daemon::load_config_file(config_file);
+    if (!config_file.empty()) cfg = node::load_config_file(config_file);
     flags.apply();
     if (transport_opt->count() != 0)
-      cfg.transport.kind = transport == "sim" ? daemon::TransportKind::kSim : daemon::TransportKind::kUmad;
+      cfg.transport.kind = transport == "sim" ? node::TransportKind::kSim : node::TransportKind::kUmad;
     // The journal lives beside the GUID-to-LID map unless named.
     if (journal_opt->count() != 0)
       cfg.sa.journal = sa_journal;
@@ -121,37 +146,28 @@ int main(int argc, char** argv) {
     const bool mkeys_beside = guid2mkey_opt->count() == 0 && guid2lid_opt->count() != 0 && !cfg.sm.guid2lid.empty() &&
                               !cfg.given.contains("sm.guid2mkey");
     if (mkeys_beside) cfg.sm.guid2mkey = (std::filesystem::path(cfg.sm.guid2lid).parent_path() / "guid2mkey").string();
-    daemon::apply_state_defaults(cfg, guid2lid_opt->count() != 0, journal_opt->count() != 0,
-                                 guid2mkey_opt->count() != 0 || mkeys_beside);
-    daemon::validate(cfg);
-  } catch (const daemon::ConfigError& e) {
+    node::apply_state_defaults(cfg, guid2lid_opt->count() != 0, journal_opt->count() != 0,
+                               guid2mkey_opt->count() != 0 || mkeys_beside);
+    node::validate(cfg);
+  } catch (const node::ConfigError& e) {
     fmt::print(stderr, "madengine: {}\n", e.what());
     return 2;
   }
-  setup_logging(cfg.log);
+  node::apply_log_config(cfg.log);
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGHUP, on_hangup);
 
+  std::optional<ShutdownWatchdog> watchdog;  // outlives the daemon: its destruction is watched too
   try {
-    daemon::Daemon d(cfg);
+    // umad: the engine's cores; sim: a thread drives the fabric at --sim-speed.
+    node::InternalNode d(cfg);
     d.start();
-    const auto wall0 = std::chrono::steady_clock::now();
-    auto last_status = wall0;
+    auto last_status = std::chrono::steady_clock::now();
     bool was_up = false;
     while (!g_stop.load()) {
       if (g_reload.exchange(false)) d.reload_config_files();
-      if (d.is_sim()) {
-        // Pace simulated time to wall time unless asked to run flat out.
-        const auto wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - wall0).count();
-        if (sim_speed > 0 && d.fabric()->now_ns() > static_cast<Nanos>(static_cast<double>(wall_ns) * sim_speed)) {
-          if (d.pump() == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
-          continue;
-        }
-        d.pump();
-      } else {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
       const bool up = d.sm().status().subnet_up;
       if (up && !was_up && exit_after_up) break;
       was_up = up;
@@ -161,14 +177,20 @@ int main(int argc, char** argv) {
       }
     }
     log_status(d);
+    // A shutdown ends within shutdown_timeout_ms whatever the device does
+    // (a call into a dead device's driver or simulator may never return):
+    // the journal first, then the orderly stop under a watchdog.
+    d.write_journal_now();
+    watchdog.emplace(std::chrono::milliseconds(kShutdownTimeoutMs));
     d.stop();
-  } catch (const daemon::ConfigError& e) {
+  } catch (const node::ConfigError& e) {
     spdlog::error("{}", e.what());
     return 2;
   } catch (const std::exception& e) {
     spdlog::error("{}", e.what());
     return 1;
   }
+  watchdog.reset();
   spdlog::shutdown();
   return 0;
 }

@@ -23,7 +23,10 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "daemon.hpp"
+#include "madengine/node/node.hpp"
+#include "node/internal_node.hpp"
+#include "sa/server/sa_server.hpp"
+#include "sm/sm.hpp"
 #include "engine/umad/umad_transport.hpp"
 #include "lib/fabric_hosts.hpp"
 #include "lib/fabric_oracle.hpp"
@@ -165,8 +168,8 @@ int verdict(const Options& o, const std::vector<const RunOutput*>& runs, std::ve
 // the fabric. Latency and rate are wall time, so they include the whole
 // in-process system's work (SA, SM, simulated forwarding, the oracle).
 int run_embedded(const Options& o) {
-  namespace md = madengine::daemon;
-  md::Config cfg;
+  namespace md = madengine::node;
+  md::NodeConfig cfg;
   cfg.transport.kind = md::TransportKind::kSim;
   cfg.transport.generate = o.embedded;
   cfg.engine.cores = o.embedded_cores;
@@ -175,7 +178,7 @@ int run_embedded(const Options& o) {
   cfg.sa.journal.clear();
   if (o.embedded_sa_share != 0) cfg.sa.requester_share_max = o.embedded_sa_share;
   cfg.log.level = "warn";
-  md::Daemon d(cfg);
+  md::InternalNode d(cfg);
   const auto t0 = std::chrono::steady_clock::now();
   if (!d.wait_subnet_up(std::chrono::milliseconds(60'000))) {
     fmt::print(stderr, "madstorm: the embedded madengine did not reach subnet up\n");

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "madengine/engine/mad_buf.hpp"
 
@@ -42,6 +43,9 @@ struct AgentSpec {
   bool is_sm = false;      // declare IsSM on the port (issm device on umad)
   bool sa_server = false;  // QP1: unsolicited SA requests (class 0x03)
   bool gsi_client = false; // QP1: responses to our own GSI requests
+  // QP1: requests of these vendor-specific classes (0x09, 0x30-0x4F; class
+  // version 1), answered by the embedder (madengine/node/node.hpp).
+  std::vector<std::uint8_t> vendor_classes;
 };
 
 class Transport {

@@ -7,8 +7,8 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "madengine/engine/rmpp.hpp"
-#include "madengine/engine/tx_sink.hpp"
+#include "engine/rmpp.hpp"
+#include "engine/tx_sink.hpp"
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa/get_table.hpp"

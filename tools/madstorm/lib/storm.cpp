@@ -12,8 +12,8 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "madengine/engine/rmpp.hpp"
-#include "madengine/engine/tx_sink.hpp"
+#include "engine/rmpp.hpp"
+#include "engine/tx_sink.hpp"
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa/get_table.hpp"
@@ -396,6 +396,7 @@ struct Storm::Impl final : madengine::TxSink {
           ++c.answered_by[static_cast<std::size_t>(s.q.kind)];
           ++b.answered;
           result.latency.record(now - s.sched_ns);
+          b.latency_max_us = std::max(b.latency_max_us, static_cast<std::uint32_t>((now - s.sched_ns) / 1000));
           break;
         case Outcome::kBusy: ++c.busy; ++b.failed; break;
         case Outcome::kTimeout: ++c.timeouts; ++b.failed; break;

@@ -1,0 +1,218 @@
+// The C ABI's fabric read access and routing hook (madengine/madengine.h)
+// over FabricView and the SM's RoutingHook.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "node/c_api.hpp"
+
+namespace madengine::capi {
+
+namespace {
+
+// An entry point's body: whatever it throws (a message that could not be
+// built) becomes a status, never an exception through the C ABI.
+template <typename Fn>
+int guard(Fn&& body) noexcept {
+  try {
+    return body();
+  } catch (...) {
+    return current_exception_status();
+  }
+}
+
+bool bad(const me_fabric* f) {
+  if (f != nullptr && !f->view.empty()) return false;
+  set_error("null fabric handle");
+  return true;
+}
+
+const fabric::Node* node_at(const me_fabric* f, std::uint32_t node) {
+  if (bad(f)) return nullptr;
+  if (node >= f->view.fabric().nodes.size()) {
+    set_error("no node " + std::to_string(node));
+    return nullptr;
+  }
+  return &f->view.fabric().nodes[node];
+}
+
+// The entry of a switch's LFT the routing callback may touch, or nullptr.
+std::uint8_t* lft_entry(const me_lfts* l, std::uint32_t node, std::uint16_t lid) {
+  if (l == nullptr || l->lfts == nullptr) {
+    set_error("null LFT handle");
+    return nullptr;
+  }
+  if (node >= l->index.size() || l->index[node] == ~0u) {
+    set_error("node " + std::to_string(node) + " is not a switch");
+    return nullptr;
+  }
+  fabric::Lft& lft = (*l->lfts)[l->index[node]];
+  if (lid == 0 || lid >= lft.ports.size()) {
+    set_error("LID " + std::to_string(lid) + " is not a unicast LID of this fabric (top " +
+              std::to_string(lft.ports.empty() ? 0 : lft.ports.size() - 1) + ")");
+    return nullptr;
+  }
+  return &lft.ports[lid];
+}
+
+}  // namespace
+
+sm::RoutingHook routing_hook(me_routing_fn fn, void* user) {
+  return [fn, user](const fabric::Fabric& f, std::vector<fabric::Lft>& lfts, std::string& error) {
+    me_lfts l;
+    l.lfts = &lfts;
+    l.fabric = &f;
+    l.index.assign(f.nodes.size(), ~0u);
+    for (std::size_t i = 0; i < lfts.size(); ++i) l.index[lfts[i].node] = static_cast<std::uint32_t>(i);
+    const auto top = static_cast<std::uint16_t>(lfts.empty() || lfts[0].ports.empty() ? 0 : lfts[0].ports.size() - 1);
+    const me_fabric view{node::FabricView(nullptr, f, {}, 0, top)};
+    int rc = 0;
+    {
+      CallbackScope scope;
+      rc = fn(user, &view, &l);
+    }
+    if (rc == 0) return true;
+    error = l.error.empty() ? "the routing callback returned " + std::to_string(rc) : l.error;
+    return false;
+  };
+}
+
+}  // namespace madengine::capi
+
+using namespace madengine;
+using capi::fail;
+
+extern "C" {
+
+me_fabric* me_node_fabric(me_node* n) {
+  if (n == nullptr) {
+    fail(ME_ERR_INVALID, "null node handle");
+    return nullptr;
+  }
+  try {
+    if (!n->node) {
+      fail(ME_ERR_NO_SUBNET, "the node is not started");
+      return nullptr;
+    }
+    node::FabricView v = n->node->fabric_view();
+    if (v.empty()) {
+      fail(ME_ERR_NO_SUBNET, "no epoch published yet");
+      return nullptr;
+    }
+    return new me_fabric{std::move(v)};
+  } catch (...) {
+    capi::current_exception_status();
+    return nullptr;
+  }
+}
+
+void me_fabric_release(me_fabric* f) { delete f; }
+
+std::uint64_t me_fabric_epoch(const me_fabric* f) { return f != nullptr ? f->view.epoch() : 0; }
+std::uint32_t me_fabric_node_count(const me_fabric* f) {
+  return f != nullptr ? static_cast<std::uint32_t>(f->view.node_count()) : 0;
+}
+std::uint32_t me_fabric_port_count(const me_fabric* f) {
+  return f != nullptr ? static_cast<std::uint32_t>(f->view.port_count()) : 0;
+}
+std::uint32_t me_fabric_link_count(const me_fabric* f) {
+  return f != nullptr ? static_cast<std::uint32_t>(f->view.link_count()) : 0;
+}
+std::uint16_t me_fabric_top_lid(const me_fabric* f) { return f != nullptr ? f->view.top_lid() : 0; }
+
+int me_fabric_node(const me_fabric* f, std::uint32_t node, struct me_node_info* out) {
+  return capi::guard([&]() -> int {
+    const fabric::Node* n = capi::node_at(f, node);
+    if (n == nullptr) return ME_ERR_INVALID;
+    if (out == nullptr) return fail(ME_ERR_INVALID, "null node info");
+    *out = me_node_info{};
+    out->node_guid = n->node_guid;
+    out->system_guid = n->system_guid;
+    out->type = static_cast<std::int32_t>(n->kind);
+    out->num_ports = n->num_ports();
+    out->lmc = n->lmc;
+    out->lid = n->is_switch() ? n->base_lid : 0;
+    const std::size_t len = std::min(n->description.size(), sizeof out->description - 1);
+    std::memcpy(out->description, n->description.data(), len);
+    out->description[len] = '\0';
+    return ME_OK;
+  });
+}
+
+int me_fabric_port(const me_fabric* f, std::uint32_t node, std::uint8_t port, struct me_port_info* out) {
+  return capi::guard([&]() -> int {
+    const fabric::Node* n = capi::node_at(f, node);
+    if (n == nullptr) return ME_ERR_INVALID;
+    if (out == nullptr) return fail(ME_ERR_INVALID, "null port info");
+    if (port > n->num_ports() || port >= n->ports.size() || (port == 0 && !n->is_switch()))
+      return fail(ME_ERR_INVALID, "node " + std::to_string(node) + " has no port " + std::to_string(port));
+    const fabric::Port& p = n->ports[port];
+    *out = me_port_info{};
+    out->port_guid = p.guid;
+    out->lid = n->is_switch() ? (port == 0 ? n->base_lid : 0) : f->view.fabric().lid_of({node, port});
+    out->lmc = n->lmc;
+    out->state = p.state;
+    out->peer_node = p.linked() ? p.peer : ME_NO_NODE;
+    out->peer_port = p.peer_port;
+    out->link_width = p.link_width;
+    out->link_speed = p.link_speed;
+    out->mtu = p.mtu;
+    return ME_OK;
+  });
+}
+
+int me_fabric_lid_owner(const me_fabric* f, std::uint16_t lid, std::uint32_t* node, std::uint8_t* port) {
+  return capi::guard([&]() -> int {
+    if (capi::bad(f)) return ME_ERR_INVALID;
+    if (lid == 0) return fail(ME_ERR_INVALID, "LID 0");
+    const fabric::Fabric& fab = f->view.fabric();
+    for (const fabric::EndPort e : fab.end_ports()) {
+      const std::uint16_t base = fab.lid_of(e);
+      const fabric::Node& n = fab.nodes[e.node];
+      if (base == 0 || lid < base || lid >= base + (1u << n.lmc)) continue;
+      if (node != nullptr) *node = e.node;
+      if (port != nullptr) *port = e.port;
+      return ME_OK;
+    }
+    return fail(ME_ERR_INVALID, "no port has LID " + std::to_string(lid));
+  });
+}
+
+int me_fabric_lft_port(const me_fabric* f, std::uint32_t node, std::uint16_t lid) {
+  return capi::guard([&]() -> int {
+    const fabric::Node* n = capi::node_at(f, node);
+    if (n == nullptr) return ME_ERR_INVALID;
+    if (!n->is_switch()) return fail(ME_ERR_INVALID, "node " + std::to_string(node) + " is not a switch");
+    return f->view.lft_port(node, lid);
+  });
+}
+
+int me_lft_set(me_lfts* l, std::uint32_t node, std::uint16_t lid, std::uint8_t port) {
+  return capi::guard([&]() -> int {
+    std::uint8_t* e = capi::lft_entry(l, node, lid);
+    if (e == nullptr) return ME_ERR_INVALID;
+    const fabric::Node& n = l->fabric->nodes[node];
+    if (port != ME_NO_ROUTE && port > n.num_ports())
+      return fail(ME_ERR_INVALID, "switch " + std::to_string(node) + " has no port " + std::to_string(port));
+    *e = port;
+    return ME_OK;
+  });
+}
+
+int me_lft_get(const me_lfts* l, std::uint32_t node, std::uint16_t lid) {
+  return capi::guard([&]() -> int {
+    const std::uint8_t* e = capi::lft_entry(l, node, lid);
+    return e != nullptr ? int{*e} : int{ME_ERR_INVALID};
+  });
+}
+
+void me_lfts_error(me_lfts* l, const char* message) {
+  if (l == nullptr || message == nullptr) return;
+  try {
+    l->error = message;
+  } catch (...) {
+    l->error.clear();
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,329 @@
+// TOML -> NodeConfig with errors that name the line (see madengine/node/config.hpp).
+#include "madengine/node/config.hpp"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "node/qos_keys.hpp"
+#include "sm/qos/qos_options.hpp"
+#include "sm/routing/routing.hpp"
+
+namespace madengine::node {
+
+const char* to_string(TransportKind k) noexcept { return k == TransportKind::kUmad ? "umad" : "sim"; }
+
+bool parse_subnet_prefix(const std::string& text, std::uint64_t& out) noexcept {
+  if (text.starts_with("0x") || text.starts_with("0X")) {
+    try {
+      std::size_t used = 0;
+      const unsigned long long v = std::stoull(text, &used, 16);
+      if (used != text.size()) return false;
+      out = v;
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+  std::string addr = text;
+  if (const auto slash = text.find('/'); slash != std::string::npos) {
+    if (text.substr(slash + 1) != "64") return false;  // a subnet prefix is the GID's upper 64 bits
+    addr = text.substr(0, slash);
+  }
+  in6_addr a{};
+  if (::inet_pton(AF_INET6, addr.c_str(), &a) != 1) return false;
+  std::uint64_t hi = 0, lo = 0;
+  for (int i = 0; i < 8; ++i) hi = hi << 8 | a.s6_addr[i];
+  for (int i = 8; i < 16; ++i) lo = lo << 8 | a.s6_addr[i];
+  if (lo != 0) return false;  // an interface id is not part of a prefix
+  out = hi;
+  return true;
+}
+
+namespace {
+
+std::string where(const std::string& name, const toml::node& n) {
+  return fmt::format("{}:{}", name, n.source().begin.line);
+}
+
+[[noreturn]] void fail(const std::string& name, const toml::node& n, const std::string& what) {
+  throw ConfigError(fmt::format("{}: {}", where(name, n), what));
+}
+
+// Reads one table, rejecting keys it does not know: a typo must not be ignored.
+class Section {
+ public:
+  Section(const std::string& file, const toml::table& t, std::string prefix, std::set<std::string>* given = nullptr)
+      : file_(file), table_(t), prefix_(std::move(prefix)), given_(given) {}
+
+  template <typename T>
+  void get(const char* key, T& out, std::int64_t lo = 0, std::int64_t hi = INT64_MAX) {
+    seen_.push_back(key);
+    const toml::node* n = table_.get(key);
+    if (!n) return;
+    if (given_ != nullptr) given_->insert(prefix_ + key);
+    if constexpr (std::is_same_v<T, bool>) {
+      auto v = n->value<bool>();
+      if (!v) fail(file_, *n, fmt::format("{}{} must be true or false", prefix_, key));
+      out = *v;
+    } else if constexpr (std::is_floating_point_v<T>) {
+      auto v = n->value<double>();  // an integer is a number too
+      if (!v) fail(file_, *n, fmt::format("{}{} must be a number", prefix_, key));
+      if (*v < static_cast<double>(lo) || *v > static_cast<double>(hi))
+        fail(file_, *n, fmt::format("{}{} = {} is outside {}..{}", prefix_, key, *v, lo, hi));
+      out = *v;
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      auto v = n->value<std::string>();
+      if (!v) fail(file_, *n, fmt::format("{}{} must be a string", prefix_, key));
+      out = *v;
+    } else {
+      auto v = n->value<std::int64_t>();
+      if (!v) fail(file_, *n, fmt::format("{}{} must be an integer", prefix_, key));
+      if (*v < lo || *v > hi) fail(file_, *n, fmt::format("{}{} = {} is outside {}..{}", prefix_, key, *v, lo, hi));
+      out = static_cast<T>(*v);
+    }
+  }
+  // A 64-bit key: an integer, or a string "0x..." (OpenSM writes keys in hex;
+  // TOML integers stop at 2^63 - 1).
+  void u64(const char* key, std::uint64_t& out) {
+    seen_.push_back(key);
+    const toml::node* n = table_.get(key);
+    if (!n) return;
+    if (given_ != nullptr) given_->insert(prefix_ + key);
+    if (const auto v = n->value<std::int64_t>()) {
+      if (*v < 0) fail(file_, *n, fmt::format("{}{} must not be negative", prefix_, key));
+      out = static_cast<std::uint64_t>(*v);
+      return;
+    }
+    const auto s = n->value<std::string>();
+    std::size_t used = 0;
+    std::uint64_t v = 0;
+    try {
+      if (s) v = std::stoull(*s, &used, 0);
+    } catch (...) {
+      used = 0;
+    }
+    if (!s || used == 0 || used != s->size() || (*s)[0] == '-')
+      fail(file_, *n, fmt::format("{}{} must be an integer or a string like \"0x00000000deadbeef\"", prefix_, key));
+    out = v;
+  }
+  void guids(const char* key, std::vector<std::uint64_t>& out) {
+    seen_.push_back(key);
+    const toml::node* n = table_.get(key);
+    if (!n) return;
+    if (given_ != nullptr) given_->insert(prefix_ + key);
+    const toml::array* a = n->as_array();
+    if (!a) fail(file_, *n, fmt::format("{}{} must be an array of GUID strings", prefix_, key));
+    out.clear();
+    for (const toml::node& e : *a) {
+      auto s = e.value<std::string>();
+      std::size_t used = 0;
+      std::uint64_t g = 0;
+      try {
+        if (s) g = std::stoull(*s, &used, 0);
+      } catch (...) {
+        used = 0;
+      }
+      if (!s || used == 0 || used != s->size()) fail(file_, e, fmt::format("{}{}: not a GUID", prefix_, key));
+      out.push_back(g);
+    }
+  }
+  void reject_unknown() const {
+    for (auto&& [k, v] : table_) {
+      bool known = false;
+      for (const char* s : seen_) known |= k.str() == s;
+      if (!known) fail(file_, v, fmt::format("unknown key {}{}", prefix_, k.str()));
+    }
+  }
+
+ private:
+  const std::string& file_;
+  const toml::table& table_;
+  std::string prefix_;
+  std::set<std::string>* given_;
+  std::vector<const char*> seen_;
+};
+
+}  // namespace
+
+NodeConfig parse_config(const std::string& text, const std::string& name) {
+  toml::table root;
+  try {
+    root = toml::parse(text, name);
+  } catch (const toml::parse_error& e) {
+    throw ConfigError(fmt::format("{}:{}: {}", name, e.source().begin.line, e.description()));
+  }
+  NodeConfig c;
+  const toml::table empty;
+  auto table = [&](const char* key) -> const toml::table& {
+    const toml::node* n = root.get(key);
+    if (!n) return empty;
+    if (!n->is_table()) fail(name, *n, fmt::format("[{}] must be a table", key));
+    return *n->as_table();
+  };
+  {
+    Section s(name, table("engine"), "engine.", &c.given);
+    s.get("cores", c.engine.cores, 1, 256);
+    s.get("pin", c.engine.pin);
+    s.get("idle", c.engine.idle);
+    if (c.engine.idle != "block" && c.engine.idle != "spin")
+      fail(name, *root["engine"]["idle"].node(), "engine.idle must be block or spin");
+    s.get("idle_spin_loops", c.engine.idle_spin_loops, 0, 1'000'000);
+    s.get("idle_spin_loops_min", c.engine.idle_spin_loops_min, 0, 1'000'000);
+    s.reject_unknown();
+  }
+  {
+    Section s(name, table("transport"), "transport.", &c.given);
+    std::string kind = to_string(c.transport.kind);
+    s.get("kind", kind);
+    if (kind == "umad") c.transport.kind = TransportKind::kUmad;
+    else if (kind == "sim") c.transport.kind = TransportKind::kSim;
+    else fail(name, *root["transport"]["kind"].node(), "transport.kind must be \"umad\" or \"sim\"");
+    s.get("ca", c.transport.ca);
+    s.get("port", c.transport.port, 0, 254);
+    s.get("topology", c.transport.topology);
+    s.get("generate", c.transport.generate);
+    s.get("seed", c.transport.seed, 0);
+    s.get("sim_node", c.transport.sim_node);
+    s.get("sim_speed", c.transport.sim_speed, 0, 1'000'000);
+    s.reject_unknown();
+  }
+  {
+    Section s(name, table("sm"), "sm.", &c.given);
+    s.get("priority", c.sm.priority, 0, 15);
+    s.u64("sm_key", c.sm.sm_key);
+    std::string prefix = "fe80::/64";
+    s.get("subnet_prefix", prefix);
+    if (!parse_subnet_prefix(prefix, c.sm.subnet_prefix))
+      fail(name, *root["sm"]["subnet_prefix"].node(),
+           fmt::format("sm.subnet_prefix = \"{}\" is not a /64 prefix (\"fe80::/64\" or \"0xfe80000000000000\")", prefix));
+    s.get("guid2lid", c.sm.guid2lid);
+    s.get("lmc", c.sm.lmc, 0, 7);
+    s.get("routing", c.sm.routing);
+    if (std::vector<sm::RoutingAlgo> chain; !sm::parse_routing_chain(c.sm.routing, chain))
+      fail(name, *root["sm"]["routing"].node(),
+           "sm.routing must be an engine or a chain of them, tried in order: minhop, updn, ftree, dfsssp, nue, dor "
+           "(e.g. \"dfsssp,updn,minhop\")");
+    s.guids("roots", c.sm.roots);
+    s.get("sweep_interval_ms", c.sm.sweep_interval_ms, 100, 3'600'000);
+    s.get("local_port_check_ms", c.sm.local_port_check_ms, 10, 60'000);
+    s.get("standby_refresh_ms", c.sm.standby_refresh_ms, 1000, 86'400'000);
+    s.get("smps_in_flight_max", c.sm.smps_in_flight_max, 1, 65536);
+    s.get("smps_per_node_max", c.sm.smps_per_node_max, 1, 256);
+    s.get("transaction_timeout_ms", c.sm.transaction_timeout_ms, 1, 60'000);
+    s.get("transaction_retries", c.sm.transaction_retries, 0, 100);
+    s.get("subnet_timeout", c.sm.subnet_timeout, 0, 31);
+    s.get("routing_threads", c.sm.routing_threads, 0, 256);
+    s.get("ha_poll_interval_ms", c.sm.ha_poll_interval_ms, 100, 3'600'000);
+    s.get("ha_poll_retries", c.sm.ha_poll_retries, 1, 100);
+    s.get("ha_replica_interval_ms", c.sm.ha_replica_interval_ms, 10, 3'600'000);
+    s.get("ha_replica_max_age_ms", c.sm.ha_replica_max_age_ms, 0, 86'400'000);
+    s.get("partition_config", c.sm.partition_config);
+    s.get("part_enforce", c.sm.part_enforce);
+    if (c.sm.part_enforce != "both" && c.sm.part_enforce != "in" && c.sm.part_enforce != "out" && c.sm.part_enforce != "off")
+      fail(name, *root["sm"]["part_enforce"].node(), "sm.part_enforce must be both, in, out or off");
+    s.get("allow_both_pkeys", c.sm.allow_both_pkeys);
+    s.get("qos", c.sm.qos);
+    s.get("qos_policy_file", c.sm.qos_policy_file);
+    // OpenSM's names: qos_max_vls, qos_ca_max_vls, ... (keys must outlive the Section).
+    static constexpr const char* kQosKeys[5][5] = {
+        {"qos_max_vls", "qos_high_limit", "qos_vlarb_high", "qos_vlarb_low", "qos_sl2vl"},
+        {"qos_ca_max_vls", "qos_ca_high_limit", "qos_ca_vlarb_high", "qos_ca_vlarb_low", "qos_ca_sl2vl"},
+        {"qos_sw0_max_vls", "qos_sw0_high_limit", "qos_sw0_vlarb_high", "qos_sw0_vlarb_low", "qos_sw0_sl2vl"},
+        {"qos_swe_max_vls", "qos_swe_high_limit", "qos_swe_vlarb_high", "qos_swe_vlarb_low", "qos_swe_sl2vl"},
+        {"qos_rtr_max_vls", "qos_rtr_high_limit", "qos_rtr_vlarb_high", "qos_rtr_vlarb_low", "qos_rtr_sl2vl"}};
+    QosClassSection* classes[5] = {&c.sm.qos_all, &c.sm.qos_ca, &c.sm.qos_sw0, &c.sm.qos_swe, &c.sm.qos_rtr};
+    for (int i = 0; i < 5; ++i) {
+      s.get(kQosKeys[i][0], classes[i]->max_vls, 0, 15);
+      s.get(kQosKeys[i][1], classes[i]->high_limit, -1, 255);
+      s.get(kQosKeys[i][2], classes[i]->vlarb_high);
+      s.get(kQosKeys[i][3], classes[i]->vlarb_low);
+      s.get(kQosKeys[i][4], classes[i]->sl2vl);
+    }
+    // The lists' syntax, checked here so an error names the line.
+    std::string qos_error;
+    if (!sm::build_qos_config(qos_options(c.sm), qos_error)) {
+      const std::string key = qos_error.substr(0, qos_error.find(':'));
+      const toml::node* n = root["sm"][key].node();
+      if (n != nullptr) fail(name, *n, "sm." + qos_error);
+      throw ConfigError(fmt::format("{}: sm.{}", name, qos_error));
+    }
+    s.u64("m_key", c.sm.m_key);
+    s.get("m_key_lease_period", c.sm.m_key_lease_period, 0, 65535);
+    s.get("m_key_protection_level", c.sm.m_key_protection_level, 0, 3);
+    s.get("guid2mkey", c.sm.guid2mkey);
+    s.reject_unknown();
+  }
+  {
+    Section s(name, table("sa"), "sa.", &c.given);
+    s.get("queue_depth", c.sa.queue_depth, 1, 1 << 20);
+    s.get("requester_share_max", c.sa.requester_share_max, 1, 1 << 20);
+    s.get("journal", c.sa.journal);
+    s.get("journal_interval_ms", c.sa.journal_interval_ms, 10, 3'600'000);
+    s.get("journal_fresh_ms", c.sa.journal_fresh_ms, 0, 86'400'000);
+    s.reject_unknown();
+  }
+  {
+    Section s(name, table("log"), "log.", &c.given);
+    s.get("level", c.log.level);
+    if (c.log.level != "trace" && c.log.level != "debug" && c.log.level != "info" && c.log.level != "warn" &&
+        c.log.level != "error")
+      fail(name, *root["log"]["level"].node(), "log.level must be trace, debug, info, warn or error");
+    s.get("file", c.log.file);
+    s.reject_unknown();
+  }
+  for (auto&& [k, v] : root) {
+    const std::string key(k.str());
+    if (key != "engine" && key != "transport" && key != "sm" && key != "sa" && key != "log")
+      fail(name, v, fmt::format("unknown section [{}]", key));
+  }
+  return c;
+}
+
+NodeConfig load_config_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(fmt::format("{}: cannot open", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_config(ss.str(), path);
+}
+
+sm::QosOptions qos_options(const SmSection& sm) {
+  sm::QosOptions o;
+  o.enabled = sm.qos;
+  auto copy = [](const QosClassSection& from, sm::QosClassOptions& to) {
+    to.max_vls = from.max_vls;
+    to.high_limit = from.high_limit;
+    to.vlarb_high = from.vlarb_high;
+    to.vlarb_low = from.vlarb_low;
+    to.sl2vl = from.sl2vl;
+  };
+  copy(sm.qos_all, o.all);
+  copy(sm.qos_ca, o.ca);
+  copy(sm.qos_sw0, o.sw0);
+  copy(sm.qos_swe, o.swe);
+  copy(sm.qos_rtr, o.rtr);
+  return o;
+}
+
+void apply_state_defaults(NodeConfig& c, bool guid2lid_given, bool journal_given, bool guid2mkey_given) {
+  if (c.transport.kind != TransportKind::kUmad) return;
+  const std::string dir = kStateDir;
+  if (!guid2lid_given && !c.given.contains("sm.guid2lid")) c.sm.guid2lid = dir + "/guid2lid";
+  if (!journal_given && !c.given.contains("sa.journal")) c.sa.journal = dir + "/sa-state.journal";
+  if (!guid2mkey_given && !c.given.contains("sm.guid2mkey")) c.sm.guid2mkey = dir + "/guid2mkey";
+}
+
+void validate(const NodeConfig& c) {
+  if (c.transport.kind == TransportKind::kSim && c.transport.topology.empty() && c.transport.generate.empty())
+    throw ConfigError("transport.kind = \"sim\" needs transport.topology or transport.generate");
+  if (c.sm.smps_per_node_max > c.sm.smps_in_flight_max)
+    throw ConfigError("sm.smps_per_node_max cannot exceed sm.smps_in_flight_max");
+  if (c.sm.m_key == 0 && c.sm.m_key_protection_level != 0)
+    throw ConfigError("sm.m_key_protection_level needs a non-zero sm.m_key (0 disables M_Key protection)");
+}
+
+}  // namespace madengine::node

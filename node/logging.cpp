@@ -1,0 +1,22 @@
+// [log] applied to the process's log (spdlog's default logger), as the
+// daemon does at start and libmadengine's me_node_create when [log] is given.
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+
+#include "madengine/node/config.hpp"
+
+namespace madengine::node {
+
+void apply_log_config(const LogSection& log) {
+  if (!log.file.empty()) spdlog::set_default_logger(spdlog::basic_logger_mt("madengine", log.file));
+  spdlog::set_level(spdlog::level::from_str(log.level));
+  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+  // A log file is read while the daemon runs (tail -f, an operator after an
+  // incident): warnings and errors at once, everything else within a second.
+  spdlog::flush_on(spdlog::level::warn);
+  spdlog::flush_every(std::chrono::seconds(1));
+}
+
+}  // namespace madengine::node

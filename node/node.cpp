@@ -1,0 +1,447 @@
+// Wiring of transport, engine, SA and SM (see madengine/node/node.hpp).
+#include "madengine/node/node.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+
+#include "engine/compute_pool.hpp"
+#include "engine/engine.hpp"
+#include "engine/umad/umad_transport.hpp"
+#include "node/event_hub.hpp"
+#include "node/fabric_spec.hpp"
+#include "node/internal_node.hpp"
+#include "node/parts.hpp"
+#include "node/sim_driver.hpp"
+#include "node/vendor_mads.hpp"
+#include "sa/server/response_chain.hpp"
+#include "sa/server/sa_server.hpp"
+#include "sim/fabric.hpp"
+#include "sim/sim_transport.hpp"
+#include "node/qos_keys.hpp"
+#include "sm/qos/qos_options.hpp"
+#include "sm/sm.hpp"
+
+namespace madengine::node {
+
+namespace {
+
+sm::SmConfig sm_config(const NodeConfig& c) {
+  sm::SmConfig s;
+  s.core = 0;
+  s.window_smps_max = c.sm.smps_in_flight_max;
+  s.window_per_dest_max = c.sm.smps_per_node_max;
+  s.timeout_ms = c.sm.transaction_timeout_ms;
+  s.retries = static_cast<std::uint8_t>(c.sm.transaction_retries);
+  s.guid2lid_path = c.sm.guid2lid;
+  s.lmc = static_cast<std::uint8_t>(c.sm.lmc);
+  std::string why;
+  if (!sm::parse_routing_chain(c.sm.routing, s.routing_chain, &why)) throw ConfigError("sm.routing: " + why);
+  s.routing = s.routing_chain.front();
+  s.root_guids = c.sm.roots;
+  // Routing uses every CPU (on the compute pool, beside the cores).
+  const unsigned threads = c.sm.routing_threads ? c.sm.routing_threads : std::max(1u, std::thread::hardware_concurrency());
+  s.routing_threads = threads;
+  s.path_db_threads = threads;
+  s.light_sweep_interval_ms = c.sm.sweep_interval_ms;
+  s.local_port_check_ms = c.sm.local_port_check_ms;
+  s.standby_refresh_ms = c.sm.standby_refresh_ms;
+  s.priority = static_cast<std::uint8_t>(c.sm.priority);
+  s.sm_key = c.sm.sm_key;
+  s.subnet_prefix = c.sm.subnet_prefix;
+  s.subnet_timeout = static_cast<std::uint8_t>(c.sm.subnet_timeout);
+  s.ha_poll_interval_ms = c.sm.ha_poll_interval_ms;
+  s.ha_poll_retries = static_cast<std::uint8_t>(c.sm.ha_poll_retries);
+  s.ha_replica_interval_ms = c.sm.ha_replica_interval_ms;
+  s.ha_replica_max_age_ms = c.sm.ha_replica_max_age_ms;
+  if (!sm::parse_part_enforce(c.sm.part_enforce, s.part_enforce)) throw ConfigError("sm.part_enforce: " + c.sm.part_enforce);
+  s.allow_both_pkeys = c.sm.allow_both_pkeys;
+  s.m_key = c.sm.m_key;
+  s.m_key_lease_period = static_cast<std::uint16_t>(c.sm.m_key_lease_period);
+  s.m_key_protect_bits = static_cast<std::uint8_t>(c.sm.m_key_protection_level);
+  s.guid2mkey_path = c.sm.guid2mkey;
+  if (c.sm.qos) {
+    std::string err;
+    auto q = sm::build_qos_config(qos_options(c.sm), err);
+    if (!q) throw ConfigError("sm." + err);
+    s.qos = std::make_shared<const sm::QosConfig>(*q);
+  }
+  return s;
+}
+
+// The qos-policy file parsed (QoS on and a file named), else null. Throws
+// ConfigError with file:line on a bad file.
+std::shared_ptr<const sm::QosPolicy> load_policy(const SmSection& c) {
+  if (!c.qos || c.qos_policy_file.empty()) return nullptr;
+  sm::FileIssue err;
+  auto p = sm::load_qos_policy(c.qos_policy_file, err);
+  if (!p) throw ConfigError(err.text());
+  return std::make_shared<const sm::QosPolicy>(std::move(*p));
+}
+
+// The partitions file parsed, its warnings logged with file:line; null when
+// none is configured. Throws ConfigError with file:line on a bad file.
+std::shared_ptr<const sm::PartitionConfig> load_partitions(const std::string& path) {
+  if (path.empty()) return nullptr;
+  sm::FileIssue err;
+  auto cfg = sm::load_partition_config(path, err);
+  if (!cfg) throw ConfigError(err.text());
+  for (const sm::FileIssue& w : cfg->warnings) spdlog::warn("partitions: {}", w.text());
+  spdlog::info("partitions: {}: {} definitions", path, cfg->defs.size());
+  return std::make_shared<const sm::PartitionConfig>(std::move(*cfg));
+}
+
+}  // namespace
+
+// The master journals the SA's state (docs/ha.md, warm restart): the SM's
+// core notices, at most every interval_ms, that state_generation moved and
+// hands a copy of the state to the I/O pool, which writes it (an fsync per
+// write never holds the MAD core). Writes keep their order: the I/O pool
+// has one thread.
+class JournalWriter final : public Poller {
+ public:
+  JournalWriter(const std::string& path, std::uint32_t interval_ms, sa::SaServer& sa, sm::SubnetManager& sm,
+                const Clock& clock, ComputePool& io)
+      : path_(path), interval_ns_(Nanos{interval_ms} * kNanosPerMilli), sa_(sa), sm_(sm), clock_(clock), io_(io) {}
+  std::size_t poll(Nanos now_ns) noexcept override {
+    if (now_ns < next_ns_) return 0;
+    next_ns_ = now_ns + interval_ns_;
+    if (sa_.state_generation() == queued_ || sm_.status().state != wire::SmState::kMaster) return 0;
+    write();
+    return 1;
+  }
+  // Writes now when we are master (shutdown), on this thread, from the
+  // state the SA last published (any thread may read it): the file's time
+  // then says the state was current until this moment. Once per shutdown.
+  void write_final() noexcept {
+    if (final_written_) return;
+    final_written_ = true;
+    if (sm_.status().state != wire::SmState::kMaster) {
+      spdlog::info("sa journal {}: not written at shutdown: this SM is not master", path_);
+      return;
+    }
+    try {
+      std::string err;
+      if (sa::write_journal_file(path_, sa_.capture_state(), clock_.now_ns(), err))
+        spdlog::info("sa journal {}: written at shutdown", path_);
+      else
+        spdlog::warn("sa journal {}: not written at shutdown: {}", path_, err);
+    } catch (const std::exception& e) {
+      spdlog::warn("sa journal {}: not written at shutdown: {}", path_, e.what());
+    }
+  }
+
+ private:
+  void write() noexcept {
+    const std::uint64_t g = sa_.state_generation();
+    try {
+      const bool queued = io_.submit([path = path_, image = sa_.capture_state(), now = clock_.now_ns()] {
+        std::string err;
+        if (!sa::write_journal_file(path, image, now, err)) spdlog::warn("sa journal {}: not written: {}", path, err);
+      });
+      if (queued) queued_ = g;
+      else spdlog::warn("sa journal {}: not written: the I/O queue is full (retried)", path_);
+    } catch (const std::exception& e) {
+      spdlog::warn("sa journal {}: not written: {}", path_, e.what());
+    }
+  }
+
+  std::string path_;
+  Nanos interval_ns_;
+  sa::SaServer& sa_;
+  sm::SubnetManager& sm_;
+  const Clock& clock_;
+  ComputePool& io_;
+  Nanos next_ns_ = 0;
+  std::uint64_t queued_ = ~std::uint64_t{0};
+  bool final_written_ = false;
+};
+
+namespace {
+
+// Restores the journal into the SA (applied by its state core before it
+// answers) when it vouches for the clients' state: written at most fresh_ms
+// ago (by a master running until then) and read whole. A bad or stale file is
+// logged with the reason and ignored (a stale one is not read). Returns
+// whether it was restored.
+bool restore_journal(const SaSection& c, sa::SaServer& sa, Nanos now_ns) {
+  if (c.journal.empty()) return false;
+  std::error_code ec;
+  const auto written = std::filesystem::last_write_time(c.journal, ec);
+  if (ec) {
+    spdlog::info("sa journal {}: none yet", c.journal);
+    return false;
+  }
+  const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(std::filesystem::file_time_type::clock::now() - written);
+  if (age.count() < 0 || age.count() > static_cast<std::int64_t>(c.journal_fresh_ms)) {
+    // Clients may have changed their registrations since (another master, or
+    // changes this one did not live to journal): start clean and ask them.
+    spdlog::info("sa journal {}: written {} ms ago (more than {} ms): stale, ignored; clients will be asked to reregister",
+                 c.journal, age.count(), c.journal_fresh_ms);
+    return false;
+  }
+  // Leases were written as time left then: they ran on while the daemon was down.
+  const Nanos written_ns = now_ns - Nanos{age.count()} * kNanosPerMilli;
+  sa::SaStateImage img;
+  bool found = false;
+  std::string err;
+  if (!sa::read_journal_file(c.journal, written_ns, img, found, err) || !found) {
+    spdlog::warn("sa journal {}: ignored: {}; clients will be asked to reregister", c.journal,
+                 found ? err : std::string("it vanished while read"));
+    return false;
+  }
+  spdlog::info("sa journal {}: {} services, {} groups, {} subscriptions restored; written {} ms ago: fresh, clients "
+               "keep their registrations",
+               c.journal, img.services.size(), img.groups.size(), img.subscriptions.size(), age.count());
+  sa.restore_state(std::move(img));
+  return true;
+}
+
+// The folder of a state file (guid2lid, SA journal); a failure shows later
+// as the file's own write error, with its path.
+void make_parent_dir(const std::string& file) {
+  if (file.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(file).parent_path(), ec);
+}
+
+std::uint32_t first_ca(const sim::Fabric& f) {
+  for (std::uint32_t n = 0; n < f.node_count(); ++n)
+    if (!f.is_switch(n)) return n;
+  throw ConfigError("the simulated fabric has no CA to host the SM");
+}
+
+}  // namespace
+
+Node::Parts::Parts() = default;
+Node::Parts::~Parts() = default;
+
+namespace {
+
+std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, const InternalOptions& in) {
+  auto p_ = std::make_unique<Node::Parts>();  // named as the member it becomes
+  validate(cfg);
+  p_->cfg = cfg;
+  for (const VendorClassHandler& v : hooks.vendor_classes)
+    if (!is_vendor_class(v.mgmt_class) || !v.handler)
+      throw ConfigError(fmt::format("vendor class 0x{:02x}: not a vendor-specific class (0x09, 0x30-0x4f) or no handler",
+                                    v.mgmt_class));
+  const Clock* clock = nullptr;
+  static const SteadyClock steady;
+  if (hooks.transport != nullptr) {
+    p_->transport = hooks.transport;
+    clock = &steady;
+  } else if (cfg.transport.kind == TransportKind::kSim) {
+    std::uint32_t node = 0;
+    if (in.sim_fabric != nullptr) {
+      p_->fabric = in.sim_fabric;
+      node = in.sim_node;
+    } else {
+      const sim::Topology topo = make_topology(cfg.transport.generate, cfg.transport.topology);
+      p_->own_fabric = std::make_unique<sim::Fabric>(topo, sim::FabricConfig{.seed = cfg.transport.seed});
+      p_->fabric = p_->own_fabric.get();
+      node = first_ca(*p_->fabric);
+      if (!cfg.transport.sim_node.empty()) {
+        node = p_->fabric->find_node(cfg.transport.sim_node);
+        if (node >= p_->fabric->node_count()) throw ConfigError("transport.sim_node: no node named " + cfg.transport.sim_node);
+      }
+      spdlog::info("sim fabric: {} nodes, SM on node {} ({})", p_->fabric->node_count(), node,
+                   cfg.transport.topology.empty() ? cfg.transport.generate : cfg.transport.topology);
+    }
+    p_->own_transport = std::make_unique<sim::SimTransport>(*p_->fabric, node, p_->fabric->is_switch(node) ? 0 : 1, "sim");
+    clock = &p_->fabric->clock();
+  } else {
+    UmadConfig u;
+    u.ca_name = cfg.transport.ca;
+    u.port_num = static_cast<int>(cfg.transport.port);
+    p_->own_transport = std::make_unique<UmadTransport>(u, steady);
+    clock = &steady;
+  }
+  if (p_->transport == nullptr) p_->transport = p_->own_transport.get();
+  AgentSpec agents{.smi = true, .is_sm = true, .sa_server = true, .gsi_client = true};
+  for (const VendorClassHandler& v : hooks.vendor_classes) agents.vendor_classes.push_back(v.mgmt_class);
+  if (!p_->transport->open(agents)) {
+    if (p_->own_transport && cfg.transport.kind == TransportKind::kUmad)
+      throw std::runtime_error(fmt::format(
+          "umad: {} (an SM needs an InfiniBand port; the in-process simulator is --transport sim)",
+          static_cast<UmadTransport&>(*p_->transport).last_error()));
+    throw std::runtime_error(fmt::format("transport {} did not open", p_->transport->name()));
+  }
+
+  if (cfg.engine.idle == "block" && std::uint64_t{cfg.sm.ha_poll_interval_ms} * cfg.sm.ha_poll_retries < 1000)
+    spdlog::warn("sm.ha_poll_interval_ms x ha_poll_retries is under 1 s with engine.idle = \"block\": on a loaded "
+                 "machine a sleeping core may answer SMInfo polls too late; consider engine.idle = \"spin\"");
+  make_parent_dir(cfg.sm.guid2lid);
+  make_parent_dir(cfg.sm.guid2mkey);
+  EngineConfig engine_cfg{
+      .cores = static_cast<std::uint16_t>(cfg.engine.cores), .pin = cfg.engine.pin && !p_->fabric, .clock = clock};
+  engine_cfg.backoff.mode = cfg.engine.idle == "spin" ? IdleMode::kSpin : IdleMode::kBlock;
+  engine_cfg.backoff.spin_loops_max = cfg.engine.idle_spin_loops;
+  engine_cfg.backoff.spin_loops_min = cfg.engine.idle_spin_loops_min;
+  p_->engine = std::make_unique<Engine>(engine_cfg);
+  p_->engine->add_transport(*p_->transport, 0);
+  if (!hooks.vendor_classes.empty())
+    p_->vendor = std::make_unique<VendorMads>(*p_->engine, std::move(hooks.vendor_classes));
+
+  sa::SaServerConfig sac;
+  sac.queue_max = cfg.sa.queue_depth;
+  sac.requester_queued_max = cfg.sa.requester_share_max;
+  sac.install_response_hooks = false;
+  sac.gid_traps_from_epochs = false;  // the SM sends traps 64/65 (on_notice below)
+  if (in.sa) in.sa(sac);
+  p_->sa = std::make_unique<sa::SaServer>(*p_->engine, p_->store, sac);
+
+  make_parent_dir(cfg.sa.journal);
+  const bool journal_fresh = restore_journal(cfg.sa, *p_->sa, clock->now_ns());
+
+  const bool threaded = !p_->fabric;
+  sm::SmConfig smc = sm_config(cfg);
+  p_->compute = std::make_unique<ComputePool>(
+      ComputePoolConfig{.threads = threaded ? smc.routing_threads : 0, .name = "mad-compute", .shutdown_wait_ms = 100});
+  p_->io = std::make_unique<ComputePool>(
+      ComputePoolConfig{.threads = threaded ? 1u : 0u, .nice = 0, .name = "mad-io", .finish_queued = true});
+  smc.compute = p_->compute.get();
+  smc.io = p_->io.get();
+  smc.mcast = &p_->sa->mcast_provider();
+  p_->events = std::make_unique<EventHub>(std::move(hooks.events), p_->store);
+  sa::SaServer* sa = p_->sa.get();
+  EventHub* events = p_->events.get();
+  // Traps the SM receives or raises reach InformInfo subscribers as Reports,
+  // and the embedder's notice callback.
+  smc.on_notice = [sa, events](const wire::Notice& n) {
+    sa->forward_notice(n);
+    events->push_notice(n);
+  };
+  smc.on_transition = [events](wire::SmState from, wire::SmState to) { events->push_transition(from, to); };
+  smc.restore_sa_state = [sa](sa::SaStateImage img) { sa->restore_state(std::move(img)); };
+  smc.on_partition_groups = [sa](std::vector<wire::McMemberRecord> g) { sa->set_partition_groups(std::move(g)); };
+  smc.partitions = load_partitions(cfg.sm.partition_config);
+  smc.qos_policy = load_policy(cfg.sm);
+  smc.sa_state_restored = journal_fresh;
+  smc.routing_hook = std::move(hooks.routing);
+  if (in.sm) in.sm(smc);
+  p_->sm = std::make_unique<sm::SubnetManager>(*p_->engine, *p_->transport, smc, p_->store);
+  p_->events->attach(*p_->sm);
+  MadHandler* sm_hook = p_->engine->dispatcher().response_hook(smc.core);
+  for (std::uint16_t c = 0; c < p_->engine->cores(); ++c) {
+    p_->chains.push_back(std::make_unique<sa::ResponseChain>(*p_->sa, c == smc.core ? sm_hook : nullptr));
+    p_->engine->set_response_hook(c, *p_->chains.back());
+  }
+  if (!cfg.sa.journal.empty()) {
+    p_->journal =
+        std::make_unique<JournalWriter>(cfg.sa.journal, cfg.sa.journal_interval_ms, *p_->sa, *p_->sm, *clock, *p_->io);
+    p_->engine->add_poller(smc.core, *p_->journal);
+  }
+  return p_;
+}
+
+}  // namespace
+
+Node::Node(const NodeConfig& cfg, NodeHooks hooks) : Node(assemble(cfg, std::move(hooks), InternalOptions{})) {}
+
+Node::Node(std::unique_ptr<Parts> parts) noexcept : p_(std::move(parts)) {}
+
+InternalNode::InternalNode(const NodeConfig& cfg, NodeHooks hooks, const InternalOptions& options)
+    : Node(assemble(cfg, std::move(hooks), options)) {}
+
+Node::~Node() {
+  stop();
+  if (p_->journal) p_->journal->write_final();
+  // The SM and SA go before the engine they registered with; sim parts last.
+  p_->sm.reset();
+  p_->sa.reset();
+  p_->io.reset();  // queued writes finish (a bounded wait), then the threads go
+  p_->compute.reset();
+  if (p_->engine && !p_->engine_running) p_->engine->quiesce();
+  p_->engine.reset();
+  if (p_->transport) p_->transport->close();
+}
+
+void Node::start() {
+  if (p_->started) throw std::logic_error("madengine node: already started");
+  if (p_->fabric) {
+    Parts* p = p_.get();
+    p_->driver = std::make_unique<SimDriver>(*p_->fabric, p_->cfg.transport.sim_speed,
+                                             [p] { return p->pump(10 * kNanosPerMicro); });
+  } else {
+    p_->engine->start();
+    p_->engine_running = true;
+  }
+  p_->events->start();
+  p_->started = true;
+}
+
+void Node::stop() noexcept {
+  if (!p_->started) return;
+  p_->driver.reset();  // joins the thread that pumped the fabric
+  if (p_->engine_running) {
+    p_->engine->stop();
+    p_->engine_running = false;
+  }
+  p_->events->stop();
+  p_->started = false;
+}
+
+bool Node::started() const noexcept { return p_->started; }
+
+std::size_t Node::pump(Nanos step_ns) {
+  if (!p_->fabric || p_->started) return 0;
+  return p_->pump(step_ns);
+}
+
+bool Node::wait_subnet_up(std::chrono::milliseconds limit) {
+  if (!p_->fabric || p_->started) return p_->sm->wait_subnet_up(limit);
+  const Nanos end = p_->fabric->now_ns() + limit.count() * kNanosPerMilli;
+  while (p_->fabric->now_ns() < end) {
+    if (p_->sm->status().subnet_up) return true;
+    pump();
+  }
+  return p_->sm->status().subnet_up;
+}
+
+std::size_t Node::dispatch_events() { return p_->started ? 0 : p_->events->dispatch(); }
+
+NodeStatus Node::status() const {
+  const sm::SmStatus s = p_->sm->status();
+  return NodeStatus{.subnet_up = s.subnet_up,
+                    .state = s.state,
+                    .sm_lid = s.sm_lid,
+                    .epoch = s.epoch,
+                    .heavy_sweeps = s.heavy_sweeps,
+                    .light_sweeps = s.light_sweeps,
+                    .traps = s.traps,
+                    .events_dropped = p_->events->dropped()};
+}
+
+bool Node::is_sim() const noexcept { return p_->fabric != nullptr; }
+const NodeConfig& Node::config() const noexcept { return p_->cfg; }
+sim::Fabric* InternalNode::fabric() noexcept { return parts().fabric; }
+Engine& InternalNode::engine() noexcept { return *parts().engine; }
+bool InternalNode::reload_config_files() {
+  const NodeConfig& cfg = parts().cfg;
+  try {
+    // Both files are read before either is applied: a bad one changes nothing.
+    auto partitions = load_partitions(cfg.sm.partition_config);
+    auto policy = load_policy(cfg.sm);
+    sm().set_partitions(std::move(partitions));
+    if (cfg.sm.qos) sm().set_qos_policy(std::move(policy));
+    spdlog::info("reload: partitions{} applied at the next heavy sweep (requested)", cfg.sm.qos ? " and qos-policy" : "");
+    return true;
+  } catch (const std::exception& e) {
+    spdlog::error("reload: {}; the configuration in use is kept", e.what());
+    return false;
+  }
+}
+void InternalNode::write_journal_now() noexcept {
+  if (parts().journal) parts().journal->write_final();
+  else spdlog::info("sa journal: none configured: nothing written at shutdown");
+}
+sm::SubnetManager& InternalNode::sm() noexcept { return *parts().sm; }
+sa::SaServer& InternalNode::sa() noexcept { return *parts().sa; }
+const sa::SnapshotStore& InternalNode::store() const noexcept { return parts().store; }
+
+}  // namespace madengine::node

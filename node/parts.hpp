@@ -1,0 +1,59 @@
+// What a node is made of (Node::Parts): built and wired in node.cpp, read
+// by the node's own sources and by InternalNode (internal_node.hpp).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "engine/compute_pool.hpp"
+#include "engine/engine.hpp"
+#include "madengine/node/node.hpp"
+#include "sa/server/response_chain.hpp"
+#include "sa/server/sa_server.hpp"
+#include "sa/snapshot.hpp"
+#include "sim/fabric.hpp"
+#include "sm/sm.hpp"
+
+namespace madengine::node {
+
+class EventHub;
+class JournalWriter;
+class SimDriver;
+class VendorMads;
+
+struct Node::Parts {
+  Parts();
+  ~Parts();
+  NodeConfig cfg;
+  // Compute (routing, path database) and I/O (journal, guid2lid) threads
+  // beside the cores; inline on the simulator, which is single-threaded by design.
+  std::unique_ptr<ComputePool> compute;
+  std::unique_ptr<ComputePool> io;
+  // sim: ours, or one shared with other nodes (InternalOptions)
+  std::unique_ptr<sim::Fabric> own_fabric;
+  sim::Fabric* fabric = nullptr;
+  // either transport, or the embedder's
+  std::unique_ptr<Transport> own_transport;
+  Transport* transport = nullptr;
+  std::unique_ptr<EventHub> events;
+  std::unique_ptr<VendorMads> vendor;
+  std::unique_ptr<Engine> engine;
+  sa::SnapshotStore store;
+  std::unique_ptr<sa::SaServer> sa;
+  std::unique_ptr<sm::SubnetManager> sm;
+  std::vector<std::unique_ptr<sa::ResponseChain>> chains;
+  std::unique_ptr<JournalWriter> journal;
+  std::unique_ptr<SimDriver> driver;
+  bool started = false;
+  bool engine_running = false;
+
+  // One turn of every core; when nothing was due, the fabric's clock moves on.
+  std::size_t pump(Nanos step_ns) {
+    const std::size_t work = engine->poll_all_once();
+    if (work == 0) fabric->advance(step_ns);
+    return work;
+  }
+};
+
+}  // namespace madengine::node

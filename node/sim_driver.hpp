@@ -1,0 +1,37 @@
+// A started sim node's driver: a thread that pumps the engine and the
+// simulated fabric, paced to `speed` simulated seconds per wall second (0:
+// as fast as it goes). The fabric is single-threaded by design, so once it
+// runs only this thread touches it.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <thread>
+
+namespace madengine::sim {
+class Fabric;
+}
+
+namespace madengine::node {
+
+class SimDriver {
+ public:
+  // `pump` runs one turn of the engine (advancing the fabric when idle) and
+  // returns the work done.
+  SimDriver(const sim::Fabric& fabric, double speed, std::function<std::size_t()> pump);
+  ~SimDriver();  // stops and joins
+  SimDriver(const SimDriver&) = delete;
+  SimDriver& operator=(const SimDriver&) = delete;
+
+ private:
+  void run() noexcept;
+
+  const sim::Fabric& fabric_;
+  double speed_;
+  std::function<std::size_t()> pump_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace madengine::node

@@ -1,0 +1,305 @@
+// The node's C++ API on the sim, driven by the test (pump mode, deterministic):
+// events (SM state changes, subnet up, port changes, notices), the routing
+// hook (its LFTs programmed into the simulated switches and followed by the
+// SA's paths, again at every heavy sweep; a failing or malformed hook
+// programs nothing), vendor-class
+// MADs answered on the engine core, FabricView and path().
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/engine.hpp"
+#include "madengine/node/node.hpp"
+#include "node/internal_node.hpp"
+#include "madengine/wire/mad.hpp"
+#include "sim/fabric.hpp"
+#include "sim/sim_transport.hpp"
+#include "sm/sm.hpp"
+
+namespace madengine::node {
+namespace {
+
+constexpr Nanos kStepNs = 10 * kNanosPerMicro;
+
+NodeConfig star_config() {
+  NodeConfig c;
+  c.transport.kind = TransportKind::kSim;
+  c.transport.topology = MADENGINE_TEST_TOPOLOGY_DIR "/star3.topo";
+  c.transport.sim_node = "H1";
+  c.engine.cores = 1;
+  c.engine.pin = false;
+  c.sm.sweep_interval_ms = 200;
+  return c;
+}
+
+// Pumps (and delivers events) until `pred` or `sim_ms` of simulated time.
+template <typename Pred>
+bool run_until(InternalNode& n, Pred pred, Nanos sim_ms) {
+  const Nanos end = n.fabric()->now_ns() + sim_ms * kNanosPerMilli;
+  while (n.fabric()->now_ns() < end) {
+    n.dispatch_events();
+    if (pred()) return true;
+    n.pump(kStepNs);
+  }
+  n.dispatch_events();
+  return pred();
+}
+
+// Star routing: every end port's LIDs through the switch port it hangs off.
+bool route_star(const fabric::Fabric& f, std::vector<fabric::Lft>& lfts, std::string& error) {
+  for (fabric::Lft& l : lfts) {
+    const fabric::Node& sw = f.nodes[l.node];
+    l.ports[sw.base_lid] = 0;
+    for (std::uint8_t p = 1; p <= sw.num_ports(); ++p) {
+      const fabric::Port& port = sw.ports[p];
+      if (!port.linked() || f.nodes[port.peer].is_switch()) continue;
+      const std::uint16_t lid = f.lid_of({port.peer, port.peer_port});
+      if (lid == 0 || lid >= l.ports.size()) {
+        error = "a CA without a LID";
+        return false;
+      }
+      l.ports[lid] = p;
+    }
+  }
+  return true;
+}
+
+TEST(Node, EventsInOrderAndPortChangesBetweenEpochs) {
+  std::vector<std::string> seen;
+  std::vector<PortChange> changes;
+  NodeHooks hooks;
+  hooks.events.sm_state = [&](wire::SmState from, wire::SmState to) {
+    seen.push_back(std::string("sm ") + wire::to_string(from) + "->" + wire::to_string(to));
+  };
+  hooks.events.subnet_up = [&](std::uint64_t epoch) { seen.push_back("up " + std::to_string(epoch)); };
+  hooks.events.port_change = [&](const PortChange& c) { changes.push_back(c); };
+  hooks.events.notice = [&](const wire::Notice& n) { seen.push_back("trap " + std::to_string(n.trap_number.get())); };
+  InternalNode n(star_config(), std::move(hooks));
+  ASSERT_TRUE(run_until(n, [&] { return n.status().subnet_up; }, 10'000));
+  n.dispatch_events();
+  ASSERT_GE(seen.size(), 3u);
+  EXPECT_EQ(seen[0], "sm NOTACTIVE->DISCOVERING");
+  EXPECT_EQ(seen[1], "sm DISCOVERING->MASTER");
+  EXPECT_EQ(seen[2], "up 1");
+  EXPECT_TRUE(changes.empty()) << "the first epoch reports no port change";
+
+  // H3's link goes down: the next epoch no longer has its port, then it returns.
+  sim::Fabric& f = *n.fabric();
+  const std::uint32_t h3 = f.find_node("H3");
+  const std::uint64_t h3_guid = f.port_guid(f.port(h3, 1));
+  f.link_down(f.port(h3, 1));
+  ASSERT_TRUE(run_until(n, [&] { return !changes.empty(); }, 10'000));
+  const auto gone = std::find_if(changes.begin(), changes.end(), [&](const PortChange& c) { return c.port_guid == h3_guid; });
+  ASSERT_NE(gone, changes.end());
+  EXPECT_FALSE(gone->is_switch);
+  EXPECT_NE(gone->old_lid, 0);
+  EXPECT_EQ(gone->new_state, 0) << "the port vanished from the epoch";
+  EXPECT_GT(gone->epoch, 1u);
+  const std::size_t before = changes.size();
+  f.link_up(f.port(h3, 1));
+  ASSERT_TRUE(run_until(
+      n,
+      [&] {
+        for (std::size_t i = before; i < changes.size(); ++i)
+          if (changes[i].port_guid == h3_guid && changes[i].new_state == 4) return true;
+        return false;
+      },
+      10'000));
+  // Traps 65 and 64 for H3's GID (what the SA's subscribers get) reached the notice callback too.
+  run_until(n, [&] { return std::find(seen.begin(), seen.end(), "trap 64") != seen.end(); }, 1'000);
+  const auto out = std::find(seen.begin(), seen.end(), "trap 65");
+  ASSERT_NE(out, seen.end()) << ::testing::PrintToString(seen);
+  EXPECT_NE(std::find(out, seen.end(), "trap 64"), seen.end()) << ::testing::PrintToString(seen);
+  EXPECT_EQ(n.status().events_dropped, 0u);
+}
+
+TEST(Node, RoutingHookLftsAreProgrammedAndPathsFollowThem) {
+  std::uint64_t calls = 0;
+  std::uint16_t quarantined = 0;
+  NodeHooks hooks;
+  hooks.routing = [&](const fabric::Fabric& f, std::vector<fabric::Lft>& lfts, std::string& error) {
+    ++calls;
+    if (!route_star(f, lfts, error)) return false;
+    // Leave H2 unrouted: the SA must then have no path to it.
+    for (const fabric::EndPort e : f.end_ports())
+      if (f.nodes[e.node].description.find("H2") != std::string::npos) quarantined = f.lid_of(e);
+    for (fabric::Lft& l : lfts) l.ports[quarantined] = fabric::kLftNoRoute;
+    return true;
+  };
+  InternalNode n(star_config(), std::move(hooks));
+  ASSERT_TRUE(run_until(n, [&] { return n.status().subnet_up; }, 10'000));
+  EXPECT_EQ(calls, 1u);
+  ASSERT_NE(quarantined, 0);
+
+  const FabricView v = n.fabric_view();
+  ASSERT_FALSE(v.empty());
+  EXPECT_EQ(v.node_count(), 4u);
+  EXPECT_EQ(v.port_count(), 3u + 5u);  // three CA ports, the switch's four and its port 0
+  EXPECT_EQ(v.link_count(), 3u);
+  ASSERT_EQ(v.lfts().size(), 1u);
+  const fabric::NodeId sw = v.lfts()[0].node;
+  // The switch of the simulated fabric forwards as the hook said.
+  sim::Fabric& f = *n.fabric();
+  const std::uint32_t s1 = f.find_node("S1");
+  for (std::uint16_t lid = 1; lid <= v.top_lid(); ++lid) EXPECT_EQ(f.lft_port(s1, lid), v.lft_port(sw, lid)) << lid;
+  EXPECT_EQ(v.lft_port(sw, quarantined), fabric::kLftNoRoute);
+
+  // Paths: H1 -> H3 exists (0 switch-to-switch hops), H1 -> H2 does not.
+  std::uint16_t h1 = 0, h3 = 0;
+  for (const fabric::EndPort e : v.fabric().end_ports()) {
+    const std::string& d = v.fabric().nodes[e.node].description;
+    if (d.find("H1") != std::string::npos) h1 = v.fabric().lid_of(e);
+    if (d.find("H3") != std::string::npos) h3 = v.fabric().lid_of(e);
+  }
+  PathInfo p;
+  ASSERT_EQ(n.path(h1, h3, p), PathResult::kOk);
+  EXPECT_EQ(p.slid, h1);
+  EXPECT_EQ(p.dlid, h3);
+  EXPECT_EQ(p.hops, 0);
+  EXPECT_EQ(p.pkey, 0xffff);
+  EXPECT_EQ(p.epoch, v.epoch());
+  EXPECT_EQ(n.path(h1, quarantined, p), PathResult::kNoPath);
+}
+
+// The hook is the SM's routing at every heavy sweep: the engines'
+// incremental re-routing does not keep the previous pass's LFTs for it.
+TEST(Node, RoutingHookRoutesEveryHeavySweep) {
+  std::uint64_t calls = 0;
+  const char* unrouted = "H2";
+  NodeHooks hooks;
+  hooks.routing = [&](const fabric::Fabric& f, std::vector<fabric::Lft>& lfts, std::string& error) {
+    ++calls;
+    if (!route_star(f, lfts, error)) return false;
+    for (const fabric::EndPort e : f.end_ports())
+      if (f.nodes[e.node].description.find(unrouted) != std::string::npos)
+        for (fabric::Lft& l : lfts) l.ports[f.lid_of(e)] = fabric::kLftNoRoute;
+    return true;
+  };
+  InternalNode n(star_config(), std::move(hooks));
+  ASSERT_TRUE(run_until(n, [&] { return n.status().subnet_up; }, 10'000));
+  sim::Fabric& f = *n.fabric();
+  const std::uint32_t s1 = f.find_node("S1");
+  const auto lid_of = [&](const char* host) {
+    const FabricView v = n.fabric_view();
+    for (const fabric::EndPort e : v.fabric().end_ports())
+      if (v.fabric().nodes[e.node].description.find(host) != std::string::npos) return v.fabric().lid_of(e);
+    return std::uint16_t{0};
+  };
+  const std::uint16_t h2 = lid_of("H2"), h3 = lid_of("H3");
+  ASSERT_NE(h2, 0);
+  ASSERT_NE(h3, 0);
+  EXPECT_EQ(f.lft_port(s1, h2), fabric::kLftNoRoute);
+  EXPECT_NE(f.lft_port(s1, h3), fabric::kLftNoRoute);
+  sm::SmStatus s = n.sm().status();
+  EXPECT_EQ(s.last_heavy.routing_engine, "routing hook");
+  EXPECT_EQ(s.last_heavy.lids_rerouted, 4u) << "three CAs and the switch";
+
+  // The same fabric swept again: the hook routes it again, now leaving H3 out.
+  unrouted = "H3";
+  const std::uint64_t heavy = s.heavy_sweeps;
+  n.sm().request_heavy_sweep();
+  ASSERT_TRUE(run_until(n, [&] { return n.sm().status().heavy_sweeps > heavy; }, 10'000));
+  EXPECT_EQ(calls, 2u);
+  s = n.sm().status();
+  EXPECT_TRUE(s.last_heavy.ok) << s.last_heavy.error;
+  EXPECT_EQ(s.last_heavy.lids_rerouted, 4u);
+  EXPECT_NE(f.lft_port(s1, h2), fabric::kLftNoRoute);
+  EXPECT_EQ(f.lft_port(s1, h3), fabric::kLftNoRoute);
+  PathInfo p;
+  EXPECT_EQ(n.path(h2, h3, p), PathResult::kNoPath);
+  EXPECT_EQ(n.path(h3, h2, p), PathResult::kOk);
+}
+
+TEST(Node, FailingOrMalformedRoutingHookProgramsNothing) {
+  for (int bad = 0; bad < 3; ++bad) {
+    NodeHooks hooks;
+    hooks.routing = [bad](const fabric::Fabric& f, std::vector<fabric::Lft>& lfts, std::string& error) {
+      if (bad == 0) {
+        error = "vendor policy says no";
+        return false;
+      }
+      if (bad == 1) lfts[0].ports[1] = 40;  // a port the switch does not have
+      if (bad == 2) throw std::runtime_error("vendor bug");
+      (void)f;
+      return true;
+    };
+    InternalNode n(star_config(), std::move(hooks));
+    run_until(n, [&] { return n.sm().status().heavy_sweeps > 0; }, 5'000);
+    const sm::SmStatus s = n.sm().status();
+    EXPECT_FALSE(s.subnet_up) << bad;
+    EXPECT_NE(s.last_heavy.error.find("routing hook"), std::string::npos) << s.last_heavy.error;
+    EXPECT_TRUE(n.fabric_view().empty());
+    const char* why[] = {"vendor policy says no", "port 40", "vendor bug"};
+    EXPECT_NE(s.last_heavy.error.find(why[bad]), std::string::npos) << s.last_heavy.error;
+  }
+}
+
+TEST(Node, VendorClassRequestsAreAnsweredOnTheEngineCore) {
+  std::uint64_t handled = 0;
+  NodeHooks hooks;
+  hooks.vendor_classes.push_back({.mgmt_class = 0x09, .handler = [&](const MadBuf& req, MadBuf& resp) {
+                                    ++handled;
+                                    if (req.hdr().attr_id.get() != 0x0010) return false;  // nothing for others
+                                    std::memcpy(resp.mad.bytes.data() + 24, "hello", 5);
+                                    return true;
+                                  }});
+  InternalNode n(star_config(), std::move(hooks));
+  ASSERT_TRUE(run_until(n, [&] { return n.status().subnet_up; }, 10'000));
+
+  // A client on H2 asks the SM's port: Get(0x0010) and Get(0x0011) of class 0x09.
+  sim::Fabric& f = *n.fabric();
+  sim::SimTransport client(f, f.find_node("H2"), 1, "client");
+  ASSERT_TRUE(client.open(AgentSpec{.gsi_client = true}));
+  auto ask = [&](std::uint16_t attr, std::uint64_t tid) {
+    MadBuf b{};
+    wire::MadHeader& h = b.hdr();
+    h.base_version = 1;
+    h.mgmt_class = 0x09;
+    h.class_version = 1;
+    h.method = wire::method::kGet;
+    h.tid = wire::be64::from(tid);
+    h.attr_id = wire::be16::from(attr);
+    b.addr.lid = n.status().sm_lid;
+    b.addr.remote_qpn = 1;
+    b.addr.qkey = kGsiQkey;
+    MadBuf* out[] = {&b};
+    return client.tx_burst(out) == 1;
+  };
+  ASSERT_TRUE(ask(0x0010, 0x77));
+  ASSERT_TRUE(ask(0x0011, 0x78));
+  std::vector<MadBuf> got;
+  ASSERT_TRUE(run_until(
+      n,
+      [&] {
+        MadBuf rx{};
+        MadBuf* in[] = {&rx};
+        if (client.rx_burst(in) == 1) got.push_back(rx);
+        return handled == 2 && !got.empty();
+      },
+      1'000));
+  run_until(n, [] { return false; }, 20);
+  ASSERT_EQ(got.size(), 1u) << "the handler answered the first request only";
+  const MadBuf& r = got[0];
+  EXPECT_EQ(r.hdr().mgmt_class, 0x09);
+  EXPECT_EQ(r.hdr().method, wire::method::kGetResp);
+  EXPECT_EQ(r.hdr().tid.get() & 0xffffffffu, 0x77u);
+  EXPECT_EQ(r.hdr().status.get(), 0);
+  EXPECT_EQ(std::memcmp(r.mad.bytes.data() + 24, "hello", 5), 0);
+  client.close();
+}
+
+TEST(Node, BadVendorClassOrConfigIsRefusedBeforeAnythingRuns) {
+  NodeHooks hooks;
+  hooks.vendor_classes.push_back({.mgmt_class = 0x03, .handler = [](const MadBuf&, MadBuf&) { return false; }});
+  EXPECT_THROW(Node(star_config(), std::move(hooks)), ConfigError);
+  NodeConfig c = star_config();
+  c.transport.sim_node = "nowhere";
+  EXPECT_THROW(Node n(c), ConfigError);
+}
+
+}  // namespace
+}  // namespace madengine::node
