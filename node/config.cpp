@@ -8,6 +8,8 @@
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "node/qos_keys.hpp"
+#include "sm/qos/qos_options.hpp"
 #include "sm/routing/routing.hpp"
 
 namespace madengine::node {
@@ -83,6 +85,30 @@ class Section {
       if (*v < lo || *v > hi) fail(file_, *n, fmt::format("{}{} = {} is outside {}..{}", prefix_, key, *v, lo, hi));
       out = static_cast<T>(*v);
     }
+  }
+  // A 64-bit key: an integer, or a string "0x..." (OpenSM writes keys in hex;
+  // TOML integers stop at 2^63 - 1).
+  void u64(const char* key, std::uint64_t& out) {
+    seen_.push_back(key);
+    const toml::node* n = table_.get(key);
+    if (!n) return;
+    if (given_ != nullptr) given_->insert(prefix_ + key);
+    if (const auto v = n->value<std::int64_t>()) {
+      if (*v < 0) fail(file_, *n, fmt::format("{}{} must not be negative", prefix_, key));
+      out = static_cast<std::uint64_t>(*v);
+      return;
+    }
+    const auto s = n->value<std::string>();
+    std::size_t used = 0;
+    std::uint64_t v = 0;
+    try {
+      if (s) v = std::stoull(*s, &used, 0);
+    } catch (...) {
+      used = 0;
+    }
+    if (!s || used == 0 || used != s->size() || (*s)[0] == '-')
+      fail(file_, *n, fmt::format("{}{} must be an integer or a string like \"0x00000000deadbeef\"", prefix_, key));
+    out = v;
   }
   void guids(const char* key, std::vector<std::uint64_t>& out) {
     seen_.push_back(key);
@@ -168,9 +194,7 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
   {
     Section s(name, table("sm"), "sm.", &c.given);
     s.get("priority", c.sm.priority, 0, 15);
-    std::int64_t key = static_cast<std::int64_t>(c.sm.sm_key);
-    s.get("sm_key", key, 0);
-    c.sm.sm_key = static_cast<std::uint64_t>(key);
+    s.u64("sm_key", c.sm.sm_key);
     std::string prefix = "fe80::/64";
     s.get("subnet_prefix", prefix);
     if (!parse_subnet_prefix(prefix, c.sm.subnet_prefix))
@@ -197,6 +221,40 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     s.get("ha_poll_retries", c.sm.ha_poll_retries, 1, 100);
     s.get("ha_replica_interval_ms", c.sm.ha_replica_interval_ms, 10, 3'600'000);
     s.get("ha_replica_max_age_ms", c.sm.ha_replica_max_age_ms, 0, 86'400'000);
+    s.get("partition_config", c.sm.partition_config);
+    s.get("part_enforce", c.sm.part_enforce);
+    if (c.sm.part_enforce != "both" && c.sm.part_enforce != "in" && c.sm.part_enforce != "out" && c.sm.part_enforce != "off")
+      fail(name, *root["sm"]["part_enforce"].node(), "sm.part_enforce must be both, in, out or off");
+    s.get("allow_both_pkeys", c.sm.allow_both_pkeys);
+    s.get("qos", c.sm.qos);
+    s.get("qos_policy_file", c.sm.qos_policy_file);
+    // OpenSM's names: qos_max_vls, qos_ca_max_vls, ... (keys must outlive the Section).
+    static constexpr const char* kQosKeys[5][5] = {
+        {"qos_max_vls", "qos_high_limit", "qos_vlarb_high", "qos_vlarb_low", "qos_sl2vl"},
+        {"qos_ca_max_vls", "qos_ca_high_limit", "qos_ca_vlarb_high", "qos_ca_vlarb_low", "qos_ca_sl2vl"},
+        {"qos_sw0_max_vls", "qos_sw0_high_limit", "qos_sw0_vlarb_high", "qos_sw0_vlarb_low", "qos_sw0_sl2vl"},
+        {"qos_swe_max_vls", "qos_swe_high_limit", "qos_swe_vlarb_high", "qos_swe_vlarb_low", "qos_swe_sl2vl"},
+        {"qos_rtr_max_vls", "qos_rtr_high_limit", "qos_rtr_vlarb_high", "qos_rtr_vlarb_low", "qos_rtr_sl2vl"}};
+    QosClassSection* classes[5] = {&c.sm.qos_all, &c.sm.qos_ca, &c.sm.qos_sw0, &c.sm.qos_swe, &c.sm.qos_rtr};
+    for (int i = 0; i < 5; ++i) {
+      s.get(kQosKeys[i][0], classes[i]->max_vls, 0, 15);
+      s.get(kQosKeys[i][1], classes[i]->high_limit, -1, 255);
+      s.get(kQosKeys[i][2], classes[i]->vlarb_high);
+      s.get(kQosKeys[i][3], classes[i]->vlarb_low);
+      s.get(kQosKeys[i][4], classes[i]->sl2vl);
+    }
+    // The lists' syntax, checked here so an error names the line.
+    std::string qos_error;
+    if (!sm::build_qos_config(qos_options(c.sm), qos_error)) {
+      const std::string key = qos_error.substr(0, qos_error.find(':'));
+      const toml::node* n = root["sm"][key].node();
+      if (n != nullptr) fail(name, *n, "sm." + qos_error);
+      throw ConfigError(fmt::format("{}: sm.{}", name, qos_error));
+    }
+    s.u64("m_key", c.sm.m_key);
+    s.get("m_key_lease_period", c.sm.m_key_lease_period, 0, 65535);
+    s.get("m_key_protection_level", c.sm.m_key_protection_level, 0, 3);
+    s.get("guid2mkey", c.sm.guid2mkey);
     s.reject_unknown();
   }
   {
@@ -236,11 +294,30 @@ NodeConfig load_config_file(const std::string& path) {
   return parse_config(ss.str(), path);
 }
 
-void apply_state_defaults(NodeConfig& c, bool guid2lid_given, bool journal_given) {
+sm::QosOptions qos_options(const SmSection& sm) {
+  sm::QosOptions o;
+  o.enabled = sm.qos;
+  auto copy = [](const QosClassSection& from, sm::QosClassOptions& to) {
+    to.max_vls = from.max_vls;
+    to.high_limit = from.high_limit;
+    to.vlarb_high = from.vlarb_high;
+    to.vlarb_low = from.vlarb_low;
+    to.sl2vl = from.sl2vl;
+  };
+  copy(sm.qos_all, o.all);
+  copy(sm.qos_ca, o.ca);
+  copy(sm.qos_sw0, o.sw0);
+  copy(sm.qos_swe, o.swe);
+  copy(sm.qos_rtr, o.rtr);
+  return o;
+}
+
+void apply_state_defaults(NodeConfig& c, bool guid2lid_given, bool journal_given, bool guid2mkey_given) {
   if (c.transport.kind != TransportKind::kUmad) return;
   const std::string dir = kStateDir;
   if (!guid2lid_given && !c.given.contains("sm.guid2lid")) c.sm.guid2lid = dir + "/guid2lid";
   if (!journal_given && !c.given.contains("sa.journal")) c.sa.journal = dir + "/sa-state.journal";
+  if (!guid2mkey_given && !c.given.contains("sm.guid2mkey")) c.sm.guid2mkey = dir + "/guid2mkey";
 }
 
 void validate(const NodeConfig& c) {
@@ -248,6 +325,8 @@ void validate(const NodeConfig& c) {
     throw ConfigError("transport.kind = \"sim\" needs transport.topology or transport.generate");
   if (c.sm.smps_per_node_max > c.sm.smps_in_flight_max)
     throw ConfigError("sm.smps_per_node_max cannot exceed sm.smps_in_flight_max");
+  if (c.sm.m_key == 0 && c.sm.m_key_protection_level != 0)
+    throw ConfigError("sm.m_key_protection_level needs a non-zero sm.m_key (0 disables M_Key protection)");
 }
 
 }  // namespace madengine::node

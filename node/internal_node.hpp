@@ -75,6 +75,12 @@ class InternalNode : public Node {
   using ReloadHook = std::function<std::string(const NodeConfig&)>;
   void add_reload_hook(ReloadHook hook);
   std::vector<std::string> reload(const NodeConfig& fresh);
+  // Re-reads the files an operator edits while the SM runs (the partitions
+  // file; the qos-policy file with QoS on): SIGHUP, and the admin command.
+  // Good files are applied by the next heavy sweep, which is requested; a
+  // bad one is logged with file:line and what is in use stays. Any thread.
+  // False when a file was refused.
+  bool reload_config_files();
 };
 
 }  // namespace madengine::node

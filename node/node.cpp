@@ -23,6 +23,8 @@
 #include "sa/server/sa_server.hpp"
 #include "sim/fabric.hpp"
 #include "sim/sim_transport.hpp"
+#include "node/qos_keys.hpp"
+#include "sm/qos/qos_options.hpp"
 #include "sm/sm.hpp"
 
 namespace madengine::node {
@@ -57,7 +59,41 @@ sm::SmConfig sm_config(const NodeConfig& c) {
   s.ha_poll_retries = static_cast<std::uint8_t>(c.sm.ha_poll_retries);
   s.ha_replica_interval_ms = c.sm.ha_replica_interval_ms;
   s.ha_replica_max_age_ms = c.sm.ha_replica_max_age_ms;
+  if (!sm::parse_part_enforce(c.sm.part_enforce, s.part_enforce)) throw ConfigError("sm.part_enforce: " + c.sm.part_enforce);
+  s.allow_both_pkeys = c.sm.allow_both_pkeys;
+  s.m_key = c.sm.m_key;
+  s.m_key_lease_period = static_cast<std::uint16_t>(c.sm.m_key_lease_period);
+  s.m_key_protect_bits = static_cast<std::uint8_t>(c.sm.m_key_protection_level);
+  s.guid2mkey_path = c.sm.guid2mkey;
+  if (c.sm.qos) {
+    std::string err;
+    auto q = sm::build_qos_config(qos_options(c.sm), err);
+    if (!q) throw ConfigError("sm." + err);
+    s.qos = std::make_shared<const sm::QosConfig>(*q);
+  }
   return s;
+}
+
+// The qos-policy file parsed (QoS on and a file named), else null. Throws
+// ConfigError with file:line on a bad file.
+std::shared_ptr<const sm::QosPolicy> load_policy(const SmSection& c) {
+  if (!c.qos || c.qos_policy_file.empty()) return nullptr;
+  sm::FileIssue err;
+  auto p = sm::load_qos_policy(c.qos_policy_file, err);
+  if (!p) throw ConfigError(err.text());
+  return std::make_shared<const sm::QosPolicy>(std::move(*p));
+}
+
+// The partitions file parsed, its warnings logged with file:line; null when
+// none is configured. Throws ConfigError with file:line on a bad file.
+std::shared_ptr<const sm::PartitionConfig> load_partitions(const std::string& path) {
+  if (path.empty()) return nullptr;
+  sm::FileIssue err;
+  auto cfg = sm::load_partition_config(path, err);
+  if (!cfg) throw ConfigError(err.text());
+  for (const sm::FileIssue& w : cfg->warnings) spdlog::warn("partitions: {}", w.text());
+  spdlog::info("partitions: {}: {} definitions", path, cfg->defs.size());
+  return std::make_shared<const sm::PartitionConfig>(std::move(*cfg));
 }
 
 }  // namespace
@@ -251,6 +287,7 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
     spdlog::warn("sm.ha_poll_interval_ms x ha_poll_retries is under 1 s with engine.idle = \"block\": on a loaded "
                  "machine a sleeping core may answer SMInfo polls too late; consider engine.idle = \"spin\"");
   make_parent_dir(cfg.sm.guid2lid);
+  make_parent_dir(cfg.sm.guid2mkey);
   EngineConfig engine_cfg{
       .cores = static_cast<std::uint16_t>(cfg.engine.cores), .pin = cfg.engine.pin && !p_->fabric, .clock = clock};
   engine_cfg.backoff.mode = cfg.engine.idle == "spin" ? IdleMode::kSpin : IdleMode::kBlock;
@@ -292,6 +329,9 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   };
   smc.on_transition = [events](wire::SmState from, wire::SmState to) { events->push_transition(from, to); };
   smc.restore_sa_state = [sa](sa::SaStateImage img) { sa->restore_state(std::move(img)); };
+  smc.on_partition_groups = [sa](std::vector<wire::McMemberRecord> g) { sa->set_partition_groups(std::move(g)); };
+  smc.partitions = load_partitions(cfg.sm.partition_config);
+  smc.qos_policy = load_policy(cfg.sm);
   smc.sa_state_restored = journal_fresh;
   smc.routing_hook = std::move(hooks.routing);
   if (in.sm) in.sm(smc);
@@ -321,7 +361,15 @@ Node::Node(const NodeConfig& cfg, NodeHooks hooks) : Node(assemble(cfg, std::mov
 Node::Node(std::unique_ptr<Parts> parts) noexcept : p_(std::move(parts)) {}
 
 InternalNode::InternalNode(const NodeConfig& cfg, NodeHooks hooks, const InternalOptions& options)
-    : Node(assemble(cfg, std::move(hooks), options)) {}
+    : Node(assemble(cfg, std::move(hooks), options)) {
+  // A reload (SIGHUP, the admin socket) re-reads the partitions and
+  // qos-policy files the node was started with.
+  if (!cfg.sm.partition_config.empty() || cfg.sm.qos)
+    add_reload_hook([this](const NodeConfig&) {
+      return std::string(reload_config_files() ? "partitions and qos-policy files re-read"
+                                               : "partitions or qos-policy file refused: the ones in use kept");
+    });
+}
 
 Node::~Node() {
   stop();
@@ -397,6 +445,21 @@ bool Node::is_sim() const noexcept { return p_->fabric != nullptr; }
 const NodeConfig& Node::config() const noexcept { return p_->cfg; }
 sim::Fabric* InternalNode::fabric() noexcept { return parts().fabric; }
 Engine& InternalNode::engine() noexcept { return *parts().engine; }
+bool InternalNode::reload_config_files() {
+  const NodeConfig& cfg = parts().cfg;
+  try {
+    // Both files are read before either is applied: a bad one changes nothing.
+    auto partitions = load_partitions(cfg.sm.partition_config);
+    auto policy = load_policy(cfg.sm);
+    sm().set_partitions(std::move(partitions));
+    if (cfg.sm.qos) sm().set_qos_policy(std::move(policy));
+    spdlog::info("reload: partitions{} applied at the next heavy sweep (requested)", cfg.sm.qos ? " and qos-policy" : "");
+    return true;
+  } catch (const std::exception& e) {
+    spdlog::error("reload: {}; the configuration in use is kept", e.what());
+    return false;
+  }
+}
 void InternalNode::write_journal_now() noexcept {
   if (parts().journal) parts().journal->write_final();
   else spdlog::info("sa journal: none configured: nothing written at shutdown");

@@ -10,6 +10,8 @@ void Snapshot::index() {
   lid_info.assign(top_lid + 1u, LidEntry{});
   by_port_guid.clear();
   by_node_guid.clear();
+  std::vector<std::span<const std::uint16_t>> lid_pkeys(top_lid + 1u);  // empty: the default partition
+  std::vector<GuidIndex::Entry> guid_lids;
   for (fabric::NodeId n = 0; n < fabric.nodes.size(); ++n) by_node_guid.emplace(fabric.nodes[n].node_guid, n);
   for (const fabric::EndPort e : fabric.end_ports()) {
     const fabric::Node& node = fabric.nodes[e.node];
@@ -17,6 +19,7 @@ void Snapshot::index() {
     by_port_guid.emplace(guid, e);
     const std::uint16_t base = fabric.lid_of(e);
     const unsigned count = node.is_switch() ? 1u : 1u << node.lmc;
+    guid_lids.push_back({guid, {base, static_cast<std::uint8_t>(count)}});
     LidEntry info;
     info.port_guid = guid;
     info.node = e.node;
@@ -27,11 +30,15 @@ void Snapshot::index() {
       info.port0_mtu = pi.mtu_cap();
       info.port0_rate = rate_code(link_mbps(pi.link_width_active, pi.link_speed_active(), pi.link_speed_ext_active()));
     }
+    const PortTables* t = tables(e.node, e.port);
     for (unsigned i = 0; i < count && base != 0 && base + i < by_lid.size(); ++i) {
       by_lid[base + i] = e;
       lid_info[base + i] = info;
+      if (t != nullptr) lid_pkeys[base + i] = t->pkeys;
     }
   }
+  partition_index.build(lid_pkeys, partitions);
+  lid_by_guid.build(guid_lids);
 }
 
 }  // namespace madengine::sa

@@ -16,7 +16,10 @@
 #include "madengine/wire/smp/pkey_table.hpp"
 #include "madengine/wire/smp/sl2vl.hpp"
 #include "madengine/wire/smp/vl_arb.hpp"
+#include "sa/guid_index.hpp"
+#include "sa/partition_index.hpp"
 #include "sa/paths/path_db.hpp"
+#include "sa/qos_policy_view.hpp"
 
 namespace madengine::sa {
 
@@ -88,6 +91,14 @@ struct Snapshot {
   }
   // Optional per-port tables, [node][port]; may be empty or shorter than the fabric.
   std::vector<std::vector<PortTables>> port_tables;
+  // The partitions the SM defined (partitions.conf) with their SLs; empty:
+  // the default partition only.
+  std::vector<PartitionInfo> partitions;
+  // QoS as the SM set it up: on, the SLs no port class maps to VL15 (a
+  // PathRecord carries only those), and the qos-policy (null: none).
+  bool qos = false;
+  std::uint16_t valid_sl_mask = 0xffff;
+  std::shared_ptr<const QosPolicyView> qos_policy;
   std::shared_ptr<MftTables> mfts = std::make_shared<MftTables>();  // never null
   const PortTables* tables(fabric::NodeId n, std::uint8_t port) const noexcept {
     return n < port_tables.size() && port < port_tables[n].size() ? &port_tables[n][port] : nullptr;
@@ -97,9 +108,17 @@ struct Snapshot {
   std::vector<LidEntry> lid_info;       // LID -> what PathRecords need (same indexing)
   std::unordered_map<std::uint64_t, fabric::EndPort> by_port_guid;
   std::unordered_map<std::uint64_t, fabric::NodeId> by_node_guid;
+  PartitionIndex partition_index;       // LID -> P_Key set, for PathRecord's partition check
+  GuidIndex lid_by_guid;                // port GUID -> base LID, for GID-addressed queries
 
   // Fills the indexes from `fabric`; call before publishing.
   void index();
+  // The port with this GUID: its base LID and LID count ({0, 0}: none).
+  GuidIndex::Lids lids_of_guid(std::uint64_t guid) const noexcept {
+    return lid_by_guid.find(guid, [this](std::uint16_t lid) { return lid < lid_info.size() ? lid_info[lid].port_guid : 0; });
+  }
+  void prefetch_guid(std::uint64_t guid) const noexcept { lid_by_guid.prefetch(guid); }
+  std::uint16_t likely_lid_of_guid(std::uint64_t guid) const noexcept { return lid_by_guid.likely_lid(guid); }
   const fabric::EndPort* end_port_by_lid(std::uint16_t lid) const noexcept {
     return lid < by_lid.size() && by_lid[lid].node != fabric::kNoNode ? &by_lid[lid] : nullptr;
   }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the Debian packages: madengine (daemon and tools), libmadengine0
-# (libmadengine.so.0) and libmadengine-dev (headers, static library, CMake
+# Builds the Debian packages: madengine (daemon and tools), libmadengine1
+# (libmadengine.so.1) and libmadengine-dev (headers, static library, CMake
 # package, madengine.pc, the example). Usage: scripts/package.sh [DIR] [BUILD_TYPE]
 # (default build-package Release); the .deb files land in DIR/packages.
 set -euo pipefail

@@ -208,6 +208,12 @@ Fabric::LinkState Fabric::link_state(PortIdx p) const noexcept {
   l.speed_ext_active = c.speed_ext_active;
   l.op_vls = c.op_vls;
   l.lmc = c.lmc;
+  l.vl_high_limit = c.vl_high_limit;
+  l.part_enforce = c.part_enforce;
+  l.m_key = c.m_key;
+  l.m_key_protect = c.m_key_protect;
+  l.m_key_lease = c.m_key_lease;
+  l.m_key_violations = c.m_key_violations;
   return l;
 }
 
@@ -957,6 +963,8 @@ void Fabric::reset_node(std::uint32_t n) noexcept {
     lid_[p] = 0;
     c.m_key = 0;
     c.m_key_protect = 0;
+    c.m_key_lease_end_ns = -1;
+    c.part_enforce = 0;
     c.sm_lid = 0;
     c.sm_sl = 0;
     c.lmc = 0;

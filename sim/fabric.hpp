@@ -138,6 +138,13 @@ class Fabric {
     std::uint8_t width_active = 0, speed_active = 0, speed_ext_active = 0;
     std::uint8_t op_vls = 0;        // OperationalVLs code (1: VL0, 2: VL0-1, 3: VL0-3, 4: VL0-7, 5: VL0-14)
     std::uint8_t lmc = 0;
+    std::uint8_t vl_high_limit = 0;
+    std::uint8_t part_enforce = 0;  // 1 inbound, 2 outbound (switch external ports)
+    // M_Key (IBA 14.2.4): on CA ports and a switch's port 0, which guards the switch.
+    std::uint64_t m_key = 0;
+    std::uint8_t m_key_protect = 0;
+    std::uint16_t m_key_lease = 0;  // seconds; 0: protection never lapses
+    std::uint16_t m_key_violations = 0;
   };
   LinkState link_state(PortIdx p) const noexcept;
   // The port's P_Key table: the default partition alone until an SM set one.
@@ -236,6 +243,7 @@ class Fabric {
     std::uint8_t lmc = 0;
     std::uint8_t sm_sl = 0;
     std::uint8_t m_key_protect = 0;
+    Nanos m_key_lease_end_ns = -1;  // the lease timer (IBA 14.2.4.2); -1: not running
     std::uint8_t width_enabled = 0, width_active = 0;
     std::uint8_t speed_enabled = 0, speed_active = 0;
     std::uint8_t speed_ext_enabled = 0, speed_ext_active = 0;
@@ -245,6 +253,7 @@ class Fabric {
     std::uint8_t vl_high_limit = 0;
     std::uint8_t hoq_life = 0;
     std::uint8_t vl_stall = 0;
+    std::uint8_t part_enforce = 0;  // PortInfo bits: 1 inbound, 2 outbound (switch external ports)
     std::uint8_t subnet_timeout = 0;
     std::uint8_t init_type = 0;
   };

@@ -61,15 +61,28 @@ bool Fabric::sma_process(Packet &pkt, PortIdx in) noexcept {
     status = st::kBadVersion;
   } else {
     // M_Key check (IBA 14.2.4.1, Table 142): a Set, or a Get at protection
-    // level 2 or 3, with the wrong key gets no answer at all.
+    // level 2 or 3, with the wrong key gets no answer at all. The lease
+    // (14.2.4.2): a failed check starts the timer, the right key stops it,
+    // and when it runs out the protection bits drop to 0 (the key stays),
+    // so a Get shows the key to whoever asks and the subnet can be recovered.
     PortCfg &guard = cfg_[mgmt_port(node, in)];
+    const Nanos now = clock_.now_ns();
+    if (guard.m_key_lease_end_ns >= 0 && now >= guard.m_key_lease_end_ns) {
+      guard.m_key_protect = 0;
+      guard.m_key_lease_end_ns = -1;
+    }
     if (guard.m_key != 0 && m_key != guard.m_key) {
-      if (h.method == wire::method::kSet || guard.m_key_protect >= 2) {
+      const bool refused = h.method == wire::method::kSet || guard.m_key_protect >= 2;
+      if (refused) {
+        if (guard.m_key_lease != 0 && guard.m_key_lease_end_ns < 0)
+          guard.m_key_lease_end_ns = now + Nanos{guard.m_key_lease} * kNanosPerSecond;
         if (guard.m_key_violations != 0xffff) ++guard.m_key_violations;
         drop(DropReason::kMKey);
         return false;
       }
       show_mkey = guard.m_key_protect == 0;
+    } else if (guard.m_key != 0) {
+      guard.m_key_lease_end_ns = -1;  // the right key: the SM is alive
     }
     const bool set = h.method == wire::method::kSet;
     if (!set) std::memset(data, 0, wire::kSmpDataSize);
@@ -213,6 +226,10 @@ std::uint16_t Fabric::sma_port_info(bool set, std::uint32_t node, PortIdx in, st
       c.vl_high_limit = req.vl_high_limit;
       c.hoq_life = req.hoq_life();
       c.vl_stall = req.vl_stall_count();
+      // Partition enforcement is kept by switch external ports (ibsim drops it).
+      if (is_switch(node) && !port0)
+        c.part_enforce = static_cast<std::uint8_t>(req.partition_enforcement_inbound() |
+                                                   req.partition_enforcement_outbound() << 1);
       if (!port0) {
         if (we) c.width_enabled = we == 0xff ? kWidthSupported : we;
         if (se) c.speed_enabled = se == 15 ? kSpeedSupported : se;
@@ -282,6 +299,8 @@ std::uint16_t Fabric::sma_port_info(bool set, std::uint32_t node, PortIdx in, st
   pi.set_vl_stall_count(c.vl_stall);
   pi.set_hoq_life(c.hoq_life);
   pi.set_operational_vls(c.op_vls);
+  pi.set_partition_enforcement_inbound(c.part_enforce & 1);
+  pi.set_partition_enforcement_outbound((c.part_enforce >> 1) & 1);
   pi.m_key_violations = wire::be16::from(mgmt ? c.m_key_violations : 0);
   if (c.speed_ext_active) {
     pi.set_link_speed_ext_active(c.speed_ext_active);

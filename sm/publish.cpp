@@ -204,17 +204,22 @@ std::uint32_t SubnetManager::report_gid_changes(const sa::Snapshot& snap) {
 // ---- tables -----------------------------------------------------------------------
 
 // P_Key tables and MFTs as programmed, for the SA's records and checks.
-void SubnetManager::fill_tables(const fabric::Fabric& f, sa::Snapshot& snap) const {
+void SubnetManager::fill_tables(const fabric::Fabric& f, sa::Snapshot& snap) {
   fill_port_tables(f, tables_, snap);  // SL2VL, VLArb, GUIDInfo as read (sm/tables)
+  fill_qos_tables(f, qos_programmed_, snap);  // and, with QoS, as written (acknowledged)
   snap.port_tables.resize(f.nodes.size());
   for (fabric::NodeId i = 0; i < f.nodes.size(); ++i) {
     const fabric::Node& n = f.nodes[i];
     snap.port_tables[i].resize(n.ports.size());
-    for (std::uint8_t p = 1; p < n.ports.size(); ++p) {
+    for (std::uint8_t p = 0; p < n.ports.size(); ++p) {
       const auto it = programmed_.pkeys.find({n.node_guid, p});
       if (it != programmed_.pkeys.end()) snap.port_tables[i][p].pkeys = it->second;
     }
   }
+  snap.partitions.clear();
+  if (plan_ != nullptr)
+    for (const Partition& p : plan_->partitions) snap.partitions.push_back(sa::PartitionInfo{.pkey = p.pkey, .sl = p.sl});
+  fill_qos(f, snap);
   snap.mfts->store(mft_view(f));
 }
 

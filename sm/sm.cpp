@@ -89,6 +89,7 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
     if (!load_guid2lid(cfg_.guid2lid_path, guid2lid_, err))
       throw std::invalid_argument("guid2lid " + cfg_.guid2lid_path + ": line " + std::to_string(err.line) + ": " + err.what);
   }
+  load_mkeys();
   Core& core = engine.core(cfg_.core);
   if (cfg_.compute == nullptr) own_compute_ = std::make_unique<ComputePool>();
   if (cfg_.io == nullptr) own_io_ = std::make_unique<ComputePool>();

@@ -31,6 +31,10 @@
 #include "sm/ha/replica_client.hpp"
 #include "sm/lids/guid2lid_file.hpp"
 #include "sm/mcast/mcast.hpp"
+#include "sm/mkeys/mkey_book.hpp"
+#include "sm/partitions/partition_plan.hpp"
+#include "sm/qos/qos_policy.hpp"
+#include "sm/qos/qos_program.hpp"
 #include "sm/routing/routing.hpp"
 #include "sm/smp_queue.hpp"
 #include "sm/tables/tables.hpp"
@@ -83,9 +87,16 @@ struct SmConfig {
   std::uint32_t ha_poll_interval_ms = 10'000;
   std::uint8_t ha_poll_retries = 4;
   std::uint32_t ha_poll_timeout_ms = 0;    // one poll's wait; 0: the interval, at most 1 s
+  // M_Key (IBA 14.2.4; OpenSM's m_key, m_key_lease_period,
+  // m_key_protection_level): written to every end port, carried by every
+  // SMP. A port holding another key is reached with the key it holds (from
+  // guid2mkey_path, or learned from its PortInfo) and re-keyed; one whose key
+  // is unknown is reached once its lease runs out (the SM sweeps again every
+  // light sweep interval while ports do not answer).
   std::uint64_t m_key = 0;
   std::uint16_t m_key_lease_period = 0;
   std::uint8_t m_key_protect_bits = 0;
+  std::string guid2mkey_path;  // empty: what ports hold is not kept across restarts
   std::uint8_t sm_sl = 0;
   // Written to PortInfo.GIDPrefix of every end port (OpenSM's subnet_prefix):
   // the SA's GIDs use it, and accept it and link-local fe80::/10.
@@ -99,6 +110,22 @@ struct SmConfig {
   std::uint8_t vl_stall_count = 7;
   std::uint8_t leaf_vl_stall_count = 7;
   sa::McGroupProvider* mcast = nullptr;  // optional; must outlive the SM
+  // Partitions (OpenSM's partitions.conf, parsed: sm/partitions); null: no
+  // file (the default partition, every port full). set_partitions() replaces it.
+  std::shared_ptr<const PartitionConfig> partitions;
+  bool allow_both_pkeys = false;                  // OpenSM's allow_both_pkeys
+  PartEnforce part_enforce = PartEnforce::kBoth;  // OpenSM's part_enforce
+  // The multicast groups the partitions create (IPoIB broadcast, mgid
+  // lines), after every plan that changes them; the daemon points it at
+  // SaServer::set_partition_groups. Called on the SM's core.
+  std::function<void(std::vector<wire::McMemberRecord>)> on_partition_groups;
+  // QoS (sm/qos: OpenSM's qos_* options built into tables); null: off, the
+  // SM writes no SL2VL/VLArb table (as OpenSM without -Q) and the SA reports
+  // what the ports hold. On: every port's tables and VLHighLimit are written.
+  std::shared_ptr<const QosConfig> qos;
+  // With QoS on, the qos-policy (sm/qos/qos_policy.hpp) that gives
+  // PathRecords their SL and limits; null: none. set_qos_policy() replaces it.
+  std::shared_ptr<const QosPolicy> qos_policy;
   // Also read SL2VL/VLArb of switch external ports (ports^2 SMPs a switch;
   // see sm/tables). End ports' tables and GUIDInfo are always read.
   bool read_switch_port_tables = false;
@@ -151,6 +178,7 @@ struct SweepStats {
   std::string routing_engine;        // the engine of the chain that routed, or "routing hook"
   std::uint8_t routing_vls = 0;      // SLs/VLs its layers use (identity SL2VL)
   std::uint32_t lids_rerouted = 0;   // LIDs routed this sweep (incremental: only those a change touched)
+  QosReport qos;        // SL2VL/VLArb writes (QoS on)
   double tables_s = 0;  // included in programming_s
   double discovery_s = 0, lids_s = 0, routing_s = 0, path_db_s = 0, programming_s = 0, total_s = 0;
   bool ok = false;
@@ -261,6 +289,12 @@ class SubnetManager {
   const std::vector<ha::FoundSm>& peers() const noexcept { return ha_->peers(); }
   // Copies what only the core may read (SMP counters, replica age) into status().
   void refresh_status() noexcept;
+  // Any thread: the partitions the next heavy sweep programs (it is
+  // requested now); null: none. The caller parsed and checked the file.
+  void set_partitions(std::shared_ptr<const PartitionConfig> cfg);
+  // Any thread: the qos-policy the next publication applies (a heavy sweep
+  // is requested); null: none.
+  void set_qos_policy(std::shared_ptr<const QosPolicy> policy);
 
  private:
   class ResponseHook;
@@ -275,6 +309,12 @@ class SubnetManager {
   Task<bool> index_snapshot(std::shared_ptr<sa::Snapshot> snap);
   sa::SmIdentity sm_identity(const LocalPort& lp, std::uint16_t lid, wire::SmState state, std::uint32_t act_count) const noexcept;
   void save_guid2lid_async();
+  // M_Keys (sm_mkeys.cpp): the book from guid2mkey, what discovery learned,
+  // and the file written (by the I/O pool) when it changed.
+  void load_mkeys();
+  bool mkeys_in_use() const noexcept { return cfg_.m_key != 0 || !mkeys_.keys.empty(); }
+  void learn_mkeys(const DiscoveryResult& d);
+  void save_mkeys_async();
   Task<void> prepare_warm(fabric::Fabric f, std::vector<std::uint16_t> current_lids, LocalPort lp);
   bool publish_warm(const fabric::Fabric& f, const std::vector<std::uint16_t>& current_lids);
   Task<bool> light_sweep();
@@ -292,7 +332,10 @@ class SubnetManager {
   bool sweeping() const noexcept {
     return ha_->state() == wire::SmState::kMaster || ha_->state() == wire::SmState::kDiscovering;
   }
-  void fill_tables(const fabric::Fabric& f, sa::Snapshot& snap) const;
+  void fill_tables(const fabric::Fabric& f, sa::Snapshot& snap);
+  // The partitions applied to `f` (sm_partitions.cpp): kept in plan_, its
+  // notes logged and its groups handed on when they change.
+  const PartitionPlan& plan_partitions_for(const fabric::Fabric& f, std::uint64_t sm_port_guid);
   std::vector<sa::SwitchMft> mft_view(const fabric::Fabric& f) const;  // what mft_programmed_ holds, by node
   std::uint32_t report_gid_changes(const sa::Snapshot& snap);
   void notify(const wire::Notice& n) noexcept;
@@ -320,9 +363,22 @@ class SubnetManager {
   // Owner core only.
   Guid2Lid guid2lid_;
   Guid2Lid guid2lid_saved_;  // as last handed to the I/O pool
+  MKeyBook mkeys_;
+  Guid2Mkey mkeys_saved_;    // as last handed to the I/O pool
+  bool unreachable_ = false; // the last heavy sweep had ports that did not answer (M_Key in use: try again)
   ProgrammedState programmed_;
   std::map<std::pair<std::uint64_t, MftKey>, wire::MftBlock> mft_programmed_;
   TablesCache tables_;
+  QosProgrammed qos_programmed_;
+  std::shared_ptr<const PartitionConfig> partitions_;  // as the last plan used it
+  std::shared_ptr<const PartitionPlan> plan_;
+  std::shared_ptr<const QosPolicy> qos_policy_;                // as the last publication used it
+  bool qos_policy_taken_ = false;                               // cfg_.qos_policy was taken over
+  std::shared_ptr<const sa::QosPolicyView> qos_view_;          // resolved against plan_
+  // The SA's QoS settings for a publication (snapshot.qos, valid SLs, the policy).
+  void fill_qos(const fabric::Fabric& f, sa::Snapshot& snap);
+  std::vector<wire::McMemberRecord> groups_sent_;
+  bool groups_sent_once_ = false;
   // End-port GUIDs of the last heavy sweep's publication (traps 64/65).
   std::unordered_set<std::uint64_t> in_service_;
   bool in_service_known_ = false;
@@ -358,6 +414,11 @@ class SubnetManager {
   TaskHandle run_task_;                // run(): woken from its idle sleep by traps and SMInfo Sets
   bool idle_ = false;                  // run() sleeps between its checks
   std::atomic<bool> mcast_dirty_{false};
+  std::mutex partitions_mu_;
+  std::shared_ptr<const PartitionConfig> partitions_next_;  // guarded by partitions_mu_
+  std::shared_ptr<const QosPolicy> qos_policy_next_;         // guarded by partitions_mu_
+  std::atomic<bool> qos_policy_changed_{false};
+  std::atomic<bool> partitions_changed_{false};
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
   SmStatus status_;

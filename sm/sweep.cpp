@@ -36,7 +36,7 @@ Task<void> SubnetManager::heavy_sweep() {
   const std::uint64_t smps0 = queue_->submitted();
   const LocalPort lp = transport_.local_port();
   ha_->sweep_started();
-  const DiscoveryOptions dopts{.port_num = lp.port_num, .m_key = cfg_.m_key};
+  const DiscoveryOptions dopts{.port_num = lp.port_num, .m_key = cfg_.m_key, .keys = mkeys_in_use() ? &mkeys_ : nullptr};
   std::vector<std::uint64_t> changed = std::move(changed_switches_);
   changed_switches_.clear();
   std::string walk_reason = std::move(walk_reason_);
@@ -44,6 +44,9 @@ Task<void> SubnetManager::heavy_sweep() {
   if (walk_requested_.exchange(false, std::memory_order_relaxed)) walk_reason = "requested";
   else if (!cfg_.rediscover_link_changes) walk_reason = "re-discovery is off";
   else if (current_ == nullptr) walk_reason = "no fabric yet";
+  // Re-discovery sends every SMP with the configured key; the walk sends
+  // each with the key its port holds and learns the keys it finds.
+  else if (mkeys_in_use()) walk_reason = "M_Keys in use";
   else if (ha_->state() != wire::SmState::kMaster || role_.mastership_new) walk_reason = "a new mastership";
   else if (walk_reason.empty() && changed.empty()) walk_reason = "no switch reported a change";
   st.walk_reason = walk_reason;
@@ -67,6 +70,8 @@ Task<void> SubnetManager::heavy_sweep() {
   }
   DiscoveryResult d = std::move(*found);
   found.reset();
+  if (mkeys_in_use()) learn_mkeys(d);
+  unreachable_ = mkeys_in_use() && d.errors != 0;
   const Nanos t1 = clock.now_ns();
   st.discovery_s = seconds(t0, t1);
   st.discovery_smps = queue_->submitted() - smps0;
@@ -216,9 +221,20 @@ Task<void> SubnetManager::heavy_sweep() {
   bc.m_key_lease_period = cfg_.m_key_lease_period;
   bc.m_key_protect_bits = cfg_.m_key_protect_bits;
   bc.client_reregister = role_.mastership_new && role_.reregister;
+  bc.partitions = &plan_partitions_for(d.fabric, lp.port_guid);
+  bc.allow_both_pkeys = cfg_.allow_both_pkeys;
+  bc.part_enforce = cfg_.part_enforce;
+  bc.qos = cfg_.qos.get();
+  bc.keys = mkeys_in_use() ? &mkeys_ : nullptr;
   st.bringup = co_await bring_up(*queue_, d, routes, bc, programmed_);
+  save_mkeys_async();
+  unreachable_ = unreachable_ || (mkeys_in_use() && st.bringup.errors != 0);
   st.mft_blocks_written = co_await program_mcast(d.fabric);
   mcast_dirty_.store(false, std::memory_order_relaxed);
+  // QoS after bring-up (OperationalVLs are final), before the tables are read.
+  if (cfg_.qos != nullptr)
+    st.qos = co_await program_qos(*queue_, d, *cfg_.qos, QosProgramOptions{.port_num = lp.port_num, .m_key = cfg_.m_key},
+                                  qos_programmed_);
   // After bring-up: OperationalVLs are final, and only changed ports are read.
   const Nanos t_tables = clock.now_ns();
   const TablesReport tables = co_await read_port_tables(
@@ -259,6 +275,9 @@ Task<void> SubnetManager::heavy_sweep() {
                st.mft_blocks_written, b.errors);
   spdlog::info("sm: tables: {} ports read, {} kept, {} SMPs, {} errors, {:.6f} s; {} GID traps", tables.ports_read,
                tables.ports_kept, tables.smps, tables.errors, st.tables_s, st.gid_traps);
+  if (cfg_.qos != nullptr)
+    spdlog::info("sm: QoS: {} SL2VL and {} VLArb tables written, {} as wanted, {} errors", st.qos.sl2vl_sets,
+                 st.qos.vlarb_sets, st.qos.kept, st.qos.errors);
   spdlog::info("sm: subnet up (epoch {}): {} nodes, {} switches, {} CAs, {} links, top LID {}, SM LID {}, {} SMPs; "
                "discovery {:.6f} s, LIDs {:.6f} s, routing {:.6f} s, path db {:.6f} s, programming {:.6f} s, total {:.6f} s",
                epoch_, st.nodes, st.switches, st.cas, st.links, st.top_lid, sm_lid_, st.smps, st.discovery_s, st.lids_s,
@@ -344,6 +363,9 @@ Task<bool> SubnetManager::light_sweep() {
                  });
   co_await queue_->drained();
   const std::uint64_t smps = queue_->submitted() - smps0;
+  // Ports that did not answer the last heavy sweep may hold a key we lack:
+  // sweep again (their lease may have run out by now, IBA 14.2.4.2).
+  if (unreachable_) *changed = true;
   const bool ch = *changed;
   if (ch) spdlog::info("sm: light sweep ({} SMPs) saw a change: heavy sweep", smps);
   update_status([smps, lid_routed](SmStatus& s) {

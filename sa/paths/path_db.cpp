@@ -434,6 +434,17 @@ PathDb PathDb::build(const fabric::Fabric& fabric, const std::vector<fabric::Lft
       db.exceptions_.insert(db.exceptions_.end(), list.begin(), list.end());
     }
   }
+  // Whether anything is unrouted: a palette code in use, an exception, a
+  // dense row entry, or an end LID on no switch.
+  std::array<bool, 256> used{};
+  for (const std::uint8_t c : db.group_) used[c] = true;
+  db.all_routed_ = switches != 0;
+  for (std::size_t c = 0; c < used.size(); ++c)
+    if (used[c] && c != kEscape && !db.palette_[c].routed()) db.all_routed_ = false;
+  for (const Exception& e : db.exceptions_) db.all_routed_ = db.all_routed_ && e.attrs.routed();
+  for (const PathAttrs& a : db.dense_) db.all_routed_ = db.all_routed_ && a.routed();
+  for (std::uint32_t lid = 1; lid <= top_lid; ++lid)
+    if (db.attach_[lid].lid_count != 0 && db.attach_[lid].switch_index >= switches) db.all_routed_ = false;
   return db;
 }
 

@@ -73,6 +73,10 @@ class PathDb {
   }
   void prefetch(std::uint16_t slid, std::uint16_t dlid) const noexcept;
 
+  // Every (source switch, end-port LID) pair is routed: a path one way
+  // implies the way back, and PathRecord's Reversible needs no second lookup.
+  bool all_routed() const noexcept { return all_routed_; }
+
   std::size_t bytes() const noexcept;
   // (source switch, destination switch) entries plus exceptions.
   std::size_t entries() const noexcept { return group_.size() + exceptions_.size() + dense_.size(); }
@@ -116,6 +120,7 @@ class PathDb {
   std::vector<Attach> attach_;               // by LID
   std::uint32_t switches_ = 0;
   std::uint16_t top_lid_ = 0;
+  bool all_routed_ = false;
   bool layered_ = false;
 };
 

@@ -15,26 +15,6 @@ using fabric::EndPort;
 
 constexpr std::uint16_t kDefaultPKeys[] = {wire::kDefaultPKey};
 
-std::uint8_t lid_count(const Snapshot& s, EndPort e) noexcept {
-  const fabric::Node& n = s.fabric.nodes[e.node];
-  return static_cast<std::uint8_t>(n.is_switch() ? 1u : 1u << n.lmc);
-}
-
-// The P_Key the path carries: the requested one if both ends may use it, else
-// the first partition the ends share with a full member (IBA 10.9.3); 0 if none.
-std::uint16_t common_pkey(std::span<const std::uint16_t> a, std::span<const std::uint16_t> b, bool want,
-                          std::uint16_t wanted) noexcept {
-  for (const std::uint16_t x : a) {
-    if (!wire::pkey_is_valid(x)) continue;
-    for (const std::uint16_t y : b) {
-      if (!wire::pkeys_match(x, y)) continue;
-      if (!want) return static_cast<std::uint16_t>(x | (y & wire::kPKeyMembershipBit));
-      if (wire::pkey_base(wanted) == wire::pkey_base(x)) return wanted;
-    }
-  }
-  return 0;
-}
-
 // Applies a selector (IBA 15.2.5.16) to a path value where bigger is better
 // (MTU codes; rates compared by bandwidth). Returns 0 when no path satisfies it.
 std::uint8_t select_mtu(std::uint8_t path, std::uint8_t sel_byte_sel, std::uint8_t req, bool given) noexcept {
@@ -76,8 +56,9 @@ std::uint8_t select_life(std::uint8_t path, std::uint8_t s, std::uint8_t req, bo
   }
 }
 
+// The two LIDs of one path; their ports come from the snapshot's LID
+// entries (one cache line each, no walk of the fabric's nodes).
 struct Ends {
-  EndPort src, dst;
   std::uint16_t slid, dlid;
 };
 
@@ -86,48 +67,128 @@ const LidEntry& info_of(const Snapshot& s, std::uint16_t lid) noexcept {
   return lid < s.lid_info.size() ? s.lid_info[lid] : kNone;
 }
 
+// What the partitions and the QoS policy allow between two ports for this
+// query: the P_Key, the SL and the QoS level; false when nothing.
+struct Admission {
+  std::uint16_t pkey = 0;
+  std::uint8_t sl = 0;
+  const QosLevelView* level = nullptr;
+};
+
+bool admit(const Snapshot& s, std::uint16_t slid, std::uint16_t dlid, const wire::PathRecord& q, std::uint64_t mask,
+           Admission& a) noexcept {
+  const LidEntry& si = info_of(s, slid);
+  const LidEntry& di = info_of(s, dlid);
+  // The QoS level (qos-policy, OpenSM's matching), when QoS is on with a policy.
+  const QosLevelView* level =
+      s.qos_policy == nullptr
+          ? nullptr
+          : s.qos_policy->level_for(si.port_guid, di.port_guid, (mask & cm::kServiceId) == cm::kServiceId, q.service_id.get(),
+                                    (mask & cm::kQosClass) != 0, q.qos_class(), (mask & cm::kPKey) != 0, q.pkey.get());
+  // The partition (IBA 10.9.3, OpenSM's choice): the requested P_Key if both
+  // ends hold it with a full member between them (and the level allows it),
+  // else the first they share.
+  const PartitionIndex& parts = s.partition_index;
+  const std::uint16_t sset = parts.set_of(slid), dset = parts.set_of(dlid);
+  std::uint16_t pkey = 0;
+  if ((mask & cm::kPKey) != 0) {
+    pkey = parts.shares(sset, dset, q.pkey.get()) ? q.pkey.get() : 0;
+    if (level != nullptr && !level->pkeys.empty() && !in_ranges(level->pkeys, wire::pkey_base(pkey))) pkey = 0;
+  } else if (level != nullptr && !level->pkeys.empty()) {
+    // The first of the level's P_Keys the ends share, as the level writes it
+    // (OpenSM walks each range upwards: below 0x8000 a P_Key without the full bit).
+    for (const ValueRange& r : level->pkeys) {
+      const bool full = r.lo > wire::kPKeyBaseMask;
+      const auto lo = static_cast<std::uint16_t>(r.lo & wire::kPKeyBaseMask);
+      const auto hi = static_cast<std::uint16_t>(full ? r.hi & wire::kPKeyBaseMask : std::min<std::uint64_t>(r.hi, wire::kPKeyBaseMask));
+      const std::uint16_t base = parts.first_shared_in(sset, dset, lo, hi);
+      if (base != 0) {
+        pkey = static_cast<std::uint16_t>(base | (full ? wire::kPKeyMembershipBit : 0));
+        break;
+      }
+    }
+  } else {
+    pkey = parts.common(sset, dset);
+  }
+  if (pkey == 0) return false;
+  // SL: the requested one (a level's must agree), the level's, the partition's.
+  std::uint8_t sl = 0;
+  if ((mask & cm::kSl) != 0) {
+    sl = q.sl();
+    if (level != nullptr && level->sl_set && level->sl != sl) return false;
+  } else {
+    sl = level != nullptr && level->sl_set ? level->sl : parts.sl_of(pkey);
+  }
+  if (s.qos && (s.valid_sl_mask & (1u << sl)) == 0) return false;  // an SL mapped to VL15 carries nothing
+  a = {pkey, sl, level};
+  return true;
+}
+
 // One PathRecord for (slid, dlid) if the path exists and meets the query.
 bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std::uint64_t mask,
                 std::uint8_t subnet_life, wire::PathRecord& out) noexcept {
   const PathAttrs fwd = s.paths.path(e.slid, e.dlid);
   if (!fwd.routed()) return false;
-  // The reverse path is looked up only when the query requires it: each
-  // lookup is a cache miss in a table of (switches x LIDs), and in a routed
-  // subnet every LID is reachable from every switch, so the forward path's
-  // existence implies the reverse one's.
-  const bool reverse = (mask & cm::kReversible) != 0 && q.reversible() ? s.paths.path(e.dlid, e.slid).routed() : true;
-  if (!reverse) return false;
+  // The reverse path is looked up only when the query requires it and the
+  // database does not say every pair is routed: each lookup is a cache miss
+  // in a table of (switches x LIDs).
+  const bool routed_back = (mask & cm::kReversible) != 0 && q.reversible() && !s.paths.all_routed()
+                               ? s.paths.path(e.dlid, e.slid).routed()
+                               : true;
+  if (!routed_back) return false;
 
-  const std::uint16_t pkey = common_pkey(port_pkeys(s, e.src), port_pkeys(s, e.dst), (mask & cm::kPKey) != 0,
-                                         q.pkey.get());
-  if (pkey == 0) return false;
+  const LidEntry& si = info_of(s, e.slid);
+  const LidEntry& di = info_of(s, e.dlid);
+  Admission adm;
+  if (!admit(s, e.slid, e.dlid, q, mask, adm)) return false;
+  // A QoS policy can treat the two directions differently (groups by source
+  // or destination): the path is reversible only if the way back is
+  // admitted too, as OpenSM works it out.
+  Admission back;
+  const bool reverse = routed_back && (s.qos_policy == nullptr || admit(s, e.dlid, e.slid, q, mask, back));
+  if ((mask & cm::kReversible) != 0 && q.reversible() && !reverse) return false;
+  const std::uint16_t pkey = adm.pkey;
+  std::uint8_t sl = adm.sl;
+  const QosLevelView* level = adm.level;
+  // A layered (deadlock-free over several VLs) routing fixes each path's SL:
+  // the path must use it, and a query (or a QoS level) for another SL has
+  // no answer, as OpenSM with a routing engine that chooses path SLs.
+  if (s.paths.layered()) {
+    if (((mask & cm::kSl) != 0 || (level != nullptr && level->sl_set)) && sl != fwd.sl) return false;
+    sl = fwd.sl;
+    if (s.qos && (s.valid_sl_mask & (1u << sl)) == 0) return false;
+  }
 
-  const bool loopback = e.src == e.dst;
+  const bool loopback = si.port_guid == di.port_guid;
   std::uint8_t path_mtu = fwd.mtu, path_rate = fwd.rate;
   if (path_mtu == 0 || path_rate == 0) {
     // A switch's port 0 to itself crosses no link: its own PortInfo's MTUCap
     // and active width and speed, as OpenSM reports them.
-    const auto& node = s.fabric.nodes[e.src.node];
-    const wire::PortInfo& pi = node.ports[e.src.port].info;
+    const auto& node = s.fabric.nodes[si.node];
+    const wire::PortInfo& pi = node.ports[si.port].info;
     path_mtu = pi.mtu_cap() != 0 ? pi.mtu_cap() : std::uint8_t{1};
     const std::uint8_t r = rate_code(link_mbps(pi.link_width_active, pi.link_speed_active(), pi.link_speed_ext_active()));
     path_rate = r != 0 ? r : wire::rate_code::k2_5Gbps;
   }
   // A switch's port 0 ends the path inside the switch: OpenSM bounds the
   // path by that port's own MTUCap and active rate, and so do we.
-  const LidEntry& si = info_of(s, e.slid);
-  const LidEntry& di = info_of(s, e.dlid);
   for (const LidEntry* li : {&si, &di}) {
     if (!li->is_switch) continue;
     if (li->port0_mtu != 0) path_mtu = std::min(path_mtu, li->port0_mtu);
     if (li->port0_rate != 0 && rate_mbps(li->port0_rate) < rate_mbps(path_rate)) path_rate = li->port0_rate;
+  }
+  // A QoS level's limits come before the query's selectors (OpenSM's order).
+  if (level != nullptr) {
+    if (level->mtu_set) path_mtu = std::min(path_mtu, level->mtu_limit);
+    if (level->rate_set && rate_mbps(level->rate_limit) < rate_mbps(path_rate)) path_rate = level->rate_limit;
   }
   const std::uint8_t mtu = select_mtu(path_mtu, q.mtu_selector(), q.mtu(), (mask & cm::kMtu) != 0 && (mask & cm::kMtuSelector) != 0);
   if (mtu == 0) return false;
   const std::uint8_t rate = select_rate(path_rate, q.rate_selector(), q.rate(), (mask & cm::kRate) != 0 && (mask & cm::kRateSelector) != 0);
   if (rate == 0) return false;
   // OpenSM: the subnet timeout, except 0 for a port to itself (IBA 15.2.5.16 Table 205).
-  const std::uint8_t life = select_life(loopback ? 0 : subnet_life, q.packet_life_time_selector(), q.packet_life_time(),
+  const std::uint8_t own_life = level != nullptr && level->life_set ? level->packet_life : subnet_life;
+  const std::uint8_t life = select_life(loopback ? 0 : own_life, q.packet_life_time_selector(), q.packet_life_time(),
                                         (mask & cm::kPacketLifeTime) != 0 && (mask & cm::kPacketLifeTimeSelector) != 0);
   if (life == 0xff) return false;
 
@@ -145,15 +206,7 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
   if ((mask & cm::kTClass) != 0) out.tclass = q.tclass;
   out.set_reversible(reverse);
   out.pkey = wire::be16::from(pkey);
-  // A layered (deadlock-free over several VLs) routing fixes each path's SL:
-  // the path must use it, and a query for another SL has no answer (as
-  // OpenSM with a routing engine that chooses path SLs).
-  if (s.paths.layered()) {
-    if ((mask & cm::kSl) != 0 && q.sl() != fwd.sl) return false;
-    out.set_sl(fwd.sl);
-  } else {
-    out.set_sl((mask & cm::kSl) != 0 ? q.sl() : 0);
-  }
+  out.set_sl(sl);
   out.set_mtu_selector(sel::kExactly);
   out.set_mtu(mtu);
   out.set_rate_selector(sel::kExactly);
@@ -163,10 +216,29 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
   return true;
 }
 
-// The LIDs a query allows for an end port: the pinned one, or its LMC block.
+// The LIDs a query allows for an end port: the pinned one, or its LMC
+// block; and the port's GUID (which port it is).
 struct LidRange {
   std::uint16_t first = 0, count = 0;
+  std::uint64_t guid = 0;
 };
+
+// The port that has `lid`, pinned to it; false when no port has it.
+bool range_of_lid(const Snapshot& s, std::uint16_t lid, LidRange& out) noexcept {
+  const LidEntry& li = info_of(s, lid);
+  if (li.node == fabric::kNoNode) return false;
+  out = {lid, 1, li.port_guid};
+  return true;
+}
+
+// The port a GID names, with all its LIDs; false when none.
+bool range_of_gid(const Snapshot& s, const wire::Gid& gid, LidRange& out) noexcept {
+  if (!s.local_prefix(gid.prefix.get())) return false;
+  const GuidIndex::Lids l = s.lids_of_guid(gid.guid.get());
+  if (l.base == 0) return false;
+  out = {l.base, l.count, gid.guid.get()};
+  return true;
+}
 
 }  // namespace
 
@@ -178,47 +250,39 @@ std::span<const std::uint16_t> port_pkeys(const Snapshot& snap, EndPort e) noexc
 
 const EndPort* end_port_by_gid(const Snapshot& snap, const wire::Gid& gid) noexcept {
   if (!snap.local_prefix(gid.prefix.get())) return nullptr;
-  const auto it = snap.by_port_guid.find(gid.guid.get());
-  return it == snap.by_port_guid.end() ? nullptr : &it->second;
+  return snap.end_port_by_lid(snap.lids_of_guid(gid.guid.get()).base);
 }
 
 std::uint16_t collect_path_records(const Snapshot& snap, const PathQuery& pq, RecordSink& sink) {
   const wire::PathRecord& q = *pq.rec;
   const std::uint64_t mask = pq.mask;
   // Source: SLID, else SGID, else the requester's port (IBA 15.2.5.16: a query names at least its destination).
-  EndPort src{};
   LidRange srange{};
   if ((mask & cm::kSLid) != 0) {
-    const EndPort* e = snap.end_port_by_lid(q.slid.get());
-    if (e == nullptr) return 0;
-    src = *e;
-    srange = {q.slid.get(), 1};
+    if (!range_of_lid(snap, q.slid.get(), srange)) return 0;
+    if ((mask & cm::kSGid) != 0) {
+      LidRange g{};
+      if (!range_of_gid(snap, q.sgid, g) || g.guid != srange.guid) return 0;
+    }
   } else if ((mask & cm::kSGid) != 0) {
-    const EndPort* e = end_port_by_gid(snap, q.sgid);
-    if (e == nullptr) return wire::sa_status::kReqInvalidGid;
-    src = *e;
-    srange = {snap.fabric.lid_of(*e), lid_count(snap, *e)};
+    if (!range_of_gid(snap, q.sgid, srange)) return wire::sa_status::kReqInvalidGid;
   } else {
-    const EndPort* e = snap.end_port_by_lid(pq.requester_lid);
-    if (e == nullptr) return wire::sa_status::kReqInsufficientComponents;
-    src = *e;
-    srange = {snap.fabric.lid_of(*e), lid_count(snap, *e)};
-  }
-  if ((mask & cm::kSGid) != 0 && (mask & cm::kSLid) != 0) {
-    const EndPort* g = end_port_by_gid(snap, q.sgid);
-    if (g == nullptr || !(*g == src)) return 0;
+    LidRange r{};
+    if (!range_of_lid(snap, pq.requester_lid, r)) return wire::sa_status::kReqInsufficientComponents;
+    const GuidIndex::Lids l = snap.lids_of_guid(r.guid);
+    srange = {l.base, l.count, r.guid};
   }
 
   const bool dst_given = (mask & (cm::kDLid | cm::kDGid)) != 0;
   if (!dst_given && pq.get) return wire::sa_status::kReqInsufficientComponents;
   const std::uint8_t numb = (mask & cm::kNumbPath) != 0 && q.numb_path() != 0 ? q.numb_path() : 0x7f;
 
-  auto paths_to = [&](EndPort dst, LidRange drange) {
+  auto paths_to = [&](const LidRange& drange) {
     std::uint32_t made = 0;
     const std::uint8_t want = pq.get ? 1 : numb;
     // LMC paths pair source and destination LIDs index by index first, as OpenSM does.
     for (std::uint16_t i = 0; i < std::max(srange.count, drange.count) && made < want && !sink.full(); ++i) {
-      const Ends e{src, dst, static_cast<std::uint16_t>(srange.first + i % srange.count),
+      const Ends e{static_cast<std::uint16_t>(srange.first + i % srange.count),
                    static_cast<std::uint16_t>(drange.first + i % drange.count)};
       wire::PathRecord r;
       if (!build_path(snap, e, q, mask, pq.packet_life, r)) continue;
@@ -228,23 +292,23 @@ std::uint16_t collect_path_records(const Snapshot& snap, const PathQuery& pq, Re
     }
   };
 
+  LidRange drange{};
   if ((mask & cm::kDLid) != 0) {
-    const EndPort* e = snap.end_port_by_lid(q.dlid.get());
-    if (e == nullptr) return 0;
+    if (!range_of_lid(snap, q.dlid.get(), drange)) return 0;
     if ((mask & cm::kDGid) != 0) {
-      const EndPort* g = end_port_by_gid(snap, q.dgid);
-      if (g == nullptr || !(*g == *e)) return 0;
+      LidRange g{};
+      if (!range_of_gid(snap, q.dgid, g) || g.guid != drange.guid) return 0;
     }
-    paths_to(*e, {q.dlid.get(), 1});
+    paths_to(drange);
   } else if ((mask & cm::kDGid) != 0) {
-    const EndPort* e = end_port_by_gid(snap, q.dgid);
-    if (e == nullptr) return wire::sa_status::kReqInvalidGid;
-    paths_to(*e, {snap.fabric.lid_of(*e), lid_count(snap, *e)});
+    if (!range_of_gid(snap, q.dgid, drange)) return wire::sa_status::kReqInvalidGid;
+    paths_to(drange);
   } else {
     for (const auto& [guid, e] : snap.by_port_guid) {
-      (void)guid;
+      (void)e;
       if (sink.full()) break;
-      paths_to(e, {snap.fabric.lid_of(e), lid_count(snap, e)});
+      const GuidIndex::Lids l = snap.lids_of_guid(guid);
+      if (l.base != 0) paths_to({l.base, l.count, guid});
     }
   }
   return 0;
@@ -272,14 +336,14 @@ std::uint16_t collect_multi_path_records(const Snapshot& snap, const wire::Multi
 
   std::uint32_t made = 0;
   for (const wire::Gid& sg : sgids) {
-    const EndPort* s = end_port_by_gid(snap, sg);
-    if (s == nullptr) return wire::sa_status::kReqInvalidGid;
+    LidRange s{};
+    if (!range_of_gid(snap, sg, s)) return wire::sa_status::kReqInvalidGid;
     for (const wire::Gid& dg : dgids) {
-      const EndPort* d = end_port_by_gid(snap, dg);
-      if (d == nullptr) return wire::sa_status::kReqInvalidGid;
+      LidRange d{};
+      if (!range_of_gid(snap, dg, d)) return wire::sa_status::kReqInvalidGid;
       if (made >= numb || sink.full()) return 0;
       wire::PathRecord r;
-      const Ends e{*s, *d, snap.fabric.lid_of(*s), snap.fabric.lid_of(*d)};
+      const Ends e{s.first, d.first};
       pq.slid = wire::be16::from(e.slid);
       pq.dlid = wire::be16::from(e.dlid);
       if (!build_path(snap, e, pq, pmask, packet_life, r)) continue;

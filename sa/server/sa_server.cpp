@@ -174,21 +174,19 @@ constexpr std::uint64_t kPathFilterMask = wire::path_record_cm::kServiceId | wir
 // the TID's core field, so the query is steered the same way.
 std::uint32_t select_by_tid(const MadBuf& b, const void*) noexcept { return tid_core(b.hdr().tid.get()); }
 
-std::uint32_t select_get(const MadBuf& b, const void* arg) noexcept {
+std::uint32_t select_get(const MadBuf& b, const void*) noexcept {
   const auto& sa = b.as<wire::SaMad>();
   if (sa.hdr.attr_id.get() == a::kPathRecord) {
     const std::uint64_t mask = sa.comp_mask.get();
     if ((mask & wire::path_record_cm::kDLid) != 0)
       return static_cast<std::uint32_t>(b.mad.bytes[kPathRecordDlidOffset] << 8 | b.mad.bytes[kPathRecordDlidOffset + 1]);
     if ((mask & wire::path_record_cm::kDGid) != 0) {
-      // GID-addressed: the DGID's port's LID, so its shard owner answers.
-      const auto* store = static_cast<const SnapshotStore*>(arg);
+      // GID-addressed (rdma_cm, IPoIB): spread by the DGID's GUID, with no
+      // lookup. The cores share the path database, so any core answers any
+      // path; the GUID is stable across epochs, so a retry is steered as
+      // its first copy was.
       std::uint64_t guid = 0;
       for (std::size_t i = 0; i < 8; ++i) guid = guid << 8 | b.mad.bytes[kPathRecordDgidGuidOffset + i];
-      if (const auto snap = store->current()) {
-        const auto it = snap->by_port_guid.find(guid);
-        if (it != snap->by_port_guid.end()) return snap->fabric.lid_of(it->second);
-      }
       return static_cast<std::uint32_t>(mix(guid));
     }
   }
@@ -310,6 +308,13 @@ class SaServer::CoreWorker final : public Poller {
         // Out of memory: the stores keep what they had; the image is lost.
       }
     }
+    if (txn_ != nullptr && server_.partition_groups_pending_.load(std::memory_order_acquire)) {  // pairs with set_partition_groups
+      try {
+        work += apply_partition_groups();
+      } catch (...) {
+        // Out of memory: the groups stay as they were until the SM's next list.
+      }
+    }
     if (queue_len_ != 0) {
       refresh_snapshot();
       prefetch_paths();
@@ -420,37 +425,61 @@ class SaServer::CoreWorker final : public Poller {
     return admit_now_ns_;
   }
 
-  // Path Gets by SLID and DLID: start the path database reads of the whole
-  // burst before answering any of it, so their cache misses overlap. Two
-  // passes: the second's addresses come from the lines the first pulled in.
+  // PathRecord Gets: start the reads of the whole burst before answering
+  // any of it, so their cache misses overlap; in passes, each using the
+  // lines the one before pulled in: GID queries' GUID slots, then every
+  // query's per-LID entries (path ends, LID entry, partition set,
+  // retry-cache slot), then each (source switch, destination switch) byte.
   void prefetch_paths() const noexcept {
     if (snap_ == nullptr) return;  // nothing published yet: every query is answered BUSY
+    namespace cm = wire::path_record_cm;
     const std::uint32_t n = std::min(cfg_.burst_max, queue_len_);
-    constexpr std::uint64_t kByLids = wire::path_record_cm::kSLid | wire::path_record_cm::kDLid;
-    const auto lids_of = [&](std::uint32_t i, std::uint16_t& slid, std::uint16_t& dlid) {
+    const auto record = [&](std::uint32_t i) -> const wire::PathRecord* {
       const auto& sa = queue_[(queue_head_ + i) % queue_.size()]->as<wire::SaMad>();
-      if (sa.hdr.attr_id.get() != a::kPathRecord || (sa.comp_mask.get() & kByLids) != kByLids) return false;
-      const auto* pr = reinterpret_cast<const wire::PathRecord*>(sa.data.data());
-      slid = pr->slid.get();
-      dlid = pr->dlid.get();
-      return true;
+      if (sa.hdr.attr_id.get() != a::kPathRecord) return nullptr;
+      return reinterpret_cast<const wire::PathRecord*>(sa.data.data());
     };
-    std::uint16_t slid = 0, dlid = 0;
+    const auto mask_of = [&](std::uint32_t i) {
+      return queue_[(queue_head_ + i) % queue_.size()]->as<wire::SaMad>().comp_mask.get();
+    };
     for (std::uint32_t i = 0; i < n; ++i) {
-      if (!lids_of(i, slid, dlid)) continue;
+      const wire::PathRecord* pr = record(i);
+      if (pr == nullptr) continue;
+      const std::uint64_t mask = mask_of(i);
+      if ((mask & cm::kSLid) == 0 && (mask & cm::kSGid) != 0) snap_->prefetch_guid(pr->sgid.guid.get());
+      if ((mask & cm::kDLid) == 0 && (mask & cm::kDGid) != 0) snap_->prefetch_guid(pr->dgid.guid.get());
+    }
+    // Each query's LIDs, once: a GID's from its slot (in cache by now),
+    // unchecked (the answer checks it against the LID entry prefetched here).
+    std::array<std::uint16_t, 2 * kPrefetchBurstMax> lids{};
+    const std::uint32_t m = std::min<std::uint32_t>(n, kPrefetchBurstMax);
+    for (std::uint32_t i = 0; i < m; ++i) {
+      const wire::PathRecord* pr = record(i);
+      if (pr == nullptr) continue;
+      const std::uint64_t mask = mask_of(i);
+      lids[2 * i] = (mask & cm::kSLid) != 0 ? pr->slid.get()
+                    : (mask & cm::kSGid) != 0 ? snap_->likely_lid_of_guid(pr->sgid.guid.get())
+                                              : 0;
+      lids[2 * i + 1] = (mask & cm::kDLid) != 0 ? pr->dlid.get()
+                        : (mask & cm::kDGid) != 0 ? snap_->likely_lid_of_guid(pr->dgid.guid.get())
+                                                  : 0;
+    }
+    for (std::uint32_t i = 0; i < m; ++i) {
+      const std::uint16_t slid = lids[2 * i], dlid = lids[2 * i + 1];
+      if (slid == 0 || dlid == 0) continue;
       snap_->paths.prefetch_ends(slid, dlid);
-      const std::size_t lids = std::min(snap_->lid_info.size(), snap_->by_lid.size());
-      if (slid < lids && dlid < lids) {
-        __builtin_prefetch(&snap_->by_lid[slid]);
-        __builtin_prefetch(&snap_->by_lid[dlid]);
+      if (slid < snap_->lid_info.size() && dlid < snap_->lid_info.size()) {
         __builtin_prefetch(&snap_->lid_info[slid]);
         __builtin_prefetch(&snap_->lid_info[dlid]);
       }
+      snap_->partition_index.prefetch(slid);
+      snap_->partition_index.prefetch(dlid);
       __builtin_prefetch(&dedup_[dedup_index(*queue_[(queue_head_ + i) % queue_.size()])], 1);  // rewritten on answering
     }
-    for (std::uint32_t i = 0; i < n; ++i)
-      if (lids_of(i, slid, dlid)) snap_->paths.prefetch(slid, dlid);
+    for (std::uint32_t i = 0; i < m; ++i)
+      if (lids[2 * i] != 0 && lids[2 * i + 1] != 0) snap_->paths.prefetch(lids[2 * i], lids[2 * i + 1]);
   }
+  static constexpr std::uint32_t kPrefetchBurstMax = 64;  // queries a burst prefetches for (burst_max beyond it: unprefetched)
 
   void refresh_snapshot() noexcept {
     // The epoch check is one atomic load; the shared_ptr is reloaded only on change.
@@ -725,7 +754,7 @@ class SaServer::CoreWorker final : public Poller {
         status = collect_path_records(*snap_, pq, sink);
       } else if (!collect_snapshot_records(*snap_, attr, sink)) {
         const bool trusted = sa.sm_key.get() != 0 && sa.sm_key.get() == snap_->sm.sm_key;
-        status = collect_state_records(attr, trusted, sink);
+        status = collect_state_records(attr, trusted, req.addr.lid, sink);
       }
     } catch (...) {  // out of memory building a huge table
       status = st::kNoResources;
@@ -739,12 +768,22 @@ class SaServer::CoreWorker final : public Poller {
     answer_table(req, sink.stride(), k);
   }
 
-  std::uint16_t collect_state_records(std::uint16_t attr, bool trusted, RecordSink& sink) {
+  std::uint16_t collect_state_records(std::uint16_t attr, bool trusted, std::uint16_t requester_lid, RecordSink& sink) {
     switch (attr) {
       case a::kServiceRecord: {
+        // A ServiceKey goes only to trusted requesters (IBA 15.2.5.14, as OpenSM).
         const auto v = server_.services_.view();
-        for (const auto& e : *v)
-          if (!sink.offer(&e.rec)) break;
+        for (const auto& e : *v) {
+          const std::size_t before = sink.count();
+          const bool more = sink.offer(&e.rec);
+          if (!trusted && sink.count() != before) {
+            wire::ServiceRecord r;
+            std::memcpy(&r, sink.last(), sizeof r);
+            r.service_key.fill(0);
+            std::memcpy(sink.last(), &r, sizeof r);
+          }
+          if (!more) break;
+        }
         return 0;
       }
       case a::kMcMemberRecord: {
@@ -753,8 +792,19 @@ class SaServer::CoreWorker final : public Poller {
         // JoinState and ProxyJoin zero (IBA 15.2.5.17, as OpenSM does).
         // Members are still matched, so a PortGID or JoinState component
         // selects the groups that have such a member.
+        // Untrusted requesters see the groups of partitions their port
+        // holds (OpenSM's rule; trusted ones, a standby replicating among
+        // them, see every group); a group without members shows once to them.
         const auto v = server_.groups_.view();
-        for (const auto& g : *v)
+        const std::vector<std::uint16_t> req_keys = trusted ? std::vector<std::uint16_t>{} : requester_pkeys(requester_lid);
+        for (const auto& g : *v) {
+          if (!trusted && !holds_partition(req_keys, g.params.pkey.get())) continue;
+          if (g.members.empty()) {
+            if (trusted) continue;
+            const wire::McMemberRecord r = member_record(g, McMember{});
+            if (!sink.offer(&r)) return 0;
+            continue;
+          }
           for (const auto& mem : g.members) {
             const wire::McMemberRecord r = member_record(g, mem);
             const std::size_t before = sink.count();
@@ -764,6 +814,7 @@ class SaServer::CoreWorker final : public Poller {
             if (!more) return 0;
             if (hidden) break;  // the group is listed once: next group
           }
+        }
         return 0;
       }
       case a::kInformInfoRecord: {
@@ -882,10 +933,17 @@ class SaServer::CoreWorker final : public Poller {
     const std::uint8_t rc = rate_code(link_mbps(port.link_width, port.link_speed));
     if (rc != 0) c.port_rate = rc;
     const auto keys = port_pkeys(*snap_, e);
-    c.port_in_pkey = std::any_of(keys.begin(), keys.end(), [&](std::uint16_t x) {
-      return wire::pkey_is_valid(x) && wire::pkey_base(x) == wire::pkey_base(r.pkey.get());
-    }) || r.pkey.get() == 0;
+    c.port_pkeys.assign(keys.begin(), keys.end());
+    c.requester_pkeys = requester_pkeys(who.lid);
     return c;
+  }
+
+  // The P_Key table of the port at `lid` (the default partition when unknown).
+  std::vector<std::uint16_t> requester_pkeys(std::uint16_t lid) const {
+    const fabric::EndPort* e = snap_ != nullptr ? snap_->end_port_by_lid(lid) : nullptr;
+    if (e == nullptr) return {wire::kDefaultPKey};
+    const auto keys = port_pkeys(*snap_, *e);
+    return {keys.begin(), keys.end()};
   }
 
   wire::ClassPortInfo class_port_info() const noexcept {
@@ -941,6 +999,21 @@ class SaServer::CoreWorker final : public Poller {
       // Out of memory in the bookkeeping: try again next poll.
     }
     return work;
+  }
+
+  // The partitions' groups set_partition_groups() left, applied by the stores' owner.
+  std::size_t apply_partition_groups() {
+    std::optional<std::vector<wire::McMemberRecord>> g;
+    {
+      std::lock_guard lock(server_.partition_groups_mu_);
+      g.swap(server_.partition_groups_);
+      server_.partition_groups_pending_.store(false, std::memory_order_relaxed);
+    }
+    if (!g) return 0;
+    const std::uint64_t before = server_.groups_.generation();
+    server_.groups_.set_well_known(*g);
+    if (server_.groups_.generation() != before) server_.bump_state_generation();
+    return 1;
   }
 
   // HA: the image restore_state() left, applied by the stores' owner.
@@ -1126,7 +1199,7 @@ SaServer::SaServer(Engine& engine, const SnapshotStore& store, SaServerConfig cf
   for (std::uint16_t c = 0; c < engine.cores(); ++c)
     workers_.push_back(std::make_unique<CoreWorker>(*this, c, engine.core(c)));
   constexpr std::uint8_t kSa = static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm);
-  engine.add_handler({kSa, m::kGet, std::nullopt}, *handler_, OwnerSelector::spread_by(&select_get, &store_));
+  engine.add_handler({kSa, m::kGet, std::nullopt}, *handler_, OwnerSelector::spread_by(&select_get, nullptr));
   engine.add_handler({kSa, m::kGetTable, std::nullopt}, *handler_, OwnerSelector::by(&select_by_tid));
   engine.add_handler({kSa, m::kGetMulti, std::nullopt}, *handler_, OwnerSelector::by(&select_by_tid));
   engine.add_handler({kSa, m::kSet, std::nullopt}, *handler_, OwnerSelector::fixed(cfg_.state_core));
@@ -1156,6 +1229,12 @@ void SaServer::forward_notice(const wire::Notice& notice) {
 }
 
 SaStateImage SaServer::capture_state() const { return capture(services_, groups_, subs_); }
+
+void SaServer::set_partition_groups(std::vector<wire::McMemberRecord> groups) {
+  std::lock_guard lock(partition_groups_mu_);
+  partition_groups_ = std::move(groups);
+  partition_groups_pending_.store(true, std::memory_order_release);  // pairs with the acquire in CoreWorker::poll
+}
 
 void SaServer::restore_state(SaStateImage image) {
   std::lock_guard lock(restore_mu_);

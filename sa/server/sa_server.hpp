@@ -150,6 +150,10 @@ class SaServer {
   // InformInfo), lease expiry and restore. Any thread; the journal writer
   // compares it with the value it last wrote.
   std::uint64_t state_generation() const noexcept { return state_generation_.load(std::memory_order_acquire); }
+  // The groups the SM's partitions create (IPoIB broadcast groups, mgid
+  // lines; McastStore::set_well_known). Any thread; applied by the state
+  // core at its next poll, a later list replacing one not yet applied.
+  void set_partition_groups(std::vector<wire::McMemberRecord> groups);
 
   class CoreWorker;  // per-core state (sa_server.cpp)
 
@@ -179,6 +183,9 @@ class SaServer {
   std::mutex restore_mu_;
   std::optional<SaStateImage> restore_image_;  // guarded by restore_mu_
   std::atomic<bool> restore_pending_{false};
+  std::mutex partition_groups_mu_;
+  std::optional<std::vector<wire::McMemberRecord>> partition_groups_;  // guarded by partition_groups_mu_
+  std::atomic<bool> partition_groups_pending_{false};
   std::atomic<std::uint64_t> state_generation_{0};  // written by the state core only
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "madengine/wire/smp/pkey_table.hpp"
 #include "sa/paths/link_rate.hpp"
 #include "sa/server/components.hpp"
 
@@ -134,18 +135,56 @@ wire::McMemberRecord member_record(const McGroupEntry& g, const McMember& m) noe
   return r;
 }
 
+bool holds_partition(const std::vector<std::uint16_t>& table, std::uint16_t pkey) noexcept {
+  if (!wire::pkey_is_valid(pkey)) return true;  // an invalid group P_Key is taken loosely, as OpenSM does
+  return std::any_of(table.begin(), table.end(), [&](std::uint16_t k) {
+    return wire::pkey_is_valid(k) && wire::pkey_base(k) == wire::pkey_base(pkey);
+  });
+}
+
+bool McastStore::well_known(const wire::Gid& mgid) const noexcept {
+  return std::any_of(well_known_.begin(), well_known_.end(), [&](const wire::McMemberRecord& r) { return r.mgid == mgid; });
+}
+
+std::size_t McastStore::set_well_known(const std::vector<wire::McMemberRecord>& groups) {
+  well_known_ = groups;
+  std::size_t created = 0;
+  bool changed = false;
+  for (const auto& r : well_known_) {
+    const bool have = std::any_of(groups_.begin(), groups_.end(), [&](const McGroupEntry& g) { return g.params.mgid == r.mgid; });
+    if (have || groups_.size() >= groups_max_) continue;
+    const std::uint16_t mlid = allocate_mlid();
+    if (mlid == 0) break;
+    McGroupEntry g;
+    g.params = r;
+    g.params.port_gid = {};
+    g.params.mlid = wire::be16::from(mlid);
+    groups_.push_back(std::move(g));
+    ++created;
+    changed = true;
+  }
+  // Groups a partition no longer names live on while they have members.
+  const std::size_t before = groups_.size();
+  std::erase_if(groups_, [&](const McGroupEntry& g) { return g.members.empty() && !well_known(g.params.mgid); });
+  changed = changed || groups_.size() != before;
+  if (changed) publish();
+  return created;
+}
+
 std::size_t McastStore::restore(std::vector<McGroupEntry> groups) {
   std::vector<McGroupEntry> kept;
   std::vector<bool> mlid_used(std::size_t{kMlidLast} - kMlidFirst + 1, false);
   for (auto& g : groups) {
     const std::uint16_t mlid = g.params.mlid.get();
-    if (kept.size() >= groups_max_ || g.members.empty() || mlid < kMlidFirst || mlid > kMlidLast) continue;
+    const bool empty_ok = g.members.empty() && well_known(g.params.mgid);
+    if (kept.size() >= groups_max_ || (g.members.empty() && !empty_ok) || mlid < kMlidFirst || mlid > kMlidLast) continue;
     if (mlid_used[mlid - kMlidFirst]) continue;
     mlid_used[mlid - kMlidFirst] = true;
     kept.push_back(std::move(g));
   }
   const std::size_t dropped = groups.size() - kept.size();
   groups_ = std::move(kept);
+  set_well_known(std::vector<wire::McMemberRecord>(well_known_));  // the partitions' groups exist whatever the image held
   publish();
   return dropped;
 }
@@ -200,7 +239,8 @@ std::uint16_t McastStore::join(const wire::McMemberRecord& r, std::uint64_t mask
     if (!zero_mgid && (r.mgid.prefix.get() >> 56) != 0xff) return st::kReqInvalid;
     // The flags nibble of a multicast GID is 000T: the upper three bits are reserved (IBA 4.1.1).
     if (!zero_mgid && ((r.mgid.prefix.get() >> 52) & 0xeu) != 0) return st::kReqInvalid;
-    if (!ctx.port_in_pkey || !wire::pkey_is_valid(r.pkey.get())) return st::kReqInvalid;
+    if (!wire::pkey_is_valid(r.pkey.get()) || !holds_partition(ctx.port_pkeys, r.pkey.get())) return st::kReqInvalid;
+    if (r.proxy_join() && !holds_partition(ctx.requester_pkeys, r.pkey.get())) return st::kReqInvalid;
     if (groups_.size() >= groups_max_) return st::kNoResources;
     McGroupEntry ng;
     ng.params = wire::McMemberRecord{};
@@ -252,9 +292,16 @@ std::uint16_t McastStore::join(const wire::McMemberRecord& r, std::uint64_t mask
     if (!components_equal(l, mask & kMustMatch, reinterpret_cast<const std::uint8_t*>(&g->params),
                           reinterpret_cast<const std::uint8_t*>(&r)))
       return st::kReqInvalid;
-    if ((mask & mcm::kPKey) != 0 && wire::pkey_base(r.pkey.get()) != wire::pkey_base(g->params.pkey.get()))
-      return st::kReqInvalid;
-    if (!ctx.port_in_pkey) return st::kReqInvalid;
+    if ((mask & mcm::kPKey) != 0) {
+      // OpenSM's rules: the same partition, and not both limited.
+      if (wire::pkey_base(r.pkey.get()) != wire::pkey_base(g->params.pkey.get())) return st::kReqInvalid;
+      if (!wire::pkey_is_full_member(r.pkey.get()) && !wire::pkey_is_full_member(g->params.pkey.get()))
+        return st::kReqInvalid;
+    }
+    // The joining port must be in the group's partition (IBA 10.9, OpenSM's
+    // ERR 1B14), and so must a proxy requester.
+    if (!holds_partition(ctx.port_pkeys, g->params.pkey.get())) return st::kReqInvalid;
+    if (r.proxy_join() && !holds_partition(ctx.requester_pkeys, g->params.pkey.get())) return st::kReqInvalid;
     // The port's link must carry the group's MTU and rate (OpenSM checks the same).
     if (g->params.mtu() > ctx.port_mtu || rate_mbps(g->params.rate()) > rate_mbps(ctx.port_rate)) return st::kReqInvalid;
   }
@@ -285,7 +332,7 @@ std::uint16_t McastStore::leave(const wire::McMemberRecord& r, std::uint64_t mas
       mi->join_state = static_cast<std::uint8_t>(mi->join_state & ~r.join_state());
       out.set_join_state(mi->join_state);
       if (mi->join_state == 0) gi->members.erase(mi);
-      if (gi->members.empty()) groups_.erase(gi);
+      if (gi->members.empty() && !well_known(gi->params.mgid)) groups_.erase(gi);
       publish();
       return 0;
     }

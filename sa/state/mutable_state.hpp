@@ -15,6 +15,7 @@
 #include "madengine/engine/clock.hpp"
 #include "madengine/engine/mad_buf.hpp"
 #include "madengine/wire/sa_records.hpp"
+#include "madengine/wire/smp/pkey_table.hpp"
 
 namespace madengine::sa {
 
@@ -90,8 +91,14 @@ struct McJoinContext {
   std::uint8_t default_mtu = 4;       // group MTU when a creator names none (OpenSM: the subnet's CA minimum)
   std::uint8_t default_rate = 3;
   std::uint8_t packet_life = 0x12;
-  bool port_in_pkey = true;           // the port is a member of the group's partition
+  // P_Key tables (IBA 10.9, OpenSM's checks): the joining port must hold the
+  // group's partition, and a proxy requester too.
+  std::vector<std::uint16_t> port_pkeys{wire::kDefaultPKey};
+  std::vector<std::uint16_t> requester_pkeys{wire::kDefaultPKey};
 };
+
+// Whether a P_Key table holds `pkey`'s partition (either membership).
+bool holds_partition(const std::vector<std::uint16_t>& table, std::uint16_t pkey) noexcept;
 
 inline constexpr std::uint16_t kMlidFirst = 0xc000;
 inline constexpr std::uint16_t kMlidLast = 0xfffe;  // 0xffff is the permissive LID
@@ -116,6 +123,13 @@ class McastStore {
   std::size_t restore(std::vector<McGroupEntry> groups);
   // Bumped on every change (the SM's multicast provider watches it).
   std::uint64_t generation() const noexcept { return generation_.load(std::memory_order_acquire); }
+  // The groups partitions create (IPoIB broadcast groups, mgid lines): each
+  // exists whether or not it has members, with these parameters when it is
+  // created (an existing group keeps its own, and its MLID). A group no
+  // longer listed goes once its last member leaves (at once if it has none).
+  // Returns how many groups were created.
+  std::size_t set_well_known(const std::vector<wire::McMemberRecord>& groups);
+  bool well_known(const wire::Gid& mgid) const noexcept;
 
  private:
   void publish();
@@ -125,6 +139,7 @@ class McastStore {
   Published<McGroupEntry> pub_;
   std::uint32_t groups_max_;
   std::uint64_t mgid_counter_ = 0;
+  std::vector<wire::McMemberRecord> well_known_;
   std::atomic<std::uint64_t> generation_{0};
 };
 

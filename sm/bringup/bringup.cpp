@@ -1,5 +1,6 @@
 // Bring-up (see bringup.hpp). Every Set's response is checked for status and
-// read back; port states are driven in two waves (all INIT ports to ARMED,
+// read back; P_Key tables are written once every table not known yet was
+// read (a switch port's follows its CA's); port states are driven in two waves (all INIT ports to ARMED,
 // then all ARMED to ACTIVE) because a port may go ACTIVE only once its
 // neighbour is ARMED or ACTIVE (IBA 7.2.x link state machine).
 #include "sm/bringup/bringup.hpp"
@@ -10,6 +11,7 @@
 
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/smp/pkey_table.hpp"
+#include "sm/qos/qos_program.hpp"
 
 namespace madengine::sm {
 
@@ -45,6 +47,57 @@ class Programmer {
              ProgrammedState& st, BringupReport& rep)
       : q_(q), d_(d), routes_(routes), cfg_(cfg), st_(st), rep_(rep) {}
 
+  // M_Keys first (IBA 14.2.4): an end port holding another key, or other
+  // protection, gets the SM's in a PortInfo Set carrying the key it holds;
+  // once these are answered every later SMP uses the SM's key.
+  void rekey() {
+    if (cfg_.keys == nullptr) return;
+    next_ = 0;
+    q_.set_feeder([this] {
+      while (next_ < d_.fabric.nodes.size()) {
+        const NodeId id = static_cast<NodeId>(next_++);
+        if (rekey_node(id)) return true;
+      }
+      return false;
+    });
+  }
+
+  bool rekey_node(NodeId id) {
+    const fabric::Node& n = d_.fabric.nodes[id];
+    bool sent = false;
+    for (std::uint8_t port = n.is_switch() ? 0 : 1; port <= (n.is_switch() ? 0 : n.num_ports()); ++port) {
+      const fabric::Port& p = n.ports[port];
+      if (!n.is_switch() && (!p.linked() || p.guid == 0 || port >= d_.ca_port_paths[id].size())) continue;
+      const std::uint64_t guid = p.guid != 0 ? p.guid : n.node_guid;
+      const std::uint64_t holds = cfg_.keys->key_for(guid);
+      const bool protection_differs =
+          cfg_.m_key != 0 && (p.info.m_key_protect_bits() != cfg_.m_key_protect_bits ||
+                              p.info.m_key_lease_period.get() != cfg_.m_key_lease_period);
+      if (holds == cfg_.m_key && !protection_differs) continue;
+      const wire::DrPath path = n.is_switch() ? n.dr_path : d_.ca_port_paths[id][port];
+      const wire::PortInfo want = desired(n, port);
+      ++rep_.smps;
+      sent = true;
+      const auto key = port_key(n.node_guid, port);
+      q_.submit(make_dr_request(wire::method::kSet, wire::smp_attr::kPortInfo, wire::port_info_modifier(port), path,
+                                cfg_.port_num, wire::as_bytes(want), holds),
+                [this, id, port, guid, key, want](const TxnResult& r) {
+                  const auto got = smp_response_ok(r) ? wire::decode<wire::PortInfo>(smp_data(r.response)) : std::nullopt;
+                  if (!got) {
+                    ++rep_.errors;  // a key we do not know: reachable again once its lease runs out
+                    return;
+                  }
+                  ++rep_.rekeyed;
+                  cfg_.keys->keys[guid] = cfg_.m_key;
+                  st_.port_written[key] = want;
+                  fabric::Port& pp = d_.fabric.nodes[id].ports[port];
+                  pp.info = *got;
+                  pp.state = got->port_state();
+                });
+    }
+    return sent;
+  }
+
   // Each stage hands the queue a feeder that submits one unit of work (a
   // switch's blocks, a node's ports, a batch of port-state Sets) whenever the
   // queue runs dry: memory stays bounded by the window, not the fabric.
@@ -62,6 +115,15 @@ class Programmer {
       } else {
         return false;
       }
+      return true;
+    });
+  }
+  // P_Key tables, once every table not known yet has been read.
+  void pkeys() {
+    next_ = 0;
+    q_.set_feeder([this] {
+      if (next_ >= pkey_ports_.size()) return false;
+      write_pkeys(pkey_ports_[next_++]);
       return true;
     });
   }
@@ -159,12 +221,19 @@ class Programmer {
       w.set_m_key_protect_bits(cfg_.m_key_protect_bits);
     }
     if (p.linked()) {
+      // The high-priority VLArb limit of the port's class (QoS, IBA 14.2.5.6).
+      if (cfg_.qos != nullptr) w.vl_high_limit = cfg_.qos->of(qos_class_of(n, port)).high_limit;
       if (p.mtu != 0) w.set_neighbor_mtu(p.mtu);
       if (p.vl_cap != 0) w.set_operational_vls(std::min(cfg_.operational_vls, p.vl_cap));
       if (n.is_switch() && port != 0) {
         const bool leaf = !d_.fabric.nodes[p.peer].is_switch();
         w.set_hoq_life(leaf ? cfg_.leaf_head_of_queue_lifetime : cfg_.head_of_queue_lifetime);
         w.set_vl_stall_count(leaf ? cfg_.leaf_vl_stall_count : cfg_.vl_stall_count);
+        // Partition enforcement toward CAs only (OpenSM clears it between switches).
+        const bool enforce = leaf && enforces(n, p);
+        const PartEnforce e = cfg_.part_enforce;
+        w.set_partition_enforcement_inbound(enforce && (e == PartEnforce::kBoth || e == PartEnforce::kIn) ? 1 : 0);
+        w.set_partition_enforcement_outbound(enforce && (e == PartEnforce::kBoth || e == PartEnforce::kOut) ? 1 : 0);
       }
     }
     return w;
@@ -176,7 +245,128 @@ class Programmer {
            a.m_key == b.m_key && a.m_key_lease_period == b.m_key_lease_period &&
            a.m_key_protect_bits() == b.m_key_protect_bits() && a.neighbor_mtu() == b.neighbor_mtu() &&
            a.operational_vls() == b.operational_vls() && a.hoq_life() == b.hoq_life() &&
-           a.vl_stall_count() == b.vl_stall_count();
+           a.vl_stall_count() == b.vl_stall_count() &&
+           a.partition_enforcement_inbound() == b.partition_enforcement_inbound() &&
+           a.partition_enforcement_outbound() == b.partition_enforcement_outbound() && a.vl_high_limit == b.vl_high_limit;
+  }
+
+  // ---- P_Keys -----------------------------------------------------------------
+
+  // Entries of a port's table: PartitionCap (NodeInfo) for an end port,
+  // PartitionEnforcementCap (SwitchInfo) for a switch's external port.
+  static std::size_t pkey_cap(const fabric::Node& n, std::uint8_t port) noexcept {
+    return n.is_switch() && port != 0 ? n.switch_info.partition_enforcement_cap.get() : n.node_info.partition_cap.get();
+  }
+
+  std::span<const std::uint16_t> wanted_pkeys(std::uint64_t port_guid) const noexcept {
+    static constexpr std::uint16_t kDefault[] = {wire::kDefaultPKey};
+    return cfg_.partitions != nullptr ? cfg_.partitions->pkeys_of(port_guid) : std::span<const std::uint16_t>(kDefault);
+  }
+
+  // Whether switch port `p` (toward a CA) filters P_Keys: enforcement on,
+  // the switch able to, and the CA's P_Keys fitting its table.
+  bool enforces(const fabric::Node& sw, const fabric::Port& p) const {
+    const std::size_t cap = sw.switch_info.partition_enforcement_cap.get();
+    if (cfg_.part_enforce == PartEnforce::kOff || cap == 0) return false;
+    const fabric::Node& ca = d_.fabric.nodes[p.peer];
+    bool fits = false;
+    (void)peer_pkey_table(wanted_pkeys(ca.ports[p.peer_port].guid), cap, fits);
+    return fits;
+  }
+
+  // Every block of a table not known yet; the port's entry appears once all are in.
+  void read_pkeys(NodeId id, std::uint8_t port, const wire::DrPath& path) {
+    const fabric::Node& n = d_.fabric.nodes[id];
+    const std::size_t cap = pkey_cap(n, port);
+    const std::uint32_t blocks = wire::pkey_blocks_for(static_cast<std::uint32_t>(cap));
+    if (blocks == 0) return;
+    struct Pending {
+      std::vector<std::uint16_t> table;
+      std::uint32_t left = 0;
+      bool failed = false;
+    };
+    auto pending = std::make_shared<Pending>();
+    pending->table.assign(cap, wire::kInvalidPKey);
+    pending->left = blocks;
+    const auto key = port_key(n.node_guid, port);
+    for (std::uint32_t b = 0; b < blocks; ++b) {
+      // A switch's SMA names the port in the modifier; a CA's answers for the port the SMP arrived on.
+      const std::uint32_t mod = wire::pkey_table_modifier(static_cast<std::uint16_t>(b), n.is_switch() ? port : 0);
+      ++rep_.pkey_reads;
+      get(wire::smp_attr::kPKeyTable, mod, path, [this, key, b, pending](const TxnResult& r) {
+        const auto blk = smp_response_ok(r) ? wire::decode<wire::PKeyTableBlock>(smp_data(r.response)) : std::nullopt;
+        if (!blk) {
+          if (!pending->failed) ++rep_.errors;
+          pending->failed = true;
+        } else {
+          for (std::size_t i = 0; i < wire::kPKeyBlockSize; ++i) {
+            const std::size_t k = std::size_t{b} * wire::kPKeyBlockSize + i;
+            if (k < pending->table.size()) pending->table[k] = blk->pkey(i);
+          }
+        }
+        if (--pending->left == 0 && !pending->failed) st_.pkeys[key] = std::move(pending->table);
+      });
+    }
+  }
+
+  // Writes the blocks of `want` that differ from what (node, port) holds.
+  void write_table(NodeId id, std::uint8_t port, const wire::DrPath& path, const std::vector<std::uint16_t>& want) {
+    const fabric::Node& n = d_.fabric.nodes[id];
+    const auto key = port_key(n.node_guid, port);
+    const auto have = st_.pkeys.find(key);
+    if (have == st_.pkeys.end()) return;  // not read (an error was counted)
+    const std::vector<std::uint16_t>& cur = have->second;
+    for (std::size_t b = 0; b * wire::kPKeyBlockSize < want.size(); ++b) {
+      wire::PKeyTableBlock blk{};
+      bool same = true;
+      for (std::size_t i = 0; i < wire::kPKeyBlockSize; ++i) {
+        const std::size_t k = b * wire::kPKeyBlockSize + i;
+        const std::uint16_t v = k < want.size() ? want[k] : wire::kInvalidPKey;
+        blk.set_pkey(i, v);
+        same = same && (k < cur.size() ? cur[k] : wire::kInvalidPKey) == v;
+      }
+      if (same) continue;
+      const std::uint32_t mod = wire::pkey_table_modifier(static_cast<std::uint16_t>(b), n.is_switch() ? port : 0);
+      set(wire::smp_attr::kPKeyTable, mod, path, wire::as_bytes(blk), [this, key, b, blk](const TxnResult& r) {
+        const auto got = smp_response_ok(r) ? wire::decode<wire::PKeyTableBlock>(smp_data(r.response)) : std::nullopt;
+        if (!got || got->pkeys != blk.pkeys) {
+          ++rep_.errors;
+          st_.pkeys.erase(key);  // read again next sweep
+          return;
+        }
+        ++rep_.pkey_sets;
+        auto it = st_.pkeys.find(key);
+        if (it == st_.pkeys.end()) return;
+        for (std::size_t i = 0; i < wire::kPKeyBlockSize; ++i) {
+          const std::size_t k = b * wire::kPKeyBlockSize + i;
+          if (k < it->second.size()) it->second[k] = blk.pkey(i);
+        }
+      });
+    }
+  }
+
+  // An end port's table, then (a CA behind a switch that enforces) the
+  // switch port toward it: the CA's P_Keys, packed (OpenSM's peer update).
+  void write_pkeys(const PortRef& ref) {
+    const fabric::Node& n = d_.fabric.nodes[ref.node];
+    const fabric::Port& p = n.ports[ref.port];
+    const auto key = port_key(n.node_guid, ref.port);
+    const auto have = st_.pkeys.find(key);
+    if (have == st_.pkeys.end()) return;
+    std::size_t dropped = 0;
+    const std::uint64_t guid = p.guid != 0 ? p.guid : n.node_guid;
+    const std::vector<std::uint16_t> table =
+        layout_pkey_table(wanted_pkeys(guid), have->second, pkey_cap(n, ref.port), cfg_.allow_both_pkeys, dropped);
+    rep_.pkeys_dropped += static_cast<std::uint32_t>(dropped);
+    write_table(ref.node, ref.port, ref.path, table);
+    if (n.is_switch() || !p.linked()) return;
+    const fabric::Node& sw = d_.fabric.nodes[p.peer];
+    const std::size_t cap = sw.switch_info.partition_enforcement_cap.get();
+    if (!sw.is_switch() || cap == 0 || cfg_.part_enforce == PartEnforce::kOff) return;
+    bool fits = false;
+    const std::vector<std::uint16_t> peer = peer_pkey_table(table, cap, fits);
+    if (!fits) ++rep_.enforcement_off;
+    write_table(p.peer, p.peer_port, sw.dr_path, peer);
   }
 
   void program_node_ports(NodeId id) {
@@ -191,8 +381,10 @@ class Programmer {
         ports_.push_back(ref);
         const bool rereg = cfg_.client_reregister && !n.is_switch() &&
                            p.info.has_cap(wire::port_cap::kIsClientReregistrationSupported);
-        // P_Key tables of CA ports and switch external ports (OpenSM reports both).
-        if (port != 0 && !st_.pkeys.contains(port_key(n.node_guid, port))) check_pkeys(id, port, ref.path);
+        // P_Key tables of end ports (CA ports, a switch's port 0) and of
+        // switch external ports: read once, written in the P_Key stage.
+        if (!st_.pkeys.contains(port_key(n.node_guid, port))) read_pkeys(id, port, ref.path);
+        if (!n.is_switch() || port == 0) pkey_ports_.push_back(ref);
         const auto w = st_.port_written.find(port_key(n.node_guid, port));
         const bool unchanged = p.info.lid == ref.want.lid && p.info.master_sm_lid == ref.want.master_sm_lid &&
                                p.info.lmc() == ref.want.lmc() && (p.state >= 3 || !p.linked()) &&
@@ -233,43 +425,6 @@ class Programmer {
     fabric::Port& p = n.ports[ref.port];
     p.info = *got;
     p.state = got->port_state();
-  }
-
-  void check_pkeys(NodeId id, std::uint8_t port, const wire::DrPath& path) {
-    const fabric::Node& n = d_.fabric.nodes[id];
-    const auto key = port_key(n.node_guid, port);
-    // A switch's SMA names the port in the modifier; a CA's answers for the port the SMP arrived on.
-    const std::uint32_t mod = wire::pkey_table_modifier(0, n.is_switch() ? port : 0);
-    get(wire::smp_attr::kPKeyTable, mod, path, [this, key, mod, path](const TxnResult& r) {
-      const auto blk = smp_response_ok(r) ? wire::decode<wire::PKeyTableBlock>(smp_data(r.response)) : std::nullopt;
-      if (!blk) {
-        ++rep_.errors;
-        return;
-      }
-      for (std::size_t i = 0; i < wire::kPKeyBlockSize; ++i) {
-        if (wire::pkey_is_valid(blk->pkey(i))) {
-          auto& keys = st_.pkeys[key];
-          keys.clear();
-          for (std::size_t j = 0; j < wire::kPKeyBlockSize; ++j) keys.push_back(blk->pkey(j));
-          return;
-        }
-      }
-      // An empty table: give the port the default partition, full member.
-      wire::PKeyTableBlock want{};
-      want.set_pkey(0, wire::kDefaultPKey);
-      set(wire::smp_attr::kPKeyTable, mod, path, wire::as_bytes(want),
-          [this, key](const TxnResult& rr) {
-            const auto got = smp_response_ok(rr) ? wire::decode<wire::PKeyTableBlock>(smp_data(rr.response)) : std::nullopt;
-            if (!got || got->pkey(0) != wire::kDefaultPKey) {
-              ++rep_.errors;
-              return;
-            }
-            ++rep_.pkey_sets;
-            auto& keys = st_.pkeys[key];
-            keys.assign(wire::kPKeyBlockSize, wire::kInvalidPKey);
-            keys[0] = wire::kDefaultPKey;
-          });
-    });
   }
 
   // Every linked (non-management) port in state `from` is Set to `to`.
@@ -313,6 +468,7 @@ class Programmer {
   ProgrammedState& st_;
   BringupReport& rep_;
   std::vector<PortRef> ports_;
+  std::vector<PortRef> pkey_ports_;  // end ports, in fabric order
   std::size_t next_ = 0;  // the current stage's cursor
 };
 
@@ -322,7 +478,11 @@ Task<BringupReport> bring_up(SmpQueue& q, DiscoveryResult& d, const RoutingResul
                              ProgrammedState& state) {
   auto rep = std::make_unique<BringupReport>();
   auto prog = std::make_unique<Programmer>(q, d, routes, cfg, state, *rep);
+  prog->rekey();
+  co_await q.drained();
   prog->configure();
+  co_await q.drained();
+  prog->pkeys();
   co_await q.drained();
   prog->arm();
   co_await q.drained();

@@ -2,7 +2,9 @@
 // Per switch SwitchInfo (LinearFDBTop, LifeTimeValue) and the LFT blocks that
 // differ from what the switch holds; PortInfo on every linked port and every
 // end port (LID/LMC, master SM, timeouts, M_Key, NeighborMTU, OperationalVLs,
-// ClientReregister); then INIT -> ARMED -> ACTIVE; a default P_Key table.
+// ClientReregister, partition enforcement); P_Key tables of end ports and of
+// switch ports toward CAs (sm/partitions: only changed blocks); then
+// INIT -> ARMED -> ACTIVE.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +17,9 @@
 #include "engine/task.hpp"
 #include "madengine/wire/smp/lft.hpp"
 #include "sm/discovery/discovery.hpp"
+#include "sm/mkeys/mkey_book.hpp"
+#include "sm/partitions/partition_plan.hpp"
+#include "sm/qos/qos_options.hpp"
 #include "sm/routing/routing.hpp"
 #include "sm/smp_queue.hpp"
 
@@ -37,7 +42,20 @@ struct BringupConfig {
   std::uint64_t m_key = 0;
   std::uint16_t m_key_lease_period = 0;
   std::uint8_t m_key_protect_bits = 0;
+  // The keys ports hold (discovery's learned ones merged in): a port whose
+  // key or protection differs from the above is re-keyed first, with the key
+  // it holds, then everything uses `m_key`; updated as ports take the new
+  // key. Null: every SMP carries `m_key`. Must outlive bring_up().
+  MKeyBook* keys = nullptr;
   bool client_reregister = false;  // our mastership is new
+  // The P_Keys every end port must hold; null: the default partition, every
+  // port a full member (OpenSM without a partitions file). Must outlive bring_up().
+  const PartitionPlan* partitions = nullptr;
+  bool allow_both_pkeys = false;
+  PartEnforce part_enforce = PartEnforce::kBoth;  // on switch ports toward CAs (OpenSM's part_enforce)
+  // QoS on: PortInfo.VLHighLimit of every linked port from its class's
+  // tables (sm/qos); null: left as the port has it. Must outlive bring_up().
+  const QosConfig* qos = nullptr;
 };
 
 // What the SM has programmed, kept across sweeps so a re-sweep writes only
@@ -51,8 +69,9 @@ struct ProgrammedState {
     std::vector<std::uint64_t> blocks;
   };
   std::unordered_map<std::uint64_t, SwitchLft> lft;  // by switch node GUID
-  // P_Key table block 0 as read or written, by (node GUID, port): CA ports
-  // and switch external ports (a switch's ports share its GUID).
+  // Whole P_Key tables (every block) as read or written, by (node GUID,
+  // port): CA ports, switch port 0 and switch external ports (a switch's
+  // ports share its GUID). A port not here is read before it is written.
   std::map<std::pair<std::uint64_t, std::uint8_t>, std::vector<std::uint16_t>> pkeys;
   // The PortInfo last written and acknowledged, by (node GUID, port):
   // SMAs need not echo every field (ibsim keeps no SubnetTimeOut or
@@ -66,8 +85,12 @@ struct BringupReport {
   std::uint32_t port_info_sets = 0;
   std::uint32_t ports_armed = 0;
   std::uint32_t ports_activated = 0;
-  std::uint32_t pkey_sets = 0;
+  std::uint32_t pkey_sets = 0;        // P_Key blocks written
+  std::uint32_t pkey_reads = 0;       // P_Key blocks read (ports not known yet)
+  std::uint32_t pkeys_dropped = 0;    // P_Keys that did not fit a port's table
+  std::uint32_t enforcement_off = 0;  // switch ports toward a CA that cannot hold its P_Keys
   std::uint32_t client_reregisters = 0;  // PortInfo Sets with ClientReregister (a new mastership that cannot vouch)
+  std::uint32_t rekeyed = 0;             // end ports given the SM's M_Key (or its protection) this bring-up
   std::uint32_t errors = 0;  // failed Sets or read-backs that disagree
   std::uint64_t smps = 0;
 };

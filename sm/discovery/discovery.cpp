@@ -56,9 +56,42 @@ class Sweep {
   void start() { get_node_info({}, kNoNode, 0); }
 
  private:
-  void get(std::uint16_t attr, std::uint32_t mod, const wire::DrPath& path, SmpQueue::Done done) {
+  // A Get to the port `guid` (0: not known yet, only its path) with the key
+  // it holds; unanswered, again with the next candidate key.
+  void get(std::uint16_t attr, std::uint32_t mod, const wire::DrPath& path, SmpQueue::Done done, std::uint64_t guid) {
+    if (opts_.keys == nullptr) {
+      ++out_.smps;
+      q_.submit(make_dr_request(wire::method::kGet, attr, mod, path, opts_.port_num, {}, opts_.m_key), std::move(done));
+      return;
+    }
+    if (guid == 0) {
+      const auto it = opts_.keys->guid_at_path.find(MKeyBook::path_key(path));
+      if (it != opts_.keys->guid_at_path.end()) guid = it->second;
+    }
+    const auto learned = out_.port_mkeys.find(guid);
+    const std::uint64_t first = learned != out_.port_mkeys.end() ? learned->second : opts_.keys->key_for(guid);
+    send(attr, mod, path, std::make_shared<const std::vector<std::uint64_t>>(opts_.keys->candidates(first)), 0,
+         std::make_shared<SmpQueue::Done>(std::move(done)));
+  }
+
+  void send(std::uint16_t attr, std::uint32_t mod, const wire::DrPath& path,
+            std::shared_ptr<const std::vector<std::uint64_t>> keys, std::size_t i, std::shared_ptr<SmpQueue::Done> done) {
     ++out_.smps;
-    q_.submit(make_dr_request(wire::method::kGet, attr, mod, path, opts_.port_num, {}, opts_.m_key), std::move(done));
+    q_.submit(make_dr_request(wire::method::kGet, attr, mod, path, opts_.port_num, {}, (*keys)[i]),
+              [this, attr, mod, path, keys, i, done](const TxnResult& r) {
+                if (r.status == TxnStatus::kTimeout && i + 1 < keys->size()) {
+                  send(attr, mod, path, keys, i + 1, done);  // perhaps a key the port holds from before
+                  return;
+                }
+                if (i != 0 && r.status == TxnStatus::kOk) answered_key_ = (*keys)[i];
+                if (*done) (*done)(r);
+                answered_key_ = 0;
+              });
+  }
+
+  // A key other than the first candidate got an answer: the port holds it.
+  void note_key(std::uint64_t guid) {
+    if (answered_key_ != 0 && guid != 0) out_.port_mkeys[guid] = answered_key_;
   }
 
   void get_node_info(const wire::DrPath& path, NodeId parent, std::uint8_t parent_port) {
@@ -68,8 +101,10 @@ class Sweep {
         return;
       }
       const auto ni = wire::decode<wire::NodeInfo>(smp_data(r.response));
-      if (ni) on_node_info(*ni, path, parent, parent_port);
-    });
+      if (!ni) return;
+      note_key(ni->port_guid.get());
+      on_node_info(*ni, path, parent, parent_port);
+    }, 0);
   }
 
   void on_node_info(const wire::NodeInfo& ni, const wire::DrPath& path, NodeId parent, std::uint8_t parent_port) {
@@ -87,7 +122,7 @@ class Sweep {
         // A CA port first reached now: its GUID, path and PortInfo.
         n.ports[lp].guid = ni.port_guid.get();
         out_.ca_port_paths[id][lp] = path;
-        get_port_info(id, lp, path);
+        get_port_info(id, lp, path, ni.port_guid.get());
       }
       return;
     }
@@ -117,6 +152,7 @@ class Sweep {
     if (parent != kNoNode) f.link(parent, parent_port, id, lp);
     if (!f.nodes[id].is_switch()) out_.ca_port_paths[id][lp] = path;
 
+    const std::uint64_t port_guid = ni.port_guid.get();  // whose M_Key guards what follows
     get(wire::smp_attr::kNodeDescription, 0, path, [this, id](const TxnResult& r) {
       if (!smp_response_ok(r)) {
         ++out_.errors;
@@ -126,9 +162,9 @@ class Sweep {
         out_.fabric.nodes[id].node_desc = *nd;
         out_.fabric.nodes[id].description = nd->str();
       }
-    });
+    }, port_guid);
     if (ni.is_switch()) {
-      get(wire::smp_attr::kSwitchInfo, 0, path, [this, id](const TxnResult& r) {
+      get(wire::smp_attr::kSwitchInfo, 0, path, [this, id, port_guid](const TxnResult& r) {
         if (!smp_response_ok(r)) {
           ++out_.errors;
           return;
@@ -142,28 +178,39 @@ class Sweep {
           wire::SwitchInfo clear = *si;
           clear.prepare_for_set(true);
           ++out_.smps;
+          const auto learned = out_.port_mkeys.find(port_guid);
+          const std::uint64_t key = opts_.keys == nullptr       ? opts_.m_key
+                                    : learned != out_.port_mkeys.end() ? learned->second
+                                                                       : opts_.keys->key_for(port_guid);
           q_.submit(make_dr_request(wire::method::kSet, wire::smp_attr::kSwitchInfo, 0, out_.fabric.nodes[id].dr_path,
                                     opts_.port_num,
                                     std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(&clear), sizeof clear),
-                                    opts_.m_key),
+                                    key),
                     nullptr);
         }
-      });
-      for (std::uint8_t p = 0; p <= ni.num_ports; ++p) get_port_info(id, p, path);
+      }, port_guid);
+      for (std::uint8_t p = 0; p <= ni.num_ports; ++p) get_port_info(id, p, path, port_guid);
     } else {
-      get_port_info(id, lp, path);
+      get_port_info(id, lp, path, port_guid);
     }
   }
 
-  void get_port_info(NodeId id, std::uint8_t port, const wire::DrPath& path) {
-    get(wire::smp_attr::kPortInfo, wire::port_info_modifier(port), path, [this, id, port, path](const TxnResult& r) {
+  void get_port_info(NodeId id, std::uint8_t port, const wire::DrPath& path, std::uint64_t guid) {
+    get(wire::smp_attr::kPortInfo, wire::port_info_modifier(port), path, [this, id, port, path, guid](const TxnResult& r) {
       if (!smp_response_ok(r)) {
         ++out_.errors;
         return;
       }
       const auto pi = wire::decode<wire::PortInfo>(smp_data(r.response));
-      if (pi) on_port_info(id, port, path, *pi);
-    });
+      if (!pi) return;
+      // An end port's PortInfo shows its M_Key at protection level 0 (or to
+      // the right key): what the port holds now.
+      // (A zero at level 1 may hide a key: then it tells nothing.)
+      const bool end_port = !out_.fabric.nodes[id].is_switch() || port == 0;
+      if (end_port && (pi->m_key.get() != 0 || pi->m_key_protect_bits() == 0)) out_.port_mkeys[guid] = pi->m_key.get();
+      else if (end_port) note_key(guid);
+      on_port_info(id, port, path, *pi);
+    }, guid);
   }
 
   void on_port_info(NodeId id, std::uint8_t port, const wire::DrPath& path, const wire::PortInfo& pi) {
@@ -179,6 +226,7 @@ class Sweep {
   SmpQueue& q_;
   DiscoveryOptions opts_;
   DiscoveryResult& out_;
+  std::uint64_t answered_key_ = 0;  // while a completion runs: the fallback key that got it answered
 };
 
 // The link's MTU and VLs are the lesser of the two ends' capabilities.

@@ -10,6 +10,7 @@
 
 #include "engine/task.hpp"
 #include "madengine/fabric/fabric.hpp"
+#include "sm/mkeys/mkey_book.hpp"
 #include "sm/smp_queue.hpp"
 
 namespace madengine::sm {
@@ -25,6 +26,9 @@ struct DiscoveryResult {
   std::uint32_t errors = 0;        // SMPs that failed (timeout or bad status)
   std::uint32_t duplicate_paths = 0;  // NodeInfo answers from nodes already known
   std::unordered_map<std::uint64_t, fabric::NodeId> by_guid;
+  // M_Keys learned (by end-port GUID): what a PortInfo Get showed (protection
+  // level 0, or the right key presented), or the key a port answered only to.
+  Guid2Mkey port_mkeys;
   std::uint32_t links() const noexcept;
   // The base LID every end port reported (fabric.end_ports() order): assign_lids' `current`.
   std::vector<std::uint16_t> current_lids() const;
@@ -32,7 +36,12 @@ struct DiscoveryResult {
 
 struct DiscoveryOptions {
   std::uint8_t port_num = 1;  // the local port SMPs leave from
-  std::uint64_t m_key = 0;
+  std::uint64_t m_key = 0;    // without `keys`: every SMP's M_Key
+  // With `keys`: each SMP carries the key its port holds (the one the book
+  // has for it, by GUID or by the path it was last found at), and an SMP
+  // left unanswered (a protected port: IBA 14.2.4.1) is sent again with the
+  // book's other keys. Must outlive discover().
+  const MKeyBook* keys = nullptr;
 };
 
 // A physical link (IBA 14.2.5.6: PortPhysicalState LinkUp, or a logical

@@ -156,10 +156,10 @@ Task<TablesReport> read_port_tables(SmpQueue& q, const DiscoveryResult& d, Table
     }
     if (n.ports.empty()) return;
     // Switch port 0: the end port's GUIDInfo; with switch_ports, the tables
-    // of every linked port for every linked input port (and port 0).
-    std::vector<std::uint8_t> inputs{0};
-    for (std::uint8_t p = 1; p < n.ports.size(); ++p)
-      if (n.ports[p].linked()) inputs.push_back(p);
+    // of every linked port for every input port, port 0 and ports without a
+    // link included (OpenSM programs them all, so the SA reports them all).
+    std::vector<std::uint8_t> inputs;
+    for (std::uint8_t p = 0; p < n.ports.size(); ++p) inputs.push_back(p);
     std::uint32_t inputs_hash = 2166136261u;  // FNV-1a of the linked port numbers
     for (const std::uint8_t p : inputs) inputs_hash = (inputs_hash ^ p) * 16777619u;
     const bool enhanced0 = n.switch_info.enhanced_port0() != 0;

@@ -18,7 +18,7 @@ struct TablesOptions {
   std::uint8_t port_num = 1;  // local port SMPs leave from
   std::uint64_t m_key = 0;
   // Switch external ports too: VLArb per linked port and SL2VL per (input,
-  // output) pair of linked ports, about ports^2 SMPs a switch (2.2 M at
+  // output) pair, every input for every linked output, about ports^2 SMPs a switch (2.2 M at
   // 11,664 hosts). Off by default: OpenSM 3.3.23 reads none of them either
   // (with QoS off it neither reads nor programs SL2VL/VLArb anywhere).
   bool switch_ports = false;
@@ -36,7 +36,7 @@ struct PortShape {
   std::uint8_t vl_arb_high_cap = 0;
   std::uint8_t vl_arb_low_cap = 0;
   std::uint8_t guid_cap = 0;
-  std::uint32_t inputs_hash = 0;  // switches with switch_ports: which input ports are linked
+  std::uint32_t inputs_hash = 0;  // switches with switch_ports: the input ports read
   bool operator==(const PortShape&) const noexcept = default;
 };
 

@@ -66,6 +66,19 @@ inline Outcome saquery_once(const IbsimFabric& f, const std::string& args, const
   return {r.timed_out ? -1 : r.exit_code, r.out, r.err};
 }
 
+// One run of each diag command (smpquery, ibroute...) from `host`, keyed
+// by the command, its exit status in the text: what the SM wrote, to compare
+// between the two SMs' fabrics.
+inline std::map<std::string, std::string> run_each(const IbsimFabric& f, const std::vector<std::string>& cmds,
+                                                   const char* host) {
+  std::map<std::string, std::string> out;
+  for (const auto& c : cmds) {
+    const RunResult r = f.run(c, host, std::chrono::seconds(20));
+    out[c] = "exit " + std::to_string(r.timed_out ? -1 : r.exit_code) + "\n" + r.out + r.err;
+  }
+  return out;
+}
+
 struct Tally {
   std::size_t queries = 0, records = 0, errors_matched = 0;
 };

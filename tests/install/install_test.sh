@@ -7,22 +7,23 @@
 #   2. the installed example vendor SM builds with its Makefile through
 #      pkg-config and brings up a simulated fabric with its own routing, its
 #      PathRecords following its LFTs (--check), and shuts down cleanly.
-# Usage: install_test.sh BUILD_DIR SOURCE_DIR
+# Usage: install_test.sh BUILD_DIR SOURCE_DIR SOVERSION
 set -euo pipefail
 build=$(realpath "$1")
 src=$(realpath "$2")
+so=libmadengine.so.$3  # the SONAME (MADENGINE_SOVERSION)
 work=$(mktemp -d /tmp/madengine-install.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 prefix=$work/prefix
 fail() { echo "install_test: FAILED: $*"; exit 1; }
 
 cmake --install "$build" --prefix "$prefix" >"$work/install.log" || { cat "$work/install.log"; fail "cmake --install"; }
-libdir=$(dirname "$(find "$prefix" -name 'libmadengine.so.0' | head -1)")
+libdir=$(dirname "$(find "$prefix" -name "$so" | head -1)")
 [[ -n "$libdir" && -e "$libdir/libmadengine.a" && -e "$libdir/pkgconfig/madengine.pc" ]] || fail "libraries or madengine.pc not installed"
 [[ -e "$prefix/include/madengine/madengine.h" ]] || fail "madengine.h not installed"
 [[ ! -e "$prefix/include/madengine/engine/engine.hpp" ]] || fail "a private header was installed"
-soname=$(readelf -d "$libdir/libmadengine.so.0" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
-[[ "$soname" == "libmadengine.so.0" ]] || fail "SONAME is '$soname'"
+soname=$(readelf -d "$libdir/$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[[ "$soname" == "$so" ]] || fail "SONAME is '$soname'"
 echo "install_test: installed into $prefix (SONAME $soname)"
 
 # 1. The CMake package, headers alone, C++ against the .so and the .a.
@@ -42,9 +43,9 @@ cp -r "$(dirname "$example")" "$work/example"
 PKG_CONFIG_PATH=$libdir/pkgconfig make -C "$work/example" >"$work/example.log" 2>&1 || { cat "$work/example.log"; fail "make the example"; }
 [[ "$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --libs madengine)" == "-L$libdir -lmadengine"* ]] || fail "pkg-config --libs madengine"
 readelf -d "$work/example/vendor_sm" >"$work/dynamic.txt"
-grep -q "NEEDED.*\[libmadengine.so.0\]" "$work/dynamic.txt" || fail "the example does not need libmadengine.so.0"
+grep -q "NEEDED.*\[$so\]" "$work/dynamic.txt" || fail "the example does not need $so"
 LD_LIBRARY_PATH=$libdir ldd "$work/example/vendor_sm" >"$work/ldd.txt"
-grep -q "$libdir/libmadengine.so.0" "$work/ldd.txt" || fail "the example does not load the installed library"
+grep -q "$libdir/$so" "$work/ldd.txt" || fail "the example does not load the installed library"
 LD_LIBRARY_PATH=$libdir "$work/example/vendor_sm" --sim ft2:4 --check | tee "$work/run.log" || fail "vendor_sm --sim ft2:4 --check"
 grep -q "0 mismatches" "$work/run.log" || fail "the example's check"
 grep -q "vendor_sm: stopped" "$work/run.log" || fail "the example did not stop cleanly"

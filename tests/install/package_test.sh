@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Debian packages (cmake/Packaging.cmake): `cpack -G DEB` builds
-# madengine, libmadengine0 and libmadengine-dev; their dependencies must
+# madengine, libmadengine<SOVERSION> and libmadengine-dev; their dependencies must
 # resolve on this system (apt-get --simulate install); unpacked into a
 # scratch root (dpkg -x), the example vendor SM from libmadengine-dev builds
 # through pkg-config (PKG_CONFIG_SYSROOT_DIR) against that root only, comes
@@ -8,9 +8,10 @@
 # packaged daemon brings up a simulated fabric too; the madengine package
 # carries the systemd unit (naming /usr/bin and /etc), the conffiles and
 # the man pages.
-# Usage: package_test.sh BUILD_DIR
+# Usage: package_test.sh BUILD_DIR SOVERSION
 set -euo pipefail
 build=$(realpath "$1")
+libpkg=libmadengine$2 so=libmadengine.so.$2  # the library package and SONAME (MADENGINE_SOVERSION)
 work=$(mktemp -d /tmp/madengine-package.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "package_test: FAILED: $*"; exit 1; }
@@ -18,17 +19,17 @@ fail() { echo "package_test: FAILED: $*"; exit 1; }
 cpack -G DEB --config "$build/CPackConfig.cmake" -B "$work/debs" >"$work/cpack.log" 2>&1 || { cat "$work/cpack.log"; fail "cpack"; }
 version=$(sed -n 's/^set(CPACK_PACKAGE_VERSION "\(.*\)")/\1/p' "$build/CPackConfig.cmake")
 debs=()
-for p in madengine libmadengine0 libmadengine-dev; do
+for p in madengine $libpkg libmadengine-dev; do
   deb=$work/debs/${p}_${version}_amd64.deb
   [[ -e "$deb" ]] || fail "no $p package"
   debs+=("$deb")
   echo "package_test: $p $(dpkg-deb -f "$deb" Version): Depends: $(dpkg-deb -f "$deb" Depends)"
 done
-[[ "$(dpkg-deb -f "${debs[1]}" Depends)" == *libibumad3* ]] || fail "libmadengine0 does not depend on libibumad3"
-[[ "$(dpkg-deb -f "${debs[2]}" Depends)" == "libmadengine0 (= $version)" ]] || fail "libmadengine-dev's Depends"
+[[ "$(dpkg-deb -f "${debs[1]}" Depends)" == *libibumad3* ]] || fail "$libpkg does not depend on libibumad3"
+[[ "$(dpkg-deb -f "${debs[2]}" Depends)" == "$libpkg (= $version)" ]] || fail "libmadengine-dev's Depends"
 dpkg-deb -c "${debs[1]}" >"$work/lib.list"
 dpkg-deb -c "${debs[0]}" >"$work/daemon.list"
-grep -q "libmadengine.so.0 -> " "$work/lib.list" || fail "libmadengine0 lacks libmadengine.so.0"
+grep -q "$so -> " "$work/lib.list" || fail "$libpkg lacks $so"
 grep -q "usr/bin/madengine$" "$work/daemon.list" || fail "madengine lacks the daemon"
 for f in usr/bin/madengine-ctl lib/systemd/system/madengine.service etc/madengine/madengine.toml etc/logrotate.d/madengine \
   usr/share/man/man8/madengine.8 usr/share/man/man8/madengine-ctl.8; do
@@ -42,14 +43,14 @@ apt-get --simulate -q install "${debs[@]}" >"$work/apt.log" 2>&1 || { cat "$work
 
 root=$work/root
 for d in "${debs[@]}"; do dpkg -x "$d" "$root"; done
-lib=$(dirname "$(find "$root" -name 'libmadengine.so.0' | head -1)")
+lib=$(dirname "$(find "$root" -name "$so" | head -1)")
 pc=$(dirname "$(find "$root" -name 'madengine.pc' | head -1)")
 example=$(dirname "$(find "$root" -path '*libmadengine-dev/examples/vendor_sm/vendor_sm.c' | head -1)")
-[[ -n "$lib" && -n "$pc" && -n "$example" ]] || fail "libmadengine.so.0, madengine.pc or the example missing from the packages"
+[[ -n "$lib" && -n "$pc" && -n "$example" ]] || fail "$so, madengine.pc or the example missing from the packages"
 cp -r "$example" "$work/example"
 PKG_CONFIG_SYSROOT_DIR=$root PKG_CONFIG_LIBDIR=$pc make -C "$work/example" >"$work/make.log" 2>&1 || { cat "$work/make.log"; fail "make the example"; }
 LD_LIBRARY_PATH=$lib ldd "$work/example/vendor_sm" >"$work/ldd.txt"
-grep -q "$lib/libmadengine.so.0" "$work/ldd.txt" || fail "the example does not load the packaged library"
+grep -q "$lib/$so" "$work/ldd.txt" || fail "the example does not load the packaged library"
 LD_LIBRARY_PATH=$lib "$work/example/vendor_sm" --sim ft2:4 --check | tee "$work/run.log" || fail "vendor_sm --sim ft2:4 --check"
 grep -q "0 mismatches" "$work/run.log" && grep -q "vendor_sm: stopped" "$work/run.log" || fail "the example's check"
 "$root/usr/bin/madengine" --transport sim --generate ft2:4 --exit-after-subnet-up --log-level warn || fail "the packaged daemon"

@@ -171,6 +171,14 @@ std::size_t expect_exact(const Routed& x, unsigned shards, unsigned threads, con
       if (!(got == want)) return compared;
       ++compared;
     }
+  // all_routed() (PathRecord's Reversible skips the way back on it): every
+  // (switch, end-port LID) pair routed and every end port on a switch.
+  bool all = !x.r.lfts.empty();
+  for (const std::uint16_t d : ref.lids) {
+    all = all && src[d].sw != ~std::size_t{0};
+    for (std::size_t s = 0; s < x.r.lfts.size(); ++s) all = all && ref.table[s][d].routed();
+  }
+  EXPECT_EQ(db.all_routed(), all);
   return compared;
 }
 
@@ -182,6 +190,7 @@ TEST(PathDbExact, FatTreeUniformLinksHasNoExceptions) {
   const PathDb db = PathDb::build(x.f, x.r.lfts, x.r.top_lid, 2, 1);
   EXPECT_EQ(db.exceptions(), 0u);
   EXPECT_LT(db.palette_size(), 8u);
+  EXPECT_TRUE(db.all_routed());
 }
 
 TEST(PathDbExact, FatTreeWithLmc) {
@@ -235,6 +244,7 @@ TEST(PathDbExact, CorruptedForwardingTables) {
       }
     }
     EXPECT_GT(expect_exact(x, 2, 2, "corrupted"), 0u);
+    EXPECT_FALSE(PathDb::build(x.f, x.r.lfts, x.r.top_lid, 2, 2).all_routed());
   }
 }
 
@@ -269,6 +279,7 @@ TEST(PathDbExact, AnEmptyDatabaseAnswersUnrouted) {
     db.prefetch(lid, lid);
   }
   EXPECT_EQ(db.exceptions(), 0u);
+  EXPECT_FALSE(db.all_routed());
 }
 
 }  // namespace

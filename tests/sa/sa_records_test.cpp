@@ -4,6 +4,7 @@
 // path database and the routed walk, and the status codes of bad requests.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <set>
 
 #include "sa_fixture.hpp"
@@ -375,6 +376,76 @@ TEST_F(SaRecords, PathRecordByGidAndSelectors) {
   EXPECT_EQ(r->status(), st::kReqInvalidGid);
 }
 
+// The shape rdma_cm and IPoIB send (SGID|DGID|P_Key|NumbPath|Reversible)
+// answers what the LID shape answers, through the GUID index.
+TEST_F(SaRecords, ClientShapedGidQueriesEqualLidQueries) {
+  namespace cm = wire::path_record_cm;
+  std::vector<std::uint16_t> ends = lids_;
+  ends.push_back(snap().fabric.lid_of(snap().fabric.end_ports().front()));  // a switch's port 0 too
+  for (const std::uint16_t s : ends)
+    for (const std::uint16_t d : ends) {
+      wire::PathRecord byl{};
+      byl.slid = wire::be16::from(s);
+      byl.dlid = wire::be16::from(d);
+      const auto want = ask(m::kGet, a::kPathRecord, cm::kSLid | cm::kDLid, byl);
+      wire::PathRecord byg{};
+      byg.sgid = gid_of(port_guid_of_lid(snap(), s));
+      byg.dgid = gid_of(port_guid_of_lid(snap(), d));
+      if (byg.sgid.guid.get() == 0) byg.sgid = gid_of(snap().lid_info[s].port_guid);
+      if (byg.dgid.guid.get() == 0) byg.dgid = gid_of(snap().lid_info[d].port_guid);
+      byg.pkey = wire::be16::from(0xffff);
+      byg.set_numb_path(1);
+      byg.set_reversible(true);
+      const auto got = ask(m::kGet, a::kPathRecord, cm::kSGid | cm::kDGid | cm::kPKey | cm::kNumbPath | cm::kReversible, byg);
+      ASSERT_TRUE(want && got);
+      ASSERT_EQ(got->status(), want->status()) << s << "->" << d;
+      const auto w = want->record<wire::PathRecord>(), g = got->record<wire::PathRecord>();
+      EXPECT_EQ(std::memcmp(&w, &g, sizeof(w)), 0) << s << "->" << d;
+    }
+  // A GID that names another port than the LID beside it: nothing.
+  wire::PathRecord q{};
+  q.slid = wire::be16::from(lids_[0]);
+  q.sgid = gid_of(port_guid_of_lid(snap(), lids_[1]));
+  q.dlid = wire::be16::from(lids_[2]);
+  EXPECT_EQ(ask(m::kGet, a::kPathRecord, cm::kSLid | cm::kSGid | cm::kDLid, q)->status(), st::kNoRecords);
+  q.sgid = gid_of(port_guid_of_lid(snap(), lids_[0]));
+  q.dgid = gid_of(port_guid_of_lid(snap(), lids_[3]));
+  EXPECT_EQ(ask(m::kGet, a::kPathRecord, cm::kSLid | cm::kSGid | cm::kDLid | cm::kDGid, q)->status(), st::kNoRecords);
+  q.dgid = gid_of(port_guid_of_lid(snap(), lids_[2]));
+  EXPECT_EQ(ask(m::kGet, a::kPathRecord, cm::kSLid | cm::kSGid | cm::kDLid | cm::kDGid, q)->status(), 0);
+  // An unknown SGID, and a GID outside the subnet's prefix.
+  q.sgid = gid_of(0x4321);
+  EXPECT_EQ(ask(m::kGet, a::kPathRecord, cm::kSGid | cm::kDGid, q)->status(), st::kReqInvalidGid);
+  q.sgid = gid_of(port_guid_of_lid(snap(), lids_[0]));
+  q.sgid.prefix = wire::be64::from(0xfec0000000001234ull);
+  EXPECT_EQ(ask(m::kGet, a::kPathRecord, cm::kSGid | cm::kDGid, q)->status(), st::kReqInvalidGid);
+}
+
+// With LMC 1 a GID names both LIDs of its port: a Get answers the base
+// LIDs, a GetTable both pairs (index by index, as OpenSM).
+TEST(SaRecordsLmc, GidQueriesCoverThePortsLids) {
+  const Built b = build_snapshot(madengine::testing::fat_tree2(4, 2, 3), 1, 2, 1);
+  SaHarness h(b.snap);
+  const std::vector<std::uint16_t> lids = ca_lids(*b.snap);
+  namespace cm = wire::path_record_cm;
+  wire::PathRecord q{};
+  q.sgid = gid_of(port_guid_of_lid(*b.snap, lids[0]));
+  q.dgid = gid_of(port_guid_of_lid(*b.snap, lids.back()));
+  auto r = h.ask(sa_request(m::kGet, a::kPathRecord, cm::kSGid | cm::kDGid, q, 1, lids[0]));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status(), 0);
+  EXPECT_EQ(r->record<wire::PathRecord>().slid.get(), lids[0]);
+  EXPECT_EQ(r->record<wire::PathRecord>().dlid.get(), lids.back());
+  r = h.ask(sa_request(m::kGetTable, a::kPathRecord, cm::kSGid | cm::kDGid, q, 2, lids[0]));
+  ASSERT_TRUE(r);
+  const auto recs = r->records<wire::PathRecord>();
+  ASSERT_EQ(recs.size(), 2u);
+  for (std::uint16_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(recs[i].slid.get(), lids[0] + i);
+    EXPECT_EQ(recs[i].dlid.get(), lids.back() + i);
+  }
+}
+
 TEST_F(SaRecords, PathRecordGetTableFromOneSource) {
   wire::PathRecord q{};
   q.slid = wire::be16::from(me_);
@@ -405,6 +476,7 @@ TEST_F(SaRecords, PartitionsLimitPaths) {
   set_keys(lids_[0], {0x8002});
   set_keys(lids_[1], {0x0002});
   set_keys(lids_[2], {0x0002});
+  s->index();  // the partition sets are derived from the tables
   h_.publish(s);
   namespace cm = wire::path_record_cm;
   auto path = [&](std::uint16_t a_, std::uint16_t b_) {
@@ -418,6 +490,25 @@ TEST_F(SaRecords, PartitionsLimitPaths) {
   EXPECT_EQ(r->record<wire::PathRecord>().pkey.get() & 0x7fff, 2);
   EXPECT_EQ(path(lids_[1], lids_[2])->status(), st::kNoRecords);  // both limited
   EXPECT_EQ(path(lids_[0], lids_[3])->status(), st::kNoRecords);  // 0x8002 vs the default 0xffff
+  // The same by GIDs with the P_Key as the source holds it (rdma_cm's shape).
+  auto by_gid = [&](std::uint16_t a_, std::uint16_t b_, std::uint16_t pkey) {
+    wire::PathRecord q{};
+    q.sgid = gid_of(port_guid_of_lid(*s, a_));
+    q.dgid = gid_of(port_guid_of_lid(*s, b_));
+    q.pkey = wire::be16::from(pkey);
+    q.set_numb_path(1);
+    q.set_reversible(true);
+    return ask(m::kGet, a::kPathRecord, cm::kSGid | cm::kDGid | cm::kPKey | cm::kNumbPath | cm::kReversible, q);
+  };
+  r = by_gid(lids_[1], lids_[0], 0x0002);  // limited to full
+  ASSERT_EQ(r->status(), 0);
+  EXPECT_EQ(r->record<wire::PathRecord>().pkey.get(), 0x0002);
+  EXPECT_EQ(r->record<wire::PathRecord>().slid.get(), lids_[1]);
+  EXPECT_EQ(by_gid(lids_[0], lids_[1], 0x8002)->status(), 0);
+  EXPECT_EQ(by_gid(lids_[1], lids_[2], 0x0002)->status(), st::kNoRecords);  // both limited
+  EXPECT_EQ(by_gid(lids_[0], lids_[3], 0x8002)->status(), st::kNoRecords);  // not a member
+  EXPECT_EQ(by_gid(lids_[0], lids_[3], 0xffff)->status(), st::kNoRecords);  // the default: lids_[0] is not in it
+  EXPECT_EQ(by_gid(lids_[3], lids_[4], 0xffff)->status(), 0);
 }
 
 TEST_F(SaRecords, MultiPathRecord) {

@@ -5,6 +5,7 @@
 // re-sent until the ReportResp; the multicast provider for the SM.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "sa_fixture.hpp"
@@ -94,6 +95,28 @@ TEST_F(SaState, ServiceRecordRegisterFindExpire) {
   EXPECT_EQ(h_.server().services().size(), 0u);
   // A registration without its key components.
   EXPECT_EQ(ask(m::kSet, a::kServiceRecord, scm::kServiceId, r2, lids_[1])->status(), st::kReqInsufficientComponents);
+}
+
+// A ServiceKey goes only to trusted requesters (IBA 15.2.5.14, as OpenSM):
+// with the SM_Key the record comes back whole, without it the key is zero.
+TEST_F(SaState, ServiceKeyOnlyWithTheSmKey) {
+  auto r1 = service(0x3000, gid(lids_[0]), wire::kServiceLeaseInfinite, "keyed");
+  r1.service_key.fill(0x5c);
+  ASSERT_EQ(ask(m::kSet, a::kServiceRecord, kSrKey | scm::kServiceName | scm::kServiceKey, r1, lids_[0])->status(), 0);
+  wire::ServiceRecord q{};
+  q.service_id = wire::be64::from(0x3000);
+  const auto plain = ask(m::kGetTable, a::kServiceRecord, scm::kServiceId, q, lids_[1]);
+  ASSERT_TRUE(plain);
+  ASSERT_EQ(plain->records<wire::ServiceRecord>().size(), 1u);
+  const auto& hidden = plain->records<wire::ServiceRecord>()[0].service_key;
+  EXPECT_TRUE(std::all_of(hidden.begin(), hidden.end(), [](std::uint8_t b) { return b == 0; }));
+  EXPECT_EQ(plain->records<wire::ServiceRecord>()[0].name(), "keyed") << "the rest of the record is there";
+  MadBuf req = sa_request(m::kGetTable, a::kServiceRecord, scm::kServiceId, q, ++tid_, lids_[1]);
+  req.as<wire::SaMad>().sm_key = wire::be64::from(kTestSmKey);
+  const auto trusted = h_.ask(req);
+  ASSERT_TRUE(trusted);
+  ASSERT_EQ(trusted->records<wire::ServiceRecord>().size(), 1u);
+  EXPECT_EQ(trusted->records<wire::ServiceRecord>()[0].service_key, r1.service_key);
 }
 
 wire::McMemberRecord ipoib_join(const wire::Gid& port) {

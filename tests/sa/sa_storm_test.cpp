@@ -236,6 +236,27 @@ TEST(SaStorm, TwoCoresShardPathsAndKeepTransfersWithTheirTid) {
   EXPECT_EQ(stats.cores[1].counters.handled, odd);
   EXPECT_GT(odd, 0u);
   EXPECT_GT(even, 0u);
+  // A storm of GID-addressed Gets (rdma_cm's shape) is spread over both
+  // cores too, by the DGID's GUID, and every one is answered.
+  const std::uint64_t gid_first = tid + 1;
+  for (int round = 0; round < 8; ++round)
+    for (const auto d : lids) {
+      wire::PathRecord q{};
+      q.sgid = gid_of(port_guid_of_lid(*b.snap, lids[0]));
+      q.dgid = gid_of(port_guid_of_lid(*b.snap, d));
+      q.pkey = wire::be16::from(0xffff);
+      q.set_numb_path(1);
+      q.set_reversible(true);
+      ASSERT_TRUE(h.inject(sa_request(m::kGet, a::kPathRecord, cm::kSGid | cm::kDGid | cm::kPKey | cm::kNumbPath | cm::kReversible,
+                                      q, ++tid, lids[0])));
+    }
+  h.pump();
+  for (std::uint64_t t = gid_first; t <= tid; ++t) {
+    ASSERT_EQ(h.answers().count(t), 1u) << t;
+    EXPECT_EQ(h.answers().at(t).status(), 0);
+  }
+  EXPECT_GT(h.engine().stats().cores[1].counters.handled, odd);
+  EXPECT_LT(h.engine().stats().cores[1].counters.handled, odd + 8 * lids.size());
   // A GetTable whose TID names core 1: its RMPP answer completes there.
   const MadBuf t = sa_request(m::kGetTable, a::kNodeRecord, 0, wire::NodeRecord{}, make_tid_low(1, 0x99), lids[0]);
   const auto r = h.ask(t);

@@ -3,6 +3,12 @@
 #include "madengine/node/config.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
 
 namespace madengine::node {
 namespace {
@@ -115,6 +121,109 @@ TEST(Config, RelationsAreChecked) {
   c.sm.smps_per_node_max = 100;
   c.sm.smps_in_flight_max = 10;
   EXPECT_THROW(validate(c), ConfigError);
+  NodeConfig p;
+  p.sm.m_key_protection_level = 2;  // protection without a key protects nothing
+  EXPECT_THROW(validate(p), ConfigError);
+}
+
+// QoS under OpenSM's option names; a bad list names its line.
+TEST(Config, QosOptionsInOpenSmTerms) {
+  const NodeConfig c = parse_config(R"(
+[sm]
+qos = true
+qos_policy_file = "/etc/opensm/qos-policy.conf"
+qos_high_limit = 4
+qos_sl2vl = "0,1,2,3,4,5,6,7,0,1,2,3,4,5,6,7"
+qos_ca_vlarb_low = "0:8,1:8"
+qos_swe_max_vls = 4
+)",
+                                "qos.toml");
+  EXPECT_TRUE(c.sm.qos);
+  EXPECT_EQ(c.sm.qos_policy_file, "/etc/opensm/qos-policy.conf");
+  EXPECT_EQ(c.sm.qos_all.high_limit, 4);
+  EXPECT_EQ(c.sm.qos_ca.vlarb_low, "0:8,1:8");
+  EXPECT_EQ(c.sm.qos_swe.max_vls, 4u);
+  EXPECT_EQ(c.sm.qos_sw0.high_limit, -1) << "unset: falls back";
+  expect_error("[sm]\nqos = true\n\nqos_ca_sl2vl = \"0,1\"\n", "bad.toml:4: sm.qos_ca_sl2vl: needs 16 VLs (one per SL), has 2");
+  expect_error("[sm]\nqos_vlarb_high = \"0:4,15:1\"\n", "bad.toml:2: sm.qos_vlarb_high: entry 2 '15:1' is not VL:weight");
+  expect_error("[sm]\nqos_rtr_high_limit = 300\n", "bad.toml:2: sm.qos_rtr_high_limit = 300 is outside -1..255");
+}
+
+// Partition and M_Key settings under OpenSM's option names.
+TEST(Config, PartitionsAndKeysInOpenSmTerms) {
+  const NodeConfig c = parse_config(R"(
+[sm]
+partition_config = "/etc/opensm/partitions.conf"
+part_enforce = "in"
+allow_both_pkeys = true
+m_key = "0xfedcba9876543210"
+m_key_lease_period = 60
+m_key_protection_level = 2
+guid2mkey = "/tmp/g2m"
+)",
+                                "keys.toml");
+  EXPECT_EQ(c.sm.partition_config, "/etc/opensm/partitions.conf");
+  EXPECT_EQ(c.sm.part_enforce, "in");
+  EXPECT_TRUE(c.sm.allow_both_pkeys);
+  EXPECT_EQ(c.sm.m_key, 0xfedcba9876543210u) << "a key above 2^63 as a hex string";
+  EXPECT_EQ(c.sm.m_key_lease_period, 60u);
+  EXPECT_EQ(c.sm.m_key_protection_level, 2u);
+  EXPECT_EQ(c.sm.guid2mkey, "/tmp/g2m");
+  EXPECT_NO_THROW(validate(c));
+  EXPECT_EQ(parse_config("[sm]\nm_key = 4660\n", "a").sm.m_key, 4660u);
+  expect_error("[sm]\npart_enforce = \"sometimes\"\n", "bad.toml:2: sm.part_enforce must be both, in, out or off");
+  expect_error("[sm]\nm_key_protection_level = 4\n", "bad.toml:2: sm.m_key_protection_level = 4 is outside 0..3");
+  expect_error("[sm]\nm_key = \"0xzz\"\n", "bad.toml:2: sm.m_key must be an integer or a string");
+  expect_error("[sm]\nm_key = -1\n", "bad.toml:2: sm.m_key must not be negative");
+  NodeConfig umad = parse_config("", "a");
+  apply_state_defaults(umad, false, false);
+  EXPECT_EQ(umad.sm.guid2mkey, "/var/lib/madengine/guid2mkey");
+}
+
+// scripts/opensm_options_to_toml.awk on an OpenSM options file (the keys
+// as `opensm -c` writes them): the result is a madengine config with the
+// same settings; files that do not exist are left out.
+TEST(Config, OpenSmOptionsFileConverted) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("opensm-conv-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string partitions = (dir / "partitions.conf").string();
+  std::ofstream(partitions) << "Default=0x7fff, ipoib : ALL=full ;\n";
+  const std::string opts = (dir / "opensm.conf").string();
+  std::ofstream(opts) << "#\n# DEVICE ATTRIBUTES OPTIONS\n#\nguid 0x0000000000000000\n\n"
+                         "# M_Key value sent to all ports qualifying all Set(PortInfo)\nm_key 0xfedcba9876543210\n\n"
+                         "m_key_lease_period 60\nm_key_protection_level 2\nm_key_lookup TRUE\n"
+                         "sm_key 0x0000000000000007\nsa_key 0x0000000000000001\n"
+                         "partition_config_file " << partitions << "\nno_partition_enforcement TRUE\npart_enforce in\n"
+                         "allow_both_pkeys TRUE\nkeep_pkey_indexes TRUE\nqos TRUE\n"
+                         "qos_policy_file " << (dir / "absent-qos-policy.conf").string() << "\n"
+                         "qos_max_vls 0\nqos_high_limit -1\nqos_vlarb_high 0:4,1:0\nqos_vlarb_low (null)\n"
+                         "qos_sl2vl 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,7\nqos_ca_high_limit 3\nqos_swe_vlarb_low 0:8,1:8\n";
+  const std::string cmd = "awk -f " MADENGINE_OPENSM_OPTIONS_TO_TOML " " + opts;
+  std::string toml = "[sm]\n";
+  FILE* out = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(out, nullptr);
+  char buf[512];
+  while (std::fgets(buf, sizeof(buf), out) != nullptr) toml += buf;
+  ASSERT_EQ(::pclose(out), 0) << cmd;
+  std::filesystem::remove_all(dir);
+  SCOPED_TRACE(toml);
+  const NodeConfig c = parse_config(toml, "converted.toml");
+  EXPECT_EQ(c.sm.m_key, 0xfedcba9876543210u);
+  EXPECT_EQ(c.sm.m_key_lease_period, 60u);
+  EXPECT_EQ(c.sm.m_key_protection_level, 2u);
+  EXPECT_EQ(c.sm.sm_key, 7u);
+  EXPECT_EQ(c.sm.partition_config, partitions);
+  EXPECT_EQ(c.sm.part_enforce, "off") << "no_partition_enforcement TRUE wins, as in OpenSM";
+  EXPECT_TRUE(c.sm.allow_both_pkeys);
+  EXPECT_TRUE(c.sm.qos);
+  EXPECT_EQ(c.sm.qos_policy_file, "") << "a policy file that does not exist is left out";
+  EXPECT_EQ(c.sm.qos_all.high_limit, -1);
+  EXPECT_EQ(c.sm.qos_all.vlarb_high, "0:4,1:0");
+  EXPECT_EQ(c.sm.qos_all.vlarb_low, "") << "(null): unset";
+  EXPECT_EQ(c.sm.qos_all.sl2vl, "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,7");
+  EXPECT_EQ(c.sm.qos_ca.high_limit, 3);
+  EXPECT_EQ(c.sm.qos_swe.vlarb_low, "0:8,1:8");
+  EXPECT_NO_THROW(validate(c));
 }
 
 }  // namespace
@@ -137,6 +246,16 @@ TEST(Config, ShippedExampleEqualsTheDefaults) {
   EXPECT_EQ(file.sm.ha_poll_retries, defaults.sm.ha_poll_retries);
   EXPECT_EQ(file.sa.queue_depth, defaults.sa.queue_depth);
   EXPECT_EQ(file.log.level, defaults.log.level);
+  EXPECT_EQ(file.sm.partition_config, defaults.sm.partition_config);
+  EXPECT_EQ(file.sm.part_enforce, defaults.sm.part_enforce);
+  EXPECT_EQ(file.sm.allow_both_pkeys, defaults.sm.allow_both_pkeys);
+  EXPECT_EQ(file.sm.m_key, defaults.sm.m_key);
+  EXPECT_EQ(file.sm.m_key_lease_period, defaults.sm.m_key_lease_period);
+  EXPECT_EQ(file.sm.m_key_protection_level, defaults.sm.m_key_protection_level);
+  EXPECT_EQ(file.sm.guid2mkey, defaults.sm.guid2mkey);
+  EXPECT_EQ(file.sm.qos, defaults.sm.qos);
+  EXPECT_EQ(file.sm.qos_policy_file, defaults.sm.qos_policy_file);
+  EXPECT_EQ(file.sm.qos_all.high_limit, defaults.sm.qos_all.high_limit);
 }
 
 }  // namespace

@@ -144,6 +144,10 @@ int main(int argc, char** argv) {
       app.add_option("--sa-journal", sa_journal,
                      "SA state journal kept across restarts (\"\" = none; default: beside --guid2lid when that is given)");
   flags.add(app, "--sweep-interval-ms", cfg.sm.sweep_interval_ms, "light sweep interval")->check(CLI::Range(100, 3'600'000));
+  flags.add(app, "--partition-config", cfg.sm.partition_config,
+            "OpenSM's partitions.conf (as opensm -P); SIGHUP re-reads it");
+  CLI::Option* guid2mkey_opt = flags.add(app, "--guid2mkey", cfg.sm.guid2mkey,
+                                         "ports' M_Keys kept across restarts (OpenSM's guid2mkey format; \"\" = none)");
   flags.add(app, "--log-level", cfg.log.level, "trace | debug | info | warn | error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   flags.add(app, "--log-file", cfg.log.file, "log to this file instead of stderr");
@@ -180,7 +184,12 @@ int main(int argc, char** argv) {
       cfg.sa.journal = sa_journal;
     else if (guid2lid_opt->count() != 0 && !cfg.sm.guid2lid.empty() && !cfg.given.contains("sa.journal"))
       cfg.sa.journal = (std::filesystem::path(cfg.sm.guid2lid).parent_path() / "sa-state.journal").string();
-    node::apply_state_defaults(cfg, guid2lid_opt->count() != 0, journal_opt->count() != 0);
+    // So are the ports' M_Keys.
+    const bool mkeys_beside = guid2mkey_opt->count() == 0 && guid2lid_opt->count() != 0 && !cfg.sm.guid2lid.empty() &&
+                              !cfg.given.contains("sm.guid2mkey");
+    if (mkeys_beside) cfg.sm.guid2mkey = (std::filesystem::path(cfg.sm.guid2lid).parent_path() / "guid2mkey").string();
+    node::apply_state_defaults(cfg, guid2lid_opt->count() != 0, journal_opt->count() != 0,
+                               guid2mkey_opt->count() != 0 || mkeys_beside);
     node::validate(cfg);
   } catch (const node::ConfigError& e) {
     fmt::print(stderr, "madengine: {}\n", e.what());

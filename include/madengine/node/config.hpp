@@ -46,6 +46,16 @@ struct TransportSection {
   double sim_speed = 1.0;
 };
 
+// One class of OpenSM's QoS options (qos_*, qos_ca_*, qos_sw0_*, qos_swe_*,
+// qos_rtr_*); unset values fall back as OpenSM's do (sm/qos/qos_options.hpp).
+struct QosClassSection {
+  unsigned max_vls = 0;    // 0: unset
+  int high_limit = -1;     // -1: unset
+  std::string vlarb_high;  // "": unset; "VL:weight,..."
+  std::string vlarb_low;
+  std::string sl2vl;       // 16 VLs, "0,1,...,7"
+};
+
 struct SmSection {
   unsigned priority = 15;     // 0..15 (IBA SMInfo.Priority)
   std::uint64_t sm_key = 1;   // OpenSM's default
@@ -77,6 +87,24 @@ struct SmSection {
   // plus the polling budget). See docs/ha.md.
   unsigned ha_replica_interval_ms = 1000;
   unsigned ha_replica_max_age_ms = 0;
+  // Partitions (docs/operations.md): OpenSM's partitions.conf, unchanged;
+  // empty: none (the default partition, every port full). SIGHUP re-reads it.
+  std::string partition_config;
+  std::string part_enforce = "both";  // both | in | out | off (OpenSM's part_enforce)
+  bool allow_both_pkeys = false;      // OpenSM's allow_both_pkeys
+  // M_Key (IBA 14.2.4, OpenSM's names): the key the SM writes to every
+  // port and protects them with; 0 = no protection. The lease is in seconds.
+  std::uint64_t m_key = 0;
+  unsigned m_key_lease_period = 0;
+  unsigned m_key_protection_level = 0;  // 0..3 (IBA 14.2.4.1)
+  // QoS, OpenSM's option names (docs/operations.md): off by default (the SM
+  // writes no SL2VL/VLArb table, as OpenSM without -Q).
+  bool qos = false;
+  std::string qos_policy_file;  // OpenSM's qos-policy.conf (a subset, sm/qos/qos_policy.hpp); "" = none
+  QosClassSection qos_all, qos_ca, qos_sw0, qos_swe, qos_rtr;
+  // Ports' M_Keys kept across restarts (OpenSM's guid2mkey format); empty:
+  // none. The daemon defaults it beside guid2lid with the umad transport.
+  std::string guid2mkey;
 };
 
 struct SaSection {
@@ -109,11 +137,13 @@ struct NodeConfig {
 // Where a daemon on a management node keeps its state.
 inline constexpr const char* kStateDir = "/var/lib/madengine";
 
-// The daemon on a real port keeps LIDs and SA state in kStateDir unless the
-// file or a flag named them (`guid2lid_given`, `journal_given`: a flag did);
+// The daemon on a real port keeps LIDs, ports' M_Keys and SA state in
+// kStateDir unless the file or a flag named them (`guid2lid_given`,
+// `journal_given`, `guid2mkey_given`: a flag did);
 // a simulated fabric keeps nothing unless asked, so a demo run on a
 // management node never touches the real state.
-MADENGINE_API void apply_state_defaults(NodeConfig& c, bool guid2lid_given, bool journal_given);
+MADENGINE_API void apply_state_defaults(NodeConfig& c, bool guid2lid_given, bool journal_given,
+                                        bool guid2mkey_given = false);
 
 // "fe80::", "fe80::/64" or "0xfe80000000000000": a /64 subnet prefix.
 MADENGINE_API bool parse_subnet_prefix(const std::string& text, std::uint64_t& out) noexcept;
