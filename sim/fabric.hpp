@@ -97,6 +97,17 @@ struct Packet {
   std::uint32_t from_endpoint = kNoEndpoint;
 };
 
+// A fault that decides per link crossing whether a packet is lost, beyond
+// the loss rates (sim/faults/ has them: loss by attribute, by class). It is
+// called on the fabric's thread only and must be deterministic (its own
+// seeded generator).
+class PacketFault {
+ public:
+  virtual ~PacketFault() = default;
+  // True: the packet is dropped on its way out of port `out` (kLoss).
+  virtual bool drop(const Packet& pkt, PortIdx out) noexcept = 0;
+};
+
 class Fabric {
  public:
   explicit Fabric(const Topology& topo, const FabricConfig& config = {});
@@ -208,6 +219,8 @@ class Fabric {
   // ---- faults (all deterministic; schedule with the *_at variants) --------
   void set_loss_rate(double rate) noexcept { global_loss_ = rate; }
   void set_link_loss_rate(PortIdx p, double rate);
+  // Consulted on every link crossing (nullptr: none); must outlive its use.
+  void set_packet_fault(PacketFault* fault) noexcept { packet_fault_ = fault; }
   void link_down(PortIdx p) noexcept;
   void link_up(PortIdx p) noexcept;
   // Physically connects two free ports (e.g. joining two subnets); false if busy.
@@ -216,6 +229,8 @@ class Fabric {
   void reset_node(std::uint32_t n) noexcept;
   void kill_node(std::uint32_t n) noexcept;
   void revive_node(std::uint32_t n) noexcept;
+  bool node_dead(std::uint32_t n) const noexcept { return (node_flags_[n] & kDead) != 0; }
+  bool node_muted(std::uint32_t n) const noexcept { return (node_flags_[n] & kMuted) != 0; }
   void schedule(Nanos at_ns, EventKind kind, std::uint32_t a, std::uint32_t b = 0) { events_.push(at_ns, kind, a, b); }
 
   const FabricCounters& counters() const noexcept { return counters_; }
@@ -344,6 +359,7 @@ class Fabric {
   std::unordered_map<std::uint32_t, wire::SmInfo> sm_info_;
   std::unordered_map<PortIdx, double> link_loss_;
   double global_loss_ = 0.0;
+  PacketFault* packet_fault_ = nullptr;
 
   std::vector<Packet> slots_;
   std::vector<std::uint32_t> free_slots_;
