@@ -44,6 +44,10 @@ class InternalNode : public Node {
   sm::SubnetManager& sm() noexcept;
   sa::SaServer& sa() noexcept;
   const sa::SnapshotStore& store() const noexcept;
+  // From now on the node behaves as a process that died: its destruction
+  // writes no final SA journal (a clean shutdown would). The scenario
+  // runner (tools/madsim) crashes masters this way.
+  void crash() noexcept;
 };
 
 }  // namespace madengine::node

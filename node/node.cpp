@@ -299,7 +299,7 @@ InternalNode::InternalNode(const NodeConfig& cfg, NodeHooks hooks, const Interna
 
 Node::~Node() {
   stop();
-  if (p_->journal) p_->journal->write_final();
+  if (p_->journal && !p_->crashed) p_->journal->write_final();
   // The SM and SA go before the engine they registered with; sim parts last.
   p_->sm.reset();
   p_->sa.reset();
@@ -373,5 +373,6 @@ Engine& InternalNode::engine() noexcept { return *parts().engine; }
 sm::SubnetManager& InternalNode::sm() noexcept { return *parts().sm; }
 sa::SaServer& InternalNode::sa() noexcept { return *parts().sa; }
 const sa::SnapshotStore& InternalNode::store() const noexcept { return parts().store; }
+void InternalNode::crash() noexcept { parts().crashed = true; }
 
 }  // namespace madengine::node

@@ -24,6 +24,18 @@ constexpr Nanos kIdleStepNs = 20 * kNanosPerMilli;  // how often the idle loop l
 
 }  // namespace
 
+const char* to_string(SmPhase p) noexcept {
+  switch (p) {
+    case SmPhase::kDiscovery: return "discovery";
+    case SmPhase::kLids: return "lids";
+    case SmPhase::kRouting: return "routing";
+    case SmPhase::kProgramming: return "programming";
+    case SmPhase::kPublished: return "published";
+    case SmPhase::kReplicaCopy: return "replica-copy";
+  }
+  return "?";
+}
+
 // Responses on the SM's core: a standby's replication answers (SA GetTable
 // responses, RMPP segments included) go to the replica client, the rest to
 // the transaction manager.

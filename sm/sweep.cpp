@@ -27,6 +27,7 @@ Task<void> SubnetManager::heavy_sweep() {
   const Nanos t0 = clock.now_ns();
   const std::uint64_t smps0 = queue_->submitted();
   const LocalPort lp = transport_.local_port();
+  phase(SmPhase::kDiscovery);
   DiscoveryResult d = co_await discover(*queue_, DiscoveryOptions{.port_num = lp.port_num, .m_key = cfg_.m_key});
   const Nanos t1 = clock.now_ns();
   st.discovery_s = seconds(t0, t1);
@@ -86,6 +87,7 @@ Task<void> SubnetManager::heavy_sweep() {
   // CPU phases are timed with the steady clock: on the sim transport the
   // engine clock is simulated time, which does not move while we compute.
   const auto w1 = std::chrono::steady_clock::now();
+  phase(SmPhase::kLids);
   const LidAssignReport lids = assign_lids(d.fabric, guid2lid_, cfg_.lmc, d.current_lids());
   st.lids_new = lids.assigned_new;
   save_guid2lid_async();
@@ -98,6 +100,7 @@ Task<void> SubnetManager::heavy_sweep() {
   // on answering SA queries (from the current epoch) and SMInfo polls. The
   // job owns the fabric until it is done.
   auto fab = std::make_shared<fabric::Fabric>(std::move(d.fabric));
+  phase(SmPhase::kRouting);
   Task<std::optional<Routed>> routing = route(fab);  // a named task: see docs/coding-notes.md
   std::optional<Routed> routed = co_await routing;
   if (!routed) co_return;  // cancelled: the SM is going away
@@ -168,6 +171,7 @@ Task<void> SubnetManager::heavy_sweep() {
   bc.m_key_lease_period = cfg_.m_key_lease_period;
   bc.m_key_protect_bits = cfg_.m_key_protect_bits;
   bc.client_reregister = role_.mastership_new && role_.reregister;
+  phase(SmPhase::kProgramming);
   st.bringup = co_await bring_up(*queue_, d, routes, bc, programmed_);
   st.mft_blocks_written = co_await program_mcast(d.fabric);
   mcast_dirty_.store(false, std::memory_order_relaxed);
@@ -202,6 +206,7 @@ Task<void> SubnetManager::heavy_sweep() {
   current_ = snap;
   store_.publish(snap);
   st.gid_traps = report_gid_changes(*snap);
+  phase(SmPhase::kPublished);
 
   const BringupReport& b = st.bringup;
   spdlog::info("sm: programmed: {} SwitchInfo, {} LFT blocks, {} PortInfo, {} armed, {} activated, {} P_Key, {} MFT blocks, {} errors",
