@@ -28,7 +28,9 @@ Task<void> SubnetManager::heavy_sweep() {
   const std::uint64_t smps0 = queue_->submitted();
   const LocalPort lp = transport_.local_port();
   phase(SmPhase::kDiscovery);
-  DiscoveryResult d = co_await discover(*queue_, DiscoveryOptions{.port_num = lp.port_num, .m_key = cfg_.m_key});
+  // PortStateChange bits are cleared only once we know we act on this sweep.
+  const DiscoveryOptions dopts{.port_num = lp.port_num, .m_key = cfg_.m_key, .clear_port_state_change = false};
+  DiscoveryResult d = co_await discover(*queue_, dopts);
   const Nanos t1 = clock.now_ns();
   st.discovery_s = seconds(t0, t1);
   st.discovery_smps = queue_->submitted() - smps0;
@@ -67,6 +69,7 @@ Task<void> SubnetManager::heavy_sweep() {
     }
     co_return;
   }
+  clear_port_state_changes(*queue_, d, dopts);
   if (role_.mastership_new && !role_.sa_state_decided) role_.reregister = settle_sa_state();
   if (current_ == nullptr && warm_ != nullptr && publish_warm(d.fabric, d.current_lids())) {
     const std::uint64_t e = epoch_;
@@ -170,7 +173,11 @@ Task<void> SubnetManager::heavy_sweep() {
   bc.m_key = cfg_.m_key;
   bc.m_key_lease_period = cfg_.m_key_lease_period;
   bc.m_key_protect_bits = cfg_.m_key_protect_bits;
-  bc.client_reregister = role_.mastership_new && role_.reregister;
+  // A new mastership that cannot vouch for the clients' SA state asks them
+  // to reregister; so does one that took another master's part (subnets
+  // joined): those clients registered with that master's SA, not ours.
+  bc.client_reregister = (role_.mastership_new && role_.reregister) || decision.absorbed;
+  if (decision.absorbed) spdlog::info("sm: another master's part joined ours: its clients are asked to reregister");
   phase(SmPhase::kProgramming);
   st.bringup = co_await bring_up(*queue_, d, routes, bc, programmed_);
   st.mft_blocks_written = co_await program_mcast(d.fabric);

@@ -25,6 +25,9 @@ struct DiscoveryResult {
   std::uint32_t errors = 0;        // SMPs that failed (timeout or bad status)
   std::uint32_t duplicate_paths = 0;  // NodeInfo answers from nodes already known
   std::unordered_map<std::uint64_t, fabric::NodeId> by_guid;
+  // Switches whose SwitchInfo.PortStateChange was set (not cleared when
+  // DiscoveryOptions::clear_port_state_change is false).
+  std::vector<fabric::NodeId> port_state_changed;
   std::uint32_t links() const noexcept;
   // The base LID every end port reported (fabric.end_ports() order): assign_lids' `current`.
   std::vector<std::uint16_t> current_lids() const;
@@ -33,9 +36,17 @@ struct DiscoveryResult {
 struct DiscoveryOptions {
   std::uint8_t port_num = 1;  // the local port SMPs leave from
   std::uint64_t m_key = 0;
+  // Clear each PortStateChange the sweep reads (write 1, IBA 14.2.5.4).
+  // False leaves them for the SM that acts on the sweep: one that stands by
+  // (or defers to another master) must not hide a change from the master's
+  // light sweep.
+  bool clear_port_state_change = true;
 };
 
 // Runs one heavy sweep on `q` (which must be idle) and returns the fabric.
 Task<DiscoveryResult> discover(SmpQueue& q, DiscoveryOptions opts);
+
+// Clears the PortStateChange bits `d` found (submitted on `q`, not awaited).
+void clear_port_state_changes(SmpQueue& q, const DiscoveryResult& d, const DiscoveryOptions& opts);
 
 }  // namespace madengine::sm
