@@ -68,6 +68,9 @@ struct FabricConfig {
   std::uint8_t vl_cap = 4;                 // VL0-7
   std::uint32_t endpoint_rx_depth = 1024;  // MADs an endpoint holds before kRxFull
   std::uint8_t lid_hops_max = 64;
+  // CA ports advertise IsClientReregistrationSupported (PortInfo
+  // CapabilityMask bit 25), as HCAs do; ibsim 0.10 does not, hence the default.
+  bool ca_client_reregistration = false;
   std::uint64_t seed = 1;  // loss decisions; print it on failure to replay
 };
 
@@ -157,6 +160,9 @@ class Fabric {
   // until an SM set one.
   std::array<std::uint8_t, 8> sl2vl(PortIdx out, std::uint8_t in_port_num) const noexcept;
   bool port_state_change(std::uint32_t node) const noexcept;
+  // How many PortInfo Sets asked the port's clients to reregister (IBA
+  // 14.4.11): a simulated client re-registers when this moves.
+  std::uint32_t client_reregisters(PortIdx p) const noexcept { return cfg_[p].client_reregisters; }
 
   // Bytes the model holds (nodes, ports, switch tables, names), without the
   // fixed pools below: the figure behind "bytes per node".
@@ -246,6 +252,7 @@ class Fabric {
     std::uint16_t sm_lid = 0;
     std::uint16_t m_key_lease = 0;
     std::uint16_t m_key_violations = 0;
+    std::uint32_t client_reregisters = 0;  // PortInfo Sets with ClientReregister
     std::uint8_t lmc = 0;
     std::uint8_t sm_sl = 0;
     std::uint8_t m_key_protect = 0;
