@@ -50,5 +50,20 @@ TEST(Madsim, SmallSeedsPass) {
   for (std::uint64_t seed = 10; seed < 22; ++seed) expect_passes(seed);
 }
 
+
+// A master's port vanished and came back while a standby took over: the
+// returning SM's own heavy sweep (and any standby's) cleared the switches'
+// PortStateChange, so the new master's light sweeps never saw the port
+// return; two masters stayed and the port stayed INIT. Discovery now leaves
+// the bit to the SM that acts on the sweep.
+TEST(MadsimRegression, Seed57) { expect_passes(57); }
+TEST(MadsimRegression, Seed55) { expect_passes(55); }
+
+// Two subnets joined: the lower master handed its part over, and its
+// clients' registrations (held by its SA) were gone without anyone asking
+// them to reregister. A master that takes another master's part now sets
+// ClientReregister on that sweep.
+TEST(MadsimRegression, Seed9) { expect_passes(9); }
+
 }  // namespace
 }  // namespace madsim

@@ -48,6 +48,7 @@ wire::Gid gid_of(std::uint64_t port_guid) {
 
 Clients::Clients(sim::Fabric& fabric, const Scenario& s, Trace& trace) : fabric_(fabric), s_(s), trace_(trace) {
   for (const std::uint32_t n : s.clients) hosts_.push_back(std::make_unique<sim::Host>(fabric, n));
+  rereg_seen_.assign(s.clients.size(), 0);
   for (const ClientAction& a : s.actions) {
     Query q;
     q.action = a;
@@ -67,7 +68,7 @@ void Clients::add(const ClientAction& a) {
   queries_.push_back(q);
 }
 
-void Clients::reregister_all(Nanos now_ns) {
+void Clients::reregister(unsigned client, Nanos now_ns) {
   auto again = [&](ClientAction a) {
     a.at_ns = now_ns;
     Query q;
@@ -79,19 +80,22 @@ void Clients::reregister_all(Nanos now_ns) {
   };
   unsigned n = 0;
   for (const auto& [k, held] : services) {
+    if (k.first != client) continue;
     if (held.lease_s != 0xffffffffu && held.acked_ns + Nanos{held.lease_s} * madengine::kNanosPerSecond <= now_ns) continue;
     again(ClientAction{.client = k.first, .op = ClientOp::kServiceSet, .key = k.second, .lease_s = held.lease_s});
     ++n;
   }
   for (const auto& [k, held] : members) {
+    if (k.second != client) continue;
     again(ClientAction{.client = k.second, .op = ClientOp::kMcJoin, .key = k.first});
     ++n;
   }
   for (const auto& [c, at] : subscriptions) {
+    if (c != client) continue;
     again(ClientAction{.client = c, .op = ClientOp::kInformSubscribe});
     ++n;
   }
-  trace_.add(now_ns, fmt::format("clients reregister: {} registrations", n));
+  trace_.add(now_ns, fmt::format("c{} asked to reregister: {} registrations again", client, n));
 }
 
 bool Clients::idle() const noexcept {
@@ -211,6 +215,12 @@ void Clients::finish(Query& q, Nanos now_ns, const MadBuf* answer) {
 std::size_t Clients::poll(Nanos now_ns) {
   std::size_t work = 0;
   for (auto& h : hosts_) work += h->poll();
+  for (unsigned c = 0; c < hosts_.size(); ++c) {
+    const std::uint32_t n = fabric_.client_reregisters(fabric_.port(s_.clients[c], 1));
+    if (n == rereg_seen_[c]) continue;
+    rereg_seen_[c] = n;
+    reregister(c, now_ns);
+  }
   for (Query& q : queries_) {
     if (q.outcome != Outcome::kPending || q.due_ns > now_ns) continue;
     if (!q.tids.empty()) {

@@ -60,8 +60,9 @@ class Clients {
 
   // Sends what is due, takes answers, retries; returns the work done.
   std::size_t poll(Nanos now_ns);
-  // A new mastership asked every client to reregister (PortInfo.ClientReregister).
-  void reregister_all(Nanos now_ns);
+  // The SM asked `client` to reregister (PortInfo.ClientReregister): it
+  // registers everything it holds again, as a client's SA library does.
+  void reregister(unsigned client, Nanos now_ns);
   void add(const ClientAction& a);
   bool idle() const noexcept;
   // Called with every answer (status 0 or not) of a `verify` PathRecord.
@@ -86,6 +87,7 @@ class Clients {
   const Scenario& s_;
   Trace& trace_;
   std::vector<std::unique_ptr<madengine::sim::Host>> hosts_;
+  std::vector<std::uint32_t> rereg_seen_;  // by client: the port's ClientReregister count handled
   std::vector<Query> queries_;
   std::size_t next_due_ = 0;  // queries_[next_due_..] not sent yet (by due time for the scenario's)
 };

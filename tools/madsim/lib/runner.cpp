@@ -27,7 +27,7 @@ std::string replay_command(const Scenario& s) {
 }
 
 World::World(const Scenario& s, const RunOptions& o, RunResult& out)
-    : s_(s), o_(o), r_(out), fabric_(s.topo, sim::FabricConfig{.seed = s.seed}), loss_(fabric_, s.seed ^ 0x5eedull) {
+    : s_(s), o_(o), r_(out), fabric_(s.topo, sim::FabricConfig{.ca_client_reregistration = true, .seed = s.seed}), loss_(fabric_, s.seed ^ 0x5eedull) {
   fabric_.set_packet_fault(&loss_);
   fired_.assign(s.faults.size(), false);
   touched_.assign(fabric_.node_count(), false);
@@ -102,7 +102,6 @@ void World::start_sm(Slot& slot) {
     smc.on_phase = [this, i](SmPhase p) { on_phase(i, p); };
   };
   slot.state = wire::SmState::kNotActive;
-  slot.reregister_seen = 0;
   slot.n = std::make_unique<node::InternalNode>(c, node::NodeHooks{}, in);
   r_.trace.add(now(), fmt::format("sm{} starts on {} priority {}", i, s_.topo.nodes[slot.node].id, slot.priority));
 }
@@ -311,17 +310,6 @@ void World::sample() {
     dual_reported_ = true;
     violate("one-master", fmt::format("two masters in one subnet for more than {} ms",
                                       kDualMasterMaxNs / kNanosPerMilli));
-  }
-  watch_reregistration();
-}
-
-void World::watch_reregistration() {
-  for (Slot& slot : sms_) {
-    if (!alive(slot)) continue;
-    const std::uint64_t n = slot.n->sm().status().reregister_masterships;
-    if (n <= slot.reregister_seen) continue;
-    slot.reregister_seen = n;
-    clients_->reregister_all(now());
   }
 }
 

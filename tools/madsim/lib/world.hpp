@@ -55,7 +55,6 @@ class World {
     Nanos restart_at = -1;
     Nanos journal_written_ns = -1;  // sim time of its last complete journal write
     madengine::wire::SmState state = madengine::wire::SmState::kNotActive;
-    std::uint64_t reregister_seen = 0;
   };
 
   Nanos now() const noexcept { return fabric_.now_ns(); }
@@ -68,7 +67,6 @@ class World {
   void on_transition(unsigned slot, madengine::wire::SmState from, madengine::wire::SmState to);
   bool on_durable(const std::string& path, madengine::DurableStep step);
   void sample();
-  void watch_reregistration();
   void fault(const std::string& text);
   void disturb(Nanos from_ns, Nanos until_ns);
   bool excused(Nanos from_ns, Nanos until_ns) const noexcept;
