@@ -135,7 +135,12 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
       role_.mastership_new = true;
       role_.sa_state_decided = false;
     }
-    if (t.to == wire::SmState::kStandby) replica_now_ = true;
+    if (t.to == wire::SmState::kStandby) {
+      replica_now_ = true;
+      // Another master runs: clients may change their registrations with
+      // it, so a journal restored at start no longer vouches for them.
+      sa_state_restored_ = false;
+    }
     publish_ha_status();
     if (cfg_.on_transition) cfg_.on_transition(t.from, t.to);
   });
