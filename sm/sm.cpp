@@ -310,6 +310,13 @@ Task<void> SubnetManager::run() {
         if (moved) break;
       }
       if (sched_->clock().now_ns() < next_light) continue;
+      if (resweep_) {
+        // The last heavy sweep missed nodes (an SMA that did not answer, SMPs
+        // lost): a light sweep would not see them return (their links never
+        // changed), so sweep again, once per light sweep interval.
+        resweep_ = false;
+        break;
+      }
       const bool changed = co_await light_sweep();
       next_light = sched_->clock().now_ns() + light_ns;
       if (changed) break;
