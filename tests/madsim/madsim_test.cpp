@@ -65,5 +65,17 @@ TEST(MadsimRegression, Seed55) { expect_passes(55); }
 // ClientReregister on that sweep.
 TEST(MadsimRegression, Seed9) { expect_passes(9); }
 
+// A restarted higher SM stood by, then took the subnet back vouching with
+// the journal it restored at start: registrations made under the interim
+// master were lost and old leases returned. Standing by ends the journal's vouch.
+TEST(MadsimRegression, Seed19) { expect_passes(19); }
+TEST(MadsimRegression, Seed43) { expect_passes(43); }
+
+// A CA's SMA was mute during a heavy sweep: the SM dropped it and, its link
+// never changing, no light sweep brought it back (no route to its LID). A
+// heavy sweep with discovery errors is now followed by another.
+TEST(MadsimRegression, Seed76) { expect_passes(76); }
+TEST(MadsimRegression, Seed83) { expect_passes(83); }
+
 }  // namespace
 }  // namespace madsim
