@@ -296,6 +296,13 @@ void World::sample() {
     ++sms[comp[slot.node]];
     if (slot.state == wire::SmState::kMaster) ++masters[comp[slot.node]];
   }
+  // A client whose subnet has no master (every SM there dead, or an
+  // election under way) cannot be answered: its queries are excused.
+  for (const std::uint32_t client : s_.clients)
+    if (masters.count(comp[client]) == 0) {
+      disturb(now(), now() + kDisturbanceTailNs);
+      break;
+    }
   bool dual = false;
   for (const auto& [c, n] : sms) {
     const unsigned m = masters.count(c) != 0 ? masters[c] : 0;
