@@ -70,6 +70,7 @@ Task<void> SubnetManager::heavy_sweep() {
     co_return;
   }
   clear_port_state_changes(*queue_, d, dopts);
+  st.discovery_smps += static_cast<std::uint32_t>(d.port_state_changed.size());  // the clears belong to discovery
   resweep_ = d.errors != 0;
   if (role_.mastership_new && !role_.sa_state_decided) role_.reregister = settle_sa_state();
   if (current_ == nullptr && warm_ != nullptr && publish_warm(d.fabric, d.current_lids())) {
