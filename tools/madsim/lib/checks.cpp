@@ -50,12 +50,17 @@ void World::violate(const std::string& invariant, const std::string& detail) {
   r_.violations.push_back(std::move(v));
 }
 
-void World::take_baseline() {
+void World::take_baseline(Slot& master) {
+  // Only ports the master's publication covers: a port it has not reached
+  // yet (a mute switch, the other subnet's part) may still carry a LID
+  // another master gave it.
+  const auto snap = master.n->store().current();
+  if (snap == nullptr) return;
   baseline_.clear();
   for (sim::PortIdx p = 0; p < fabric_.port_count(); ++p) {
     const std::uint32_t n = fabric_.node_of(p);
     if (fabric_.is_switch(n) && fabric_.port_num_of(p) != 0) continue;
-    if (fabric_.lid(p) != 0) baseline_[fabric_.port_guid(p)] = fabric_.lid(p);
+    if (fabric_.lid(p) != 0 && snap->by_port_guid.contains(fabric_.port_guid(p))) baseline_[fabric_.port_guid(p)] = fabric_.lid(p);
   }
   baseline_taken_ = true;
   r_.trace.add(now(), fmt::format("LIDs recorded: {} ports", baseline_.size()));

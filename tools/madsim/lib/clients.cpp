@@ -108,6 +108,9 @@ bool Clients::send(Query& q, Nanos now_ns) {
   const std::uint64_t own_guid = client_port_guid(a.client);
   const sim::PortIdx peer_port = fabric_.port(a.peer, 1);
   std::optional<std::uint64_t> tid;
+  // Retries keep the first attempt's TID, as SA clients do: a Set or Delete
+  // the SA carried out but whose answer was lost is answered again, not redone.
+  const std::uint64_t again = q.tids.empty() ? 0 : q.tids.front();
   switch (a.op) {
     case ClientOp::kPathRecord: {
       wire::PathRecord pr{};
@@ -115,7 +118,7 @@ bool Clients::send(Query& q, Nanos now_ns) {
       pr.dlid = wire::be16::from(fabric_.lid(peer_port));
       if (pr.slid.get() == 0 || pr.dlid.get() == 0) return false;
       tid = h.query(wire::method::kGet, wire::sa_attr::kPathRecord,
-                    wire::path_record_cm::kSLid | wire::path_record_cm::kDLid, bytes(pr));
+                    wire::path_record_cm::kSLid | wire::path_record_cm::kDLid, bytes(pr), 0, 0, again);
       break;
     }
     case ClientOp::kGetTable: {
@@ -124,11 +127,11 @@ bool Clients::send(Query& q, Nanos now_ns) {
       if (a.table == wire::sa_attr::kNodeRecord) {
         wire::NodeRecord nr{};
         nr.lid = wire::be16::from(lid);
-        tid = h.query(wire::method::kGetTable, a.table, wire::node_record_cm::kLid, bytes(nr));
+        tid = h.query(wire::method::kGetTable, a.table, wire::node_record_cm::kLid, bytes(nr), 0, 0, again);
       } else {
         wire::PortInfoRecord pir{};
         pir.endport_lid = wire::be16::from(lid);
-        tid = h.query(wire::method::kGetTable, a.table, wire::port_info_record_cm::kEndportLid, bytes(pir));
+        tid = h.query(wire::method::kGetTable, a.table, wire::port_info_record_cm::kEndportLid, bytes(pir), 0, 0, again);
       }
       break;
     }
@@ -145,7 +148,7 @@ bool Clients::send(Query& q, Nanos now_ns) {
       tid = h.query(set ? wire::method::kSet : wire::method::kDelete, wire::sa_attr::kServiceRecord,
                     scm::kServiceId | scm::kServiceGid | scm::kServicePKey |
                         (set ? scm::kServiceLease | scm::kServiceName : 0),
-                    bytes(sr));
+                    bytes(sr), 0, 0, again);
       break;
     }
     case ClientOp::kMcJoin:
@@ -161,10 +164,10 @@ bool Clients::send(Query& q, Nanos now_ns) {
         tid = h.query(wire::method::kSet, wire::sa_attr::kMcMemberRecord,
                       mcm::kMGid | mcm::kPortGid | mcm::kJoinState | mcm::kQKey | mcm::kPKey | mcm::kSl | mcm::kFlowLabel |
                           mcm::kTClass,
-                      bytes(j));
+                      bytes(j), 0, 0, again);
       else
         tid = h.query(wire::method::kDelete, wire::sa_attr::kMcMemberRecord, mcm::kMGid | mcm::kPortGid | mcm::kJoinState,
-                      bytes(j));
+                      bytes(j), 0, 0, again);
       break;
     }
     case ClientOp::kInformSubscribe: {
@@ -176,12 +179,12 @@ bool Clients::send(Query& q, Nanos now_ns) {
       i.type = wire::be16::from(wire::inform_type::kAll);
       i.set_trap_number(wire::kInformAllTraps);
       i.set_producer_type(wire::kInformAllProducers);
-      tid = h.query(wire::method::kSet, wire::sa_attr::kInformInfo, 0, bytes(i));
+      tid = h.query(wire::method::kSet, wire::sa_attr::kInformInfo, 0, bytes(i), 0, 0, again);
       break;
     }
   }
   if (!tid) return false;
-  q.tids.push_back(*tid);
+  if (q.tids.empty()) q.tids.push_back(*tid);
   ++q.attempts;
   if (q.first_sent_ns < 0) q.first_sent_ns = now_ns;
   q.deadline_ns = now_ns + kQueryTimeoutNs;

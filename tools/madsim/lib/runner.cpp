@@ -158,8 +158,15 @@ void World::on_phase(unsigned i, SmPhase p) {
   r_.trace.add(now(), fmt::format("sm{} {}", i, madengine::sm::to_string(p)));
   if (p == SmPhase::kPublished) {
     ++r_.stats.heavy_sweeps;
-    if (!baseline_taken_ && slot.state == wire::SmState::kMaster && (joined_ || s_.fabric_kind != FabricKind::kTwoSubnets))
-      take_baseline();
+    // The LIDs to keep are those one master gave the whole subnet: after a
+    // join, not while the other master still runs its part.
+    bool sole = slot.state == wire::SmState::kMaster;
+    if (sole && !baseline_taken_) {
+      const auto comp = components();
+      for (const Slot& m : sms_)
+        if (m.index != i && alive(m) && m.state == wire::SmState::kMaster && comp[m.node] == comp[slot.node]) sole = false;
+    }
+    if (!baseline_taken_ && sole && (joined_ || s_.fabric_kind != FabricKind::kTwoSubnets)) take_baseline(slot);
   }
   const bool sweeping = slot.state == wire::SmState::kMaster || slot.state == wire::SmState::kDiscovering;
   for (std::size_t j = 0; j < s_.faults.size(); ++j) {

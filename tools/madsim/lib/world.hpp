@@ -85,7 +85,7 @@ class World {
   void check_paths(const std::vector<std::uint32_t>& nodes, const std::vector<std::uint32_t>& comp_of, std::uint32_t comp);
   void check_sa_state(Slot& master, const std::vector<std::uint32_t>& comp_of, std::uint32_t comp);
   void check_queries();
-  void take_baseline();
+  void take_baseline(Slot& master);
 
   const Scenario& s_;
   RunOptions o_;
