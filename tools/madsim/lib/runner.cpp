@@ -32,9 +32,14 @@ World::World(const Scenario& s, const RunOptions& o, RunResult& out)
   fired_.assign(s.faults.size(), false);
   touched_.assign(fabric_.node_count(), false);
   if (o.work_dir.empty()) {
-    char tmpl[] = "/tmp/madsim-XXXXXX";
-    const char* d = ::mkdtemp(tmpl);
-    if (d == nullptr) throw std::runtime_error("madsim: cannot create a folder under /tmp");
+    // tmpfs where there is one: every journal and guid2lid write fsyncs the
+    // file and its folder, which on a disk costs more than the simulation.
+    std::error_code ec;
+    char tmpl[] = "/dev/shm/madsim-XXXXXX";
+    char tmpl_tmp[] = "/tmp/madsim-XXXXXX";
+    const char* d = std::filesystem::is_directory("/dev/shm", ec) ? ::mkdtemp(tmpl) : nullptr;
+    if (d == nullptr) d = ::mkdtemp(tmpl_tmp);
+    if (d == nullptr) throw std::runtime_error("madsim: cannot create a folder under /dev/shm or /tmp");
     dir_ = d;
     own_dir_ = true;
   } else {
