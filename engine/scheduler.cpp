@@ -136,6 +136,17 @@ bool Scheduler::cancel(TaskHandle h) noexcept {
   return true;
 }
 
+bool Scheduler::wake(TaskHandle h) noexcept {
+  if (!alive(h)) return false;
+  Slot& s = slots_[h.index];
+  if (s.sleeper == nullptr) return false;
+  if (timers_.contains(h.index)) timers_.remove(h.index);
+  s.sleeper = nullptr;
+  s.ctx.hook = nullptr;
+  post(s.ctx, s.ctx.resume_point);
+  return true;
+}
+
 void Scheduler::post(detail::TaskContext& ctx, std::coroutine_handle<> h) noexcept {
   if (shutting_down_) return;
   assert(!ctx.queued && ready_count_ < ready_.size());

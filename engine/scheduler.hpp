@@ -82,6 +82,9 @@ class Scheduler final : public Poller {
   // expected to return; false if the handle no longer names a live task.
   bool cancel(TaskHandle h) noexcept;
   bool alive(TaskHandle h) const noexcept;
+  // Ends the task's sleep now, as if its deadline had come (Wake kOk); false
+  // if it is not sleeping on a timer (then nothing changes).
+  bool wake(TaskHandle h) noexcept;
   std::uint32_t live_tasks() const noexcept { return live_; }
 
   // Runs due timers (in deadline order, ties in insertion order), then every

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "sm/routing/routing.hpp"
+
 namespace madengine::node {
 
 const char* to_string(TransportKind k) noexcept { return k == TransportKind::kUmad ? "umad" : "sim"; }
@@ -177,8 +179,10 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     s.get("guid2lid", c.sm.guid2lid);
     s.get("lmc", c.sm.lmc, 0, 7);
     s.get("routing", c.sm.routing);
-    if (c.sm.routing != "minhop" && c.sm.routing != "updn" && c.sm.routing != "ftree")
-      fail(name, *root["sm"]["routing"].node(), "sm.routing must be minhop, updn or ftree");
+    if (std::vector<sm::RoutingAlgo> chain; !sm::parse_routing_chain(c.sm.routing, chain))
+      fail(name, *root["sm"]["routing"].node(),
+           "sm.routing must be an engine or a chain of them, tried in order: minhop, updn, ftree, dfsssp, nue, dor "
+           "(e.g. \"dfsssp,updn,minhop\")");
     s.guids("roots", c.sm.roots);
     s.get("sweep_interval_ms", c.sm.sweep_interval_ms, 100, 3'600'000);
     s.get("local_port_check_ms", c.sm.local_port_check_ms, 10, 60'000);

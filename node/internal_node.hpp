@@ -48,6 +48,10 @@ class InternalNode : public Node {
   // writes no final SA journal (a clean shutdown would). The scenario
   // runner (tools/madsim) crashes masters this way.
   void crash() noexcept;
+  // The SA journal written now (the first thing the daemon's shutdown does,
+  // before anything that waits on a device), from the state the SA last
+  // published; any thread. Once: the destructor then writes nothing more.
+  void write_journal_now() noexcept;
 };
 
 }  // namespace madengine::node

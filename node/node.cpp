@@ -37,7 +37,9 @@ sm::SmConfig sm_config(const NodeConfig& c) {
   s.retries = static_cast<std::uint8_t>(c.sm.transaction_retries);
   s.guid2lid_path = c.sm.guid2lid;
   s.lmc = static_cast<std::uint8_t>(c.sm.lmc);
-  if (!sm::parse_routing_algo(c.sm.routing, s.routing)) throw ConfigError("sm.routing: " + c.sm.routing);
+  std::string why;
+  if (!sm::parse_routing_chain(c.sm.routing, s.routing_chain, &why)) throw ConfigError("sm.routing: " + why);
+  s.routing = s.routing_chain.front();
   s.root_guids = c.sm.roots;
   // Routing uses every CPU (on the compute pool, beside the cores).
   const unsigned threads = c.sm.routing_threads ? c.sm.routing_threads : std::max(1u, std::thread::hardware_concurrency());
@@ -76,13 +78,21 @@ class JournalWriter final : public Poller {
     write();
     return 1;
   }
-  // Writes now when we are master (clean shutdown), on this thread: the
-  // file's time then says the state was current until this moment.
+  // Writes now when we are master (shutdown), on this thread, from the
+  // state the SA last published (any thread may read it): the file's time
+  // then says the state was current until this moment. Once per shutdown.
   void write_final() noexcept {
-    if (sm_.status().state != wire::SmState::kMaster) return;
+    if (final_written_) return;
+    final_written_ = true;
+    if (sm_.status().state != wire::SmState::kMaster) {
+      spdlog::info("sa journal {}: not written at shutdown: this SM is not master", path_);
+      return;
+    }
     try {
       std::string err;
-      if (!sa::write_journal_file(path_, sa_.capture_state(), clock_.now_ns(), err))
+      if (sa::write_journal_file(path_, sa_.capture_state(), clock_.now_ns(), err))
+        spdlog::info("sa journal {}: written at shutdown", path_);
+      else
         spdlog::warn("sa journal {}: not written at shutdown: {}", path_, err);
     } catch (const std::exception& e) {
       spdlog::warn("sa journal {}: not written at shutdown: {}", path_, e.what());
@@ -112,6 +122,7 @@ class JournalWriter final : public Poller {
   ComputePool& io_;
   Nanos next_ns_ = 0;
   std::uint64_t queued_ = ~std::uint64_t{0};
+  bool final_written_ = false;
 };
 
 namespace {
@@ -253,7 +264,7 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   const bool threaded = !p_->fabric;
   sm::SmConfig smc = sm_config(cfg);
   p_->compute = std::make_unique<ComputePool>(
-      ComputePoolConfig{.threads = threaded ? smc.routing_threads : 0, .name = "mad-compute"});
+      ComputePoolConfig{.threads = threaded ? smc.routing_threads : 0, .name = "mad-compute", .shutdown_wait_ms = 100});
   p_->io = std::make_unique<ComputePool>(
       ComputePoolConfig{.threads = threaded ? 1u : 0u, .nice = 0, .name = "mad-io", .finish_queued = true});
   smc.compute = p_->compute.get();
@@ -370,6 +381,10 @@ bool Node::is_sim() const noexcept { return p_->fabric != nullptr; }
 const NodeConfig& Node::config() const noexcept { return p_->cfg; }
 sim::Fabric* InternalNode::fabric() noexcept { return parts().fabric; }
 Engine& InternalNode::engine() noexcept { return *parts().engine; }
+void InternalNode::write_journal_now() noexcept {
+  if (parts().journal) parts().journal->write_final();
+  else spdlog::info("sa journal: none configured: nothing written at shutdown");
+}
 sm::SubnetManager& InternalNode::sm() noexcept { return *parts().sm; }
 sa::SaServer& InternalNode::sa() noexcept { return *parts().sa; }
 const sa::SnapshotStore& InternalNode::store() const noexcept { return parts().store; }

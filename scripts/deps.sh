@@ -18,8 +18,9 @@ packages=(
   libdpdk-dev libboost-dev libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
   # tools the scripts and tests call
   procps psmisc python3 man-db
-  # libmadengine's ABI check (abidw, abidiff) and Debian packages (CPack, dpkg-shlibdeps)
-  abigail-tools dpkg-dev
+  # libmadengine's ABI check (abidw, abidiff) and Debian packages (CPack's
+  # DEB generator runs `file` on every packaged file, then dpkg-shlibdeps)
+  abigail-tools dpkg-dev file
 )
 
 missing=()

@@ -221,7 +221,7 @@ std::span<const std::uint16_t> Fabric::pkey_table(PortIdx p) const noexcept {
 std::uint8_t Fabric::lft_port(std::uint32_t node, std::uint16_t lid) const noexcept {
   if (switch_of_[node] == kNoNode) return wire::kLftNoPort;
   const SwitchState& sw = switches_[switch_of_[node]];
-  return lid < sw.lft.size() ? sw.lft[lid] : wire::kLftNoPort;
+  return lft_entry(sw, lid);
 }
 
 std::uint16_t Fabric::linear_fdb_top(std::uint32_t node) const noexcept {
@@ -238,7 +238,8 @@ std::size_t Fabric::memory_bytes() const noexcept {
   b += (first_port_.capacity() + desc_off_.capacity() + switch_of_.capacity() + vendor_id_.capacity()) * 4;
   b += (node_guid_.capacity() + sys_guid_.capacity()) * 8 + device_id_.capacity() * 2 + desc_pool_.capacity();
   b += switches_.capacity() * sizeof(SwitchState);
-  for (const auto& sw : switches_) b += sw.lft.capacity() + sw.mft.capacity() * 2;
+  for (const auto& sw : switches_) b += sw.lft.capacity() * 4 + sw.mft.capacity() * 2;
+  b += lft_pool_.memory_bytes();
   b += (peer_.capacity() + port_node_.capacity()) * 4 + lid_.capacity() * 2 + state_.capacity() + phys_.capacity();
   b += cfg_.capacity() * sizeof(PortCfg);
   b += by_id_.size() * (sizeof(std::string) + 4 + 2 * sizeof(void*)) + by_id_.bucket_count() * sizeof(void*);
@@ -386,12 +387,12 @@ bool Fabric::lid_route(Packet& pkt, PortIdx from, std::uint16_t dlid, PortIdx& a
       out = from;
     } else {
       const SwitchState& sw = switches_[switch_of_[node]];
-      if (dlid > sw.linear_fdb_top || dlid >= sw.lft.size() || sw.lft[dlid] == wire::kLftNoPort || sw.lft[dlid] == 0 ||
-          sw.lft[dlid] > num_ports_[node]) {
+      const std::uint8_t port = lft_entry(sw, dlid);
+      if (dlid > sw.linear_fdb_top || port == wire::kLftNoPort || port == 0 || port > num_ports_[node]) {
         drop(DropReason::kNoRoute);
         return false;
       }
-      out = first_port_[node] + sw.lft[dlid];
+      out = first_port_[node] + port;
     }
     if (state_[out] != kActive) {
       drop(DropReason::kPortNotActive);
@@ -986,6 +987,7 @@ void Fabric::reset_node(std::uint32_t n) noexcept {
   if (switch_of_[n] != kNoNode) {
     SwitchState& sw = switches_[switch_of_[n]];
     const bool esp0 = sw.enhanced_port0;
+    for (const std::uint32_t id : sw.lft) lft_pool_.release(id);
     sw = SwitchState{};
     sw.enhanced_port0 = esp0;
     sw.port_state_change = true;

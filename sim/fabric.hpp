@@ -24,9 +24,11 @@
 #include "madengine/engine/mad_buf.hpp"
 #include "madengine/engine/transport.hpp"
 #include "madengine/wire/smp.hpp"
+#include "madengine/wire/smp/lft.hpp"
 #include "madengine/wire/smp/port_info.hpp"
 #include "madengine/wire/smp/sm_info.hpp"
 #include "sim/event_queue.hpp"
+#include "sim/lft_pool.hpp"
 #include "sim/topology.hpp"
 
 namespace madengine::sim {
@@ -277,7 +279,7 @@ class Fabric {
     std::uint8_t life_time = 0;
     bool port_state_change = false;
     bool enhanced_port0 = false;
-    std::vector<std::uint8_t> lft;   // grows to the highest block set
+    std::vector<std::uint32_t> lft;  // LFT block ids in lft_pool_, up to the highest block set
     std::vector<std::uint16_t> mft;  // [block*32 + i] * positions, lazily
   };
   struct Endpoint {
@@ -349,6 +351,11 @@ class Fabric {
   std::string desc_pool_;
   std::vector<std::uint32_t> switch_of_;  // node -> index into switches_ (or kNoNode)
   std::vector<SwitchState> switches_;
+  LftPool lft_pool_{wire::kLftNoPort};  // every switch's LFT blocks, shared where equal
+  std::uint8_t lft_entry(const SwitchState& sw, std::uint16_t lid) const noexcept {
+    const std::size_t b = lid / LftPool::kBlockLids;
+    return b < sw.lft.size() ? lft_pool_.block(sw.lft[b])[lid % LftPool::kBlockLids] : wire::kLftNoPort;
+  }
   std::unordered_map<std::string, std::uint32_t> by_id_;
 
   // Ports (struct of arrays for the hot fields).

@@ -1,8 +1,10 @@
-// Topology generators (fat trees, random irregular, two joinable subnets).
+// Topology generators (fat trees, random irregular, two joinable subnets,
+// tori and meshes, dragonflies, random link failures).
 // Start-up code: bad parameters throw std::invalid_argument.
 #include "sim/generators.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -173,6 +175,156 @@ TwoSubnets make_two_subnets(unsigned k) {
   r.join_b = b.spines.front();
   r.join_a_port = r.join_b_port = static_cast<std::uint8_t>(k + 1);
   return r;
+}
+
+GridTopology make_torus(const TorusSpec& s) {
+  GridTopology r;
+  r.dims = s.dims;
+  r.wrap = s.wrap;
+  std::size_t count = 1;
+  unsigned neighbour_ports = 0;
+  for (unsigned d = 0; d < 3; ++d) {
+    if (s.dims[d] == 0 || s.dims[d] > 255) throw std::invalid_argument("torus: each dimension needs 1..255 switches");
+    count *= s.dims[d];
+    if (s.dims[d] > 1) neighbour_ports += 2 * s.links_per_neighbor;
+  }
+  if (s.links_per_neighbor == 0 && count > 1) throw std::invalid_argument("torus: links_per_neighbor must be >= 1");
+  const unsigned radix = s.hosts_per_switch + neighbour_ports;
+  if (radix == 0 || radix > 254) throw std::invalid_argument("torus: hosts + neighbour links must fit 1..254 ports");
+  Topology& t = r.topo;
+  t.nodes.reserve(count * (1 + s.hosts_per_switch));
+  std::vector<std::uint32_t> sw(count);
+  auto index = [&](unsigned x, unsigned y, unsigned z) { return (std::size_t{z} * s.dims[1] + y) * s.dims[0] + x; };
+  for (unsigned z = 0; z < s.dims[2]; ++z)
+    for (unsigned y = 0; y < s.dims[1]; ++y)
+      for (unsigned x = 0; x < s.dims[0]; ++x) {
+        const auto id = t.add_node(NodeType::kSwitch, static_cast<std::uint8_t>(radix), name("sw", x, y, z));
+        sw[index(x, y, z)] = id;
+        r.coords.resize(t.nodes.size());
+        r.coords[id] = {static_cast<std::uint16_t>(x), static_cast<std::uint16_t>(y), static_cast<std::uint16_t>(z)};
+        for (unsigned h = 0; h < s.hosts_per_switch; ++h) {
+          const auto host = t.add_node(NodeType::kCa, 1, name("host", x, y, z) + "-" + std::to_string(h));
+          t.connect(id, static_cast<std::uint8_t>(h + 1), host, 1);
+          r.coords.resize(t.nodes.size());
+          r.coords[host] = r.coords[id];
+        }
+      }
+  // Port of the c-th cable in direction (d, +/-).
+  std::array<unsigned, 3> plus_base{}, minus_base{};
+  for (unsigned d = 0, next = s.hosts_per_switch + 1; d < 3; ++d) {
+    if (s.dims[d] == 1) continue;
+    plus_base[d] = next;
+    minus_base[d] = next + s.links_per_neighbor;
+    next += 2 * s.links_per_neighbor;
+  }
+  for (unsigned z = 0; z < s.dims[2]; ++z)
+    for (unsigned y = 0; y < s.dims[1]; ++y)
+      for (unsigned x = 0; x < s.dims[0]; ++x) {
+        const std::array<unsigned, 3> at{x, y, z};
+        for (unsigned d = 0; d < 3; ++d) {
+          if (s.dims[d] == 1) continue;
+          if (at[d] + 1 == s.dims[d] && !s.wrap[d]) continue;  // the end of a line
+          std::array<unsigned, 3> to = at;
+          to[d] = (at[d] + 1) % s.dims[d];
+          for (unsigned c = 0; c < s.links_per_neighbor; ++c)
+            t.connect(sw[index(at[0], at[1], at[2])], static_cast<std::uint8_t>(plus_base[d] + c),
+                      sw[index(to[0], to[1], to[2])], static_cast<std::uint8_t>(minus_base[d] + c));
+        }
+      }
+  return r;
+}
+
+Topology make_dragonfly(const DragonflySpec& s) {
+  if (s.groups < 2 || s.routers < 1 || s.globals < 1) throw std::invalid_argument("dragonfly: needs >= 2 groups, >= 1 router and global link");
+  if (s.groups - 1 > s.routers * s.globals)
+    throw std::invalid_argument("dragonfly: routers * globals must reach every other group (groups <= routers * globals + 1)");
+  const unsigned radix = s.hosts + (s.routers - 1) + s.globals;
+  if (radix > 254) throw std::invalid_argument("dragonfly: hosts + routers - 1 + globals must fit 254 ports");
+  Topology t;
+  std::vector<std::vector<std::uint32_t>> router(s.groups);
+  for (unsigned g = 0; g < s.groups; ++g)
+    for (unsigned r = 0; r < s.routers; ++r) {
+      const auto id = t.add_node(NodeType::kSwitch, static_cast<std::uint8_t>(radix), name("g", g) + name("-r", r));
+      router[g].push_back(id);
+      for (unsigned h = 0; h < s.hosts; ++h)
+        t.connect(id, static_cast<std::uint8_t>(h + 1), t.add_node(NodeType::kCa, 1, name("host", g, r, h)), 1);
+    }
+  // Local: all to all; router r's local port towards router q.
+  auto local_port = [&](unsigned r, unsigned q) { return static_cast<std::uint8_t>(s.hosts + 1 + (q < r ? q : q - 1)); };
+  for (unsigned g = 0; g < s.groups; ++g)
+    for (unsigned r = 0; r < s.routers; ++r)
+      for (unsigned q = r + 1; q < s.routers; ++q) t.connect(router[g][r], local_port(r, q), router[g][q], local_port(q, r));
+  // Global: slot j of a group (router j / globals, its port j % globals)
+  // goes to the group at offset (j mod (groups-1)) + 1, in round j / (groups-1);
+  // the slot back at that group has the opposite offset, same round.
+  const unsigned slots = s.routers * s.globals, others = s.groups - 1, rounds = slots / others;
+  auto slot_port = [&](unsigned g, unsigned j) {
+    return std::pair{router[g][j / s.globals], static_cast<std::uint8_t>(s.hosts + s.routers + j % s.globals)};
+  };
+  for (unsigned g = 0; g < s.groups; ++g)
+    for (unsigned round = 0; round < rounds; ++round)
+      for (unsigned off = 1; off <= others; ++off) {
+        const unsigned h = (g + off) % s.groups;
+        if (h < g) continue;  // linked from the other side
+        const unsigned j = round * others + off - 1, back = round * others + (s.groups - off) - 1;
+        const auto [a, ap] = slot_port(g, j);
+        const auto [b, bp] = slot_port(h, back);
+        t.connect(a, ap, b, bp);
+      }
+  return t;
+}
+
+std::size_t fail_links(Topology& t, const LinkFailures& spec) {
+  if (spec.fraction < 0 || spec.fraction > 1) throw std::invalid_argument("link failures: fraction must be in 0..1");
+  struct Cable {
+    std::uint32_t a;
+    std::uint8_t port;
+  };
+  std::vector<Cable> cables;
+  for (std::uint32_t n = 0; n < t.nodes.size(); ++n) {
+    const TopoNode& node = t.nodes[n];
+    if (!node.is_switch()) continue;
+    for (std::uint8_t p = 1; p <= node.num_ports; ++p) {
+      const TopoPort& port = node.ports[p];
+      if (port.connected() && t.nodes[port.peer_node].is_switch() && (port.peer_node > n || (port.peer_node == n && port.peer_port > p)))
+        cables.push_back({n, p});
+    }
+  }
+  std::mt19937_64 rng(spec.seed);
+  std::shuffle(cables.begin(), cables.end(), rng);
+  const auto want = static_cast<std::size_t>(spec.fraction * static_cast<double>(cables.size()) + 0.5);
+  // Connectivity of the switches without one cable: a BFS over switch links.
+  auto switches_connected = [&]() {
+    std::vector<std::uint8_t> seen(t.nodes.size(), 0);
+    std::vector<std::uint32_t> queue;
+    std::size_t switches = 0;
+    for (std::uint32_t n = 0; n < t.nodes.size(); ++n)
+      if (t.nodes[n].is_switch()) {
+        ++switches;
+        if (queue.empty()) queue.push_back(n), seen[n] = 1;
+      }
+    for (std::size_t i = 0; i < queue.size(); ++i)
+      for (const TopoPort& p : t.nodes[queue[i]].ports)
+        if (p.connected() && t.nodes[p.peer_node].is_switch() && !seen[p.peer_node]) {
+          seen[p.peer_node] = 1;
+          queue.push_back(p.peer_node);
+        }
+    return queue.size() == switches;
+  };
+  std::size_t removed = 0;
+  for (const Cable& c : cables) {
+    if (removed == want) break;
+    const TopoPort saved = t.nodes[c.a].ports[c.port];
+    const std::uint32_t b = saved.peer_node;
+    const std::uint8_t bp = saved.peer_port;
+    t.disconnect(c.a, c.port);
+    if (spec.keep_connected && !switches_connected()) {
+      t.connect(c.a, c.port, b, bp);
+      continue;
+    }
+    ++removed;
+  }
+  return removed;
 }
 
 }  // namespace madengine::sim

@@ -1,10 +1,13 @@
 // Topology generators: 2- and 3-level fat trees of radix k, random irregular
-// fabrics from a seed, and two separate subnets with the link that joins them.
+// fabrics from a seed, two separate subnets with the link that joins them,
+// 2D/3D tori and meshes, dragonflies, and random link failures on any of them.
 // GUIDs follow ibsim's default allocation, so a generated topology written
 // with write_topology() loads into ibsim with the same GUIDs.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <vector>
 
 #include "sim/topology.hpp"
 
@@ -57,5 +60,50 @@ struct TwoSubnets {
   std::uint8_t join_a_port = 0, join_b_port = 0;
 };
 TwoSubnets make_two_subnets(unsigned k = 8);
+
+// A 1D, 2D or 3D torus (wrap = true in a dimension) or mesh (wrap = false):
+// dims[d] switches along dimension d (1: the dimension is unused), each
+// linked to its neighbour in + and - direction by `links_per_neighbor`
+// cables, `hosts_per_switch` CAs on each switch. Switch ports: hosts first,
+// then per dimension the + cables, then the - cables. A ring of 2 gets both
+// cables between the same two switches. Node ids "sw-X-Y-Z", "host-X-Y-Z-H".
+struct TorusSpec {
+  std::array<unsigned, 3> dims{4, 4, 1};
+  std::array<bool, 3> wrap{true, true, true};
+  unsigned hosts_per_switch = 2;
+  unsigned links_per_neighbor = 1;
+};
+struct GridTopology {
+  Topology topo;
+  std::array<unsigned, 3> dims{};
+  std::array<bool, 3> wrap{};
+  std::vector<std::array<std::uint16_t, 3>> coords;  // by node index (CAs: their switch's)
+};
+GridTopology make_torus(const TorusSpec& spec);
+
+// A dragonfly (Kim et al.): `groups` groups of `routers` switches linked all
+// to all inside the group, `hosts` CAs per switch, and `globals` global
+// links per switch joining the groups, spread evenly over every pair of
+// groups (each pair gets (routers * globals) / (groups - 1) links; with
+// groups = routers * globals + 1, exactly one). Switch ports: hosts, then
+// local links, then global links. Node ids "g-G-r-R", "host-G-R-H".
+struct DragonflySpec {
+  unsigned groups = 9;
+  unsigned routers = 4;
+  unsigned hosts = 2;
+  unsigned globals = 2;
+};
+Topology make_dragonfly(const DragonflySpec& spec);
+
+// Removes `fraction` of the switch-to-switch links, chosen from the seed;
+// with keep_connected, never one whose removal would split the switches.
+// Returns how many were removed (fewer when keeping the fabric connected
+// leaves no candidates).
+struct LinkFailures {
+  double fraction = 0.05;
+  std::uint64_t seed = 1;
+  bool keep_connected = true;
+};
+std::size_t fail_links(Topology& topo, const LinkFailures& spec);
 
 }  // namespace madengine::sim

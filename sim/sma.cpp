@@ -334,13 +334,19 @@ std::uint16_t Fabric::sma_lft(bool set, std::uint32_t node, std::uint32_t mod, s
   if (switch_of_[node] == kNoNode) return st::kMethodAttrUnsupported;
   if (!wire::lft_modifier_valid(mod) || mod * wire::kLftBlockSize >= config_.linear_fdb_cap) return st::kInvalidField;
   SwitchState &sw = switches_[switch_of_[node]];
-  const std::size_t base = std::size_t{mod} * wire::kLftBlockSize;
+  static_assert(wire::kLftBlockSize == LftPool::kBlockLids);
   if (set) {
-    if (sw.lft.size() < base + wire::kLftBlockSize) sw.lft.resize(base + wire::kLftBlockSize, wire::kLftNoPort);
-    std::memcpy(sw.lft.data() + base, data, wire::kLftBlockSize);
+    // Blocks are shared between switches: a write swaps this switch's block id.
+    if (sw.lft.size() <= mod) {
+      if (sw.lft.capacity() <= mod) sw.lft.reserve(config_.linear_fdb_cap / wire::kLftBlockSize);
+      sw.lft.resize(mod + 1u, LftPool::kEmpty);
+    }
+    const std::uint32_t id = lft_pool_.acquire(data);
+    lft_pool_.release(sw.lft[mod]);
+    sw.lft[mod] = id;
   }
-  if (base < sw.lft.size())
-    std::memcpy(data, sw.lft.data() + base, wire::kLftBlockSize);
+  if (mod < sw.lft.size())
+    std::memcpy(data, lft_pool_.block(sw.lft[mod]).data(), wire::kLftBlockSize);
   else
     std::memset(data, wire::kLftNoPort, wire::kLftBlockSize);
   return st::kOk;

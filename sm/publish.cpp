@@ -10,6 +10,7 @@
 #include "engine/offload.hpp"
 #include "sa/paths/path_db.hpp"
 #include "sm/lids/lid_assign.hpp"
+#include "sm/routing/switch_graph.hpp"
 #include "sm/routing_hook.hpp"
 #include "sm/sm.hpp"
 
@@ -26,29 +27,51 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 RoutingOptions SubnetManager::routing_options() const {
   RoutingOptions ropts;
   ropts.algo = cfg_.routing;
+  ropts.chain = cfg_.routing_chain;
   ropts.root_guids = cfg_.root_guids;
   ropts.threads = std::max(1u, cfg_.routing_threads);
+  ropts.vls_max = data_vls_of_cap(cfg_.operational_vls);  // the data VLs bring-up enables
   return ropts;
 }
 
 // On a compute thread: touches only its arguments (the job owns them).
 Routed route_fabric(const fabric::Fabric& f, const RoutingOptions& ropts, unsigned shards, unsigned path_db_threads,
-                    const RoutingHook* hook) {
+                    const RouteBase* base, const RoutingHook* hook) {
   Routed out;
   const auto t0 = std::chrono::steady_clock::now();
-  out.routes = hook != nullptr && *hook ? route_by_hook(f, *hook) : compute_routes(f, ropts);
+  // The embedder's hook routes every destination. The engines, incremental:
+  // destinations the change since `base` leaves alone keep their routes (an
+  // unchanged fabric writes no LFT block).
+  if (hook != nullptr && *hook) {
+    out.routes = route_by_hook(f, *hook);
+    base = nullptr;
+  } else {
+    out.routes = base != nullptr
+                     ? compute_routes(f, ropts, PreviousRoutes{&base->snap->fabric, base->routes.get(), &base->snap->lfts})
+                     : compute_routes(f, ropts);
+  }
   out.routing_s = seconds_since(t0);
   if (!out.routes.ok()) return out;
   const auto t1 = std::chrono::steady_clock::now();
-  out.paths = sa::PathDb::build(f, out.routes.lfts, out.routes.top_lid, shards, std::max(1u, path_db_threads));
+  // Every route kept on the same fabric: the base's path database answers
+  // the same (renumbered), so it is not built again.
+  const RoutingResult& r = out.routes;
+  const bool same_routes = base != nullptr && r.incremental && r.lids_rerouted == 0 && !r.layers.layered() &&
+                           r.top_lid == base->snap->top_lid;
+  if (!same_routes || !sa::PathDb::reuse(base->snap->paths, base->snap->fabric, f, out.paths))
+    out.paths = sa::PathDb::build(f, r.lfts, r.top_lid, shards, std::max(1u, path_db_threads), &r.layers);
   out.path_db_s = seconds_since(t1);
   return out;
 }
 
-Task<std::optional<Routed>> SubnetManager::route(std::shared_ptr<const fabric::Fabric> f) {
+Task<std::optional<Routed>> SubnetManager::route(std::shared_ptr<const fabric::Fabric> f, bool incremental) {
+  std::optional<RouteBase> base;
+  if (incremental && current_ != nullptr && current_routes_ != nullptr) base = RouteBase{current_, current_routes_};
   auto job = offload(*compute_, mailbox_,
-                     [f, ropts = routing_options(), shards = unsigned{engine_.cores()}, threads = cfg_.path_db_threads,
-                      hook = cfg_.routing_hook] { return route_fabric(*f, ropts, shards, threads, &hook); });
+                     [f, base, ropts = routing_options(), shards = unsigned{engine_.cores()}, threads = cfg_.path_db_threads,
+                      hook = cfg_.routing_hook] {
+                       return route_fabric(*f, ropts, shards, threads, base ? &*base : nullptr, &hook);
+                     });
   auto r = co_await job;
   if (!r) {
     if (!r.cancelled) spdlog::error("sm: routing failed (out of memory?)");
@@ -92,13 +115,14 @@ Task<void> SubnetManager::prepare_warm(fabric::Fabric f, std::vector<std::uint16
     co_return;
   }
   auto fab = std::make_shared<fabric::Fabric>(std::move(f));
-  Task<std::optional<Routed>> routing = route(fab);
+  Task<std::optional<Routed>> routing = route(fab, false);
   std::optional<Routed> routed = co_await routing;
   if (!routed || !routed->routes.ok()) co_return;
   auto snap = std::make_shared<sa::Snapshot>();
   snap->paths = std::move(routed->paths);
   snap->lfts = std::move(routed->routes.lfts);
   snap->top_lid = routed->routes.top_lid;
+  warm_routes_ = std::make_shared<const RoutingResult>(std::move(routed->routes));
   snap->subnet_prefix = cfg_.subnet_prefix;
   snap->sm = sm_identity(lp, lp.lid, wire::SmState::kMaster, 0);
   fill_tables(*fab, *snap);
@@ -129,6 +153,7 @@ bool SubnetManager::publish_warm(const fabric::Fabric& f, const std::vector<std:
   warm_->epoch = ++epoch_;
   warm_->sm.act_count = ha_->act_count();
   current_ = warm_;
+  current_routes_ = std::move(warm_routes_);
   store_.publish(std::shared_ptr<const sa::Snapshot>(warm_));
   spdlog::info("sm: takeover: LIDs as prepared, SA answering from epoch {} while routing and programming run", epoch_);
   warm_.reset();

@@ -65,10 +65,16 @@ RoutingResult route_by_hook(const fabric::Fabric& f, const RoutingHook& hook) {
     }
   }
   res.lfts = std::move(lfts);
-  // What the SM's engines report: LIDs some switch cannot reach.
+  // What the SM's engines report: LIDs some switch cannot reach, every LID
+  // routed in this pass, and one layer (SL 0, the identity SL-to-VL
+  // mapping): the hook gives LFTs only.
   for (const fabric::Lft& l : res.lfts)
     for (const LidTarget& t : g.targets)
       for (std::uint8_t i = 0; i < t.lid_count; ++i) res.unreachable += l.ports[t.base_lid + i] == kLftNoRoute;
+  for (const LidTarget& t : g.targets) res.lids_rerouted += t.lid_count;
+  res.layers = fabric::PathLayers(res.lfts.size(), res.top_lid);
+  res.layers.set_count_at_least(1);
+  res.sl_to_vl.assign(1, 0);
   return res;
 }
 

@@ -7,6 +7,7 @@
 #include "sm/sm.hpp"
 
 #include <spdlog/spdlog.h>
+#include <spdlog/fmt/fmt.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +21,7 @@ namespace madengine::sm {
 
 namespace {
 
+constexpr std::size_t kChangedSwitchesMax = 64;  // switches noted between heavy sweeps
 constexpr Nanos kIdleStepNs = 20 * kNanosPerMilli;  // how often the idle loop looks for traps and requests
 
 }  // namespace
@@ -60,7 +62,9 @@ class SubnetManager::PortWatch final : public LifecycleListener {
  public:
   explicit PortWatch(SubnetManager& sm) : sm_(sm) {}
   void on_port_event(const PortEvent& ev) noexcept override {
-    if (ev.event == DeviceEvent::kDeviceBack) {
+    if (ev.event == DeviceEvent::kDeviceLost) {
+      spdlog::warn("sm: the device of our port {} is lost: SMPs wait for it, then fail", ev.port_num);
+    } else if (ev.event == DeviceEvent::kDeviceBack) {
       spdlog::info("sm: our port {} is back: heavy sweep", ev.port_num);
       sm_.request_heavy_sweep();
     } else if (ev.event == DeviceEvent::kPortChanged) {
@@ -162,7 +166,7 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
   ha_->start();
   status_.state = ha_->state();
   sched_->spawn(ha_->poll_loop());
-  sched_->spawn(run());
+  run_task_ = sched_->spawn(run());
   if (replica_) sched_->spawn(replica_loop());
 }
 
@@ -221,6 +225,7 @@ void SubnetManager::on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept {
     const std::uint16_t trap = notice && notice->is_generic() ? notice->trap_number.get() : 0;
     if (trap == wire::trap::kLinkStateChange) {
       spdlog::info("sm: trap 128 (link state change) from LID {}: heavy sweep", notice->issuer_lid.get());
+      note_changed_switch(notice->issuer_lid.get());
       heavy_requested_.store(true, std::memory_order_relaxed);
     } else if (trap == wire::trap::kLocalChanges) {
       // Another SM's priority or IsSM changed: a master looks again (IBA 14.4.1.1).
@@ -232,6 +237,7 @@ void SubnetManager::on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept {
     // Repress the trap so the SMA stops repeating it (IBA 14.2.5.1).
     h.method = wire::method::kTrapRepress;
     ctx.tx().send(buf);
+    if (idle_) sched_->wake(run_task_);  // its sweep starts now, not at the next idle check
     if (notice) {
       // Subscribers get it as a Report (IBA 13.4.8.3); an SMP Trap has no
       // room for IssuerGID, so it is filled from the issuer's LID.
@@ -251,10 +257,24 @@ void SubnetManager::on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept {
   }
   // SubnGet/SubnSet(SMInfo): the HA agent answers and acts (IBA 14.4).
   ha_->on_sminfo(buf, ctx);
+  if (idle_) sched_->wake(run_task_);  // a HANDOVER's sweep starts now, not at the next idle check
   ++sminfo_answered_;
   const std::uint64_t n = sminfo_answered_;
   update_status([n](SmStatus& s) { s.sminfo_answered = n; });
   publish_ha_status();
+}
+
+void SubnetManager::note_changed_switch(std::uint16_t lid) {
+  const fabric::EndPort* e = current_ != nullptr ? current_->end_port_by_lid(lid) : nullptr;
+  if (e == nullptr || !current_->fabric.nodes[e->node].is_switch()) {
+    walk_reason_ = fmt::format("trap 128 from LID {}, not a switch we know", lid);
+    return;
+  }
+  if (changed_switches_.size() >= kChangedSwitchesMax) {
+    walk_reason_ = "many switches changed";
+    return;
+  }
+  changed_switches_.push_back(current_->fabric.nodes[e->node].node_guid);
 }
 
 // ---- the main loop --------------------------------------------------------------
@@ -282,7 +302,9 @@ Task<void> SubnetManager::run() {
     Nanos next_light = sched_->clock().now_ns() + light_ns;
     Nanos next_local = sched_->clock().now_ns() + local_ns;
     for (;;) {
+      idle_ = true;
       const Wake w = co_await sched_->sleep_for(kIdleStepNs);
+      idle_ = false;
       if (!w) co_return;
       if (ha_->take_sweep_request()) break;
       if (!sweeping()) {

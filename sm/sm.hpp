@@ -51,11 +51,16 @@ struct SmConfig {
   std::uint16_t core = 0;                  // engine core the SM's tasks run on
   std::uint32_t window_smps_max = 64;      // SMPs in flight (OpenSM: 4)
   std::uint32_t window_per_dest_max = 4;   // in flight to one node (DR path or LID)
+  // Links that went down at switches that reported them (trap 128, light
+  // sweep) are taken down in the last fabric after reading those switches'
+  // ports, instead of walking the whole subnet (OpenSM walks it).
+  bool rediscover_link_changes = true;
   std::uint32_t timeout_ms = 200;          // per attempt, OpenSM's default
   std::uint8_t retries = 3;
   std::string guid2lid_path;               // empty: LIDs are not persisted
   std::uint8_t lmc = 0;
   RoutingAlgo routing = RoutingAlgo::kMinHop;
+  std::vector<RoutingAlgo> routing_chain;  // non-empty: engines tried in order, replacing `routing` (sm/routing)
   std::vector<std::uint64_t> root_guids;   // up/down roots (empty: detected)
   unsigned routing_threads = 1;
   unsigned path_db_threads = 1;
@@ -146,9 +151,14 @@ struct SweepStats {
   std::uint32_t new_nodes = 0, vanished_nodes = 0;
   std::uint32_t lids_new = 0;
   std::uint32_t discovery_errors = 0;
+  bool rediscovered = false;          // from the last fabric and the changed switches, not a walk of the subnet
+  std::string walk_reason;            // why a re-discovery was not enough (empty: none was tried)
   BringupReport bringup;
   std::uint32_t mft_blocks_written = 0;
   std::uint16_t top_lid = 0;
+  std::string routing_engine;        // the engine of the chain that routed, or "routing hook"
+  std::uint8_t routing_vls = 0;      // SLs/VLs its layers use (identity SL2VL)
+  std::uint32_t lids_rerouted = 0;   // LIDs routed this sweep (incremental: only those a change touched)
   double tables_s = 0;  // included in programming_s
   double discovery_s = 0, lids_s = 0, routing_s = 0, path_db_s = 0, programming_s = 0, total_s = 0;
   bool ok = false;
@@ -162,10 +172,21 @@ struct Routed {
   double routing_s = 0, path_db_s = 0;  // wall time on the compute thread
 };
 
-// The compute job itself: a pure function of its arguments.
-// With `hook` (not empty), the hook routes instead of the engine `ropts` names.
+// The publication a sweep re-routes from (incremental routing, path
+// database reuse): its snapshot (fabric, LFTs, paths) and its routing
+// without the LFTs, which the snapshot holds. Immutable, so a compute job
+// can read it while the SM core goes on.
+struct RouteBase {
+  std::shared_ptr<const sa::Snapshot> snap;
+  std::shared_ptr<const RoutingResult> routes;
+};
+
+// The compute job itself: a pure function of its arguments; `base` null:
+// every destination routed, the path database built. With `hook` (not
+// empty), the embedder's hook routes instead of the engines `ropts` names,
+// every destination each time (`base` is not used).
 Routed route_fabric(const fabric::Fabric& f, const RoutingOptions& ropts, unsigned shards, unsigned path_db_threads,
-                    const RoutingHook* hook = nullptr);
+                    const RouteBase* base = nullptr, const RoutingHook* hook = nullptr);
 
 // What the SM remembers of its own mastership; the SMInfo state itself is
 // the HA agent's (sm/ha).
@@ -220,7 +241,11 @@ class SubnetManager {
   bool wait_subnet_up(std::chrono::milliseconds timeout) const {
     return wait_for([](const SmStatus& s) { return s.subnet_up; }, timeout);
   }
-  void request_heavy_sweep() noexcept { heavy_requested_.store(true, std::memory_order_relaxed); }
+  // A heavy sweep that walks the whole subnet (no re-discovery from the last fabric).
+  void request_heavy_sweep() noexcept {
+    walk_requested_.store(true, std::memory_order_relaxed);
+    heavy_requested_.store(true, std::memory_order_relaxed);
+  }
 
  private:
   class ResponseHook;
@@ -230,7 +255,7 @@ class SubnetManager {
   Task<void> heavy_sweep();
   RoutingOptions routing_options() const;
   // Routes and the path database of `f`, computed on the compute pool.
-  Task<std::optional<Routed>> route(std::shared_ptr<const fabric::Fabric> f);
+  Task<std::optional<Routed>> route(std::shared_ptr<const fabric::Fabric> f, bool incremental);
   // snap->index() on the compute pool; false when cancelled.
   Task<bool> index_snapshot(std::shared_ptr<sa::Snapshot> snap);
   sa::SmIdentity sm_identity(const LocalPort& lp, std::uint16_t lid, wire::SmState state, std::uint32_t act_count) const noexcept;
@@ -238,6 +263,9 @@ class SubnetManager {
   Task<void> prepare_warm(fabric::Fabric f, std::vector<std::uint16_t> current_lids, LocalPort lp);
   bool publish_warm(const fabric::Fabric& f, const std::vector<std::uint16_t>& current_lids);
   Task<bool> light_sweep();
+  // A switch reported a link-state change (trap 128 from its LID): the next
+  // heavy sweep re-reads it; an issuer that is not a known switch makes it walk.
+  void note_changed_switch(std::uint16_t lid);
   // Our own port's PortInfo (state, LID) as a master left it; true when it changed.
   Task<bool> local_port_changed();
   Task<void> replica_loop();
@@ -291,6 +319,10 @@ class SubnetManager {
   // (its LIDs, our routes), published the moment a takeover sweep finds the
   // same LIDs, so the SA answers before routing is recomputed.
   std::shared_ptr<sa::Snapshot> warm_;
+  // The routing of current_ (and of warm_) without its LFTs, which the
+  // snapshot holds: the next sweep re-routes incrementally from them (null:
+  // it routes everything).
+  std::shared_ptr<const RoutingResult> current_routes_, warm_routes_;
   SmRoleState role_;
   std::uint16_t sm_lid_ = 0;
   std::uint8_t local_port_ = 1;  // as NodeInfo.LocalPortNum reported it (0 on a switch)
@@ -302,8 +334,16 @@ class SubnetManager {
   bool sa_state_restored_ = false; // cfg_.sa_state_restored, until our first mastership
 
   std::atomic<bool> heavy_requested_{true};
+  // The next heavy sweep walks the whole subnet; unless set, it re-discovers
+  // from the last fabric the switches in changed_switches_ (node GUIDs, from
+  // traps 128 and light sweeps; sm/discovery/rediscover.hpp).
+  std::atomic<bool> walk_requested_{true};  // request_heavy_sweep() (any thread)
+  std::string walk_reason_;                  // the SM's own finding that the next sweep must walk
+  std::vector<std::uint64_t> changed_switches_;
   std::uint8_t local_state_seen_ = 0;  // our port's PortState after our last sweep (0: unknown)
   bool local_check_now_ = false;       // a port event: check our port without waiting
+  TaskHandle run_task_;                // run(): woken from its idle sleep by traps and SMInfo Sets
+  bool idle_ = false;                  // run() sleeps between its checks
   std::atomic<bool> mcast_dirty_{false};
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;

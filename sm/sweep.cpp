@@ -10,6 +10,7 @@
 #include "madengine/wire/codec.hpp"
 #include "sa/paths/path_db.hpp"
 #include "sm/discovery/discovery.hpp"
+#include "sm/discovery/rediscover.hpp"
 #include "sm/lids/lid_assign.hpp"
 #include "sm/sm.hpp"
 
@@ -19,6 +20,13 @@ namespace {
 
 double seconds(Nanos a, Nanos b) { return static_cast<double>(b - a) / 1e9; }
 
+// The SM's own node in a fabric it discovered: the one reached by the empty path.
+fabric::NodeId local_node_of(const fabric::Fabric& f) {
+  for (fabric::NodeId i = 0; i < f.nodes.size(); ++i)
+    if (f.nodes[i].dr_path.hops == 0) return i;
+  return fabric::kNoNode;
+}
+
 }  // namespace
 
 Task<void> SubnetManager::heavy_sweep() {
@@ -27,10 +35,40 @@ Task<void> SubnetManager::heavy_sweep() {
   const Nanos t0 = clock.now_ns();
   const std::uint64_t smps0 = queue_->submitted();
   const LocalPort lp = transport_.local_port();
+  ha_->sweep_started();
   phase(SmPhase::kDiscovery);
   // PortStateChange bits are cleared only once we know we act on this sweep.
   const DiscoveryOptions dopts{.port_num = lp.port_num, .m_key = cfg_.m_key, .clear_port_state_change = false};
-  DiscoveryResult d = co_await discover(*queue_, dopts);
+  std::vector<std::uint64_t> changed = std::move(changed_switches_);
+  changed_switches_.clear();
+  std::string walk_reason = std::move(walk_reason_);
+  walk_reason_.clear();
+  if (walk_requested_.exchange(false, std::memory_order_relaxed)) walk_reason = "requested";
+  else if (!cfg_.rediscover_link_changes) walk_reason = "re-discovery is off";
+  else if (current_ == nullptr) walk_reason = "no fabric yet";
+  else if (ha_->state() != wire::SmState::kMaster || role_.mastership_new) walk_reason = "a new mastership";
+  else if (walk_reason.empty() && changed.empty()) walk_reason = "no switch reported a change";
+  st.walk_reason = walk_reason;
+  std::optional<DiscoveryResult> found;
+  if (walk_reason.empty()) {
+    Task<Rediscovery> again = rediscover(*queue_, current_->fabric, local_node_of(current_->fabric), local_port_,
+                                         std::move(changed), dopts);
+    Rediscovery r = co_await again;
+    if (r.result) {
+      found = std::move(r.result);
+      st.rediscovered = true;
+      spdlog::info("sm: re-discovery: {} link(s) down, {} SMPs", r.links_down, found->smps);
+    } else {
+      st.walk_reason = r.full_reason;
+      spdlog::info("sm: re-discovery not enough ({}): walking the subnet", r.full_reason);
+    }
+  }
+  if (!found) {
+    Task<DiscoveryResult> walking = discover(*queue_, dopts);
+    found = co_await walking;
+  }
+  DiscoveryResult d = std::move(*found);
+  found.reset();
   const Nanos t1 = clock.now_ns();
   st.discovery_s = seconds(t0, t1);
   st.discovery_smps = queue_->submitted() - smps0;
@@ -106,7 +144,7 @@ Task<void> SubnetManager::heavy_sweep() {
   // job owns the fabric until it is done.
   auto fab = std::make_shared<fabric::Fabric>(std::move(d.fabric));
   phase(SmPhase::kRouting);
-  Task<std::optional<Routed>> routing = route(fab);  // a named task: see docs/coding-notes.md
+  Task<std::optional<Routed>> routing = route(fab, true);  // a named task: see docs/coding-notes.md
   std::optional<Routed> routed = co_await routing;
   if (!routed) co_return;  // cancelled: the SM is going away
   if (ha_->state() != wire::SmState::kMaster) {
@@ -125,6 +163,14 @@ Task<void> SubnetManager::heavy_sweep() {
     co_return;
   }
   st.top_lid = routes.top_lid;
+  st.routing_engine = cfg_.routing_hook ? "routing hook" : to_string(routes.engine);
+  st.routing_vls = routes.layers.count();
+  st.lids_rerouted = routes.lids_rerouted;
+  for (const std::string& why : routes.failed) spdlog::warn("sm: routing: {} (next engine of the chain)", why);
+  spdlog::info("sm: routing: {} on {} SL/VL(s), {} LIDs routed{}{}; {:.3f} s (hop tables {:.3f}, LFTs {:.3f}, layers {:.3f})",
+               st.routing_engine, st.routing_vls, st.lids_rerouted, routes.incremental ? " (incremental)" : "",
+               routes.full_reason.empty() ? "" : " (full: " + routes.full_reason + ")", st.routing_s, routes.hop_tables_s,
+               routes.lfts_s, routes.layers_s);
   sm_lid_ = fab->lid_of(fabric::EndPort{d.local_node, d.local_port});
   local_port_ = d.local_port;
   auto snap = std::make_shared<sa::Snapshot>();
@@ -149,6 +195,7 @@ Task<void> SubnetManager::heavy_sweep() {
     if (const bool ok = co_await indexing; !ok) co_return;
     pre->epoch = ++epoch_;
     current_ = pre;
+    current_routes_.reset();  // its routing joins it at the final publication
     store_.publish(pre);
     spdlog::info("sm: LIDs unchanged: SA answering from epoch {} while the fabric is programmed", epoch_);
     const std::uint64_t e = epoch_;
@@ -205,6 +252,7 @@ Task<void> SubnetManager::heavy_sweep() {
 
   snap->lfts = std::move(routes.lfts);
   snap->top_lid = routes.top_lid;
+  auto next_routes = std::make_shared<const RoutingResult>(std::move(routes));  // without its LFTs, which snap holds
   snap->sm = sm_identity(lp, sm_lid_, ha_->state(), ha_->act_count());
   snap->subnet_prefix = cfg_.subnet_prefix;
   fill_tables(d.fabric, *snap);
@@ -213,6 +261,7 @@ Task<void> SubnetManager::heavy_sweep() {
   if (const bool ok = co_await indexing; !ok) co_return;
   snap->epoch = ++epoch_;
   current_ = snap;
+  current_routes_ = std::move(next_routes);
   store_.publish(snap);
   st.gid_traps = report_gid_changes(*snap);
   phase(SmPhase::kPublished);
@@ -276,14 +325,19 @@ Task<bool> SubnetManager::light_sweep() {
                                                  {}, cfg_.m_key)
                               : make_dr_request(wire::method::kGet, wire::smp_attr::kSwitchInfo, 0, path, port_num, {},
                                                 cfg_.m_key);
-    queue_->submit(get, [this, changed, path, port_num](const TxnResult& r) {
+    queue_->submit(get, [this, changed, path, port_num, guid = n.node_guid](const TxnResult& r) {
       const auto si = smp_response_ok(r) ? wire::decode<wire::SwitchInfo>(smp_data(r.response)) : std::nullopt;
       if (!si) {
-        *changed = true;  // a switch stopped answering
+        // A switch stopped answering, or its LID route crossed a link that
+        // went down: the heavy sweep reads it around the changed links, and
+        // walks the subnet if it still does not answer.
+        *changed = true;
+        changed_switches_.push_back(guid);
         return;
       }
       if (si->port_state_change() == 0) return;
       *changed = true;
+      changed_switches_.push_back(guid);
       wire::SwitchInfo clear = *si;
       clear.prepare_for_set(true);  // write 1 to clear (IBA 14.2.5.4)
       queue_->submit(make_dr_request(wire::method::kSet, wire::smp_attr::kSwitchInfo, 0, path, port_num,
@@ -294,9 +348,12 @@ Task<bool> SubnetManager::light_sweep() {
   const std::uint16_t want_lid = sm_lid_;
   queue_->submit(make_dr_request(wire::method::kGet, wire::smp_attr::kPortInfo, local_port_, wire::DrPath{}, port_num, {},
                                  cfg_.m_key),
-                 [changed, want_lid](const TxnResult& r) {
+                 [this, changed, want_lid](const TxnResult& r) {
                    const auto pi = smp_response_ok(r) ? wire::decode<wire::PortInfo>(smp_data(r.response)) : std::nullopt;
-                   if (!pi || pi->state() != wire::PortState::kActive || pi->lid.get() != want_lid) *changed = true;
+                   if (!pi || pi->state() != wire::PortState::kActive || pi->lid.get() != want_lid) {
+                     *changed = true;
+                     walk_reason_ = "our port changed";
+                   }
                  });
   co_await queue_->drained();
   const std::uint64_t smps = queue_->submitted() - smps0;
@@ -327,8 +384,10 @@ Task<bool> SubnetManager::local_port_changed() {
                    *state = pi->port_state();
                  });
   co_await queue_->drained();
-  if (*changed)
+  if (*changed) {
     spdlog::info("sm: our port is {} (was {}): heavy sweep", *state, local_state_seen_);
+    walk_reason_ = "our port changed";
+  }
   local_state_seen_ = *state;
   co_return *changed;
 }

@@ -6,6 +6,10 @@
 //   bringup_bench ibsim madengine ft2:36      (k = 36: 648 hosts)
 //   bringup_bench ibsim opensm ft3:36:4       (k = 36, 4 pods: 1,296 hosts)
 //   bringup_bench sim madengine ft3:36:36     (11,664 hosts)
+//   bringup_bench sim madengine ft3:56:56 2 minhop [resweep]
+//     (routing and path-db threads, routing chain; with "resweep", a second
+//     heavy sweep of the unchanged fabric follows subnet up on the sim: it
+//     re-routes incrementally and should write no LFT block)
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -60,6 +64,8 @@ long peak_rss_kb() {
 
 void print_madengine(const char* where, const Spec& spec, double wall_s, const sm::SmStatus& st, long rss_kb) {
   const auto& h = st.last_heavy;
+  std::printf("%-6s %-10s %-10s routing %s on %u SL/VL(s), %u LIDs routed, %u LFT blocks written\n", where, "madengine",
+              spec.text.c_str(), h.routing_engine.c_str(), h.routing_vls, h.lids_rerouted, h.bringup.lft_blocks_written);
   std::printf("%-6s %-10s %-10s nodes %u switches %u cas %u | subnet up %.3f s | discovery %.3f lids %.3f routing %.3f "
               "pathdb %.3f programming %.3f (sweep %.3f) s | SMPs %llu | peak RSS %.1f MB | errors %u\n",
               where, "madengine", spec.text.c_str(), h.nodes, h.switches, h.cas, wall_s, h.discovery_s, h.lids_s,
@@ -67,7 +73,7 @@ void print_madengine(const char* where, const Spec& spec, double wall_s, const s
               static_cast<double>(rss_kb) / 1024.0, h.bringup.errors + h.discovery_errors);
 }
 
-int run_ibsim(const std::string& sm_name, const Spec& spec) {
+int run_ibsim(const std::string& sm_name, const Spec& spec, const sm::SmConfig& cfg) {
   const std::string path = std::filesystem::temp_directory_path() / ("bringup-" + std::to_string(::getpid()) + ".topo");
   sim::save_topology(spec.topo, path);
   ibsim::IbsimFabric fabric(path, {.start_timeout = std::chrono::seconds(120)});
@@ -106,7 +112,7 @@ int run_ibsim(const std::string& sm_name, const Spec& spec) {
   Engine engine(EngineConfig{.cores = 1, .pin = false});
   engine.add_transport(transport, 0);
   sa::SnapshotStore store;
-  sm::SubnetManager sm(engine, transport, sm::SmConfig{.routing = sm::RoutingAlgo::kMinHop}, store);
+  sm::SubnetManager sm(engine, transport, cfg, store);
   engine.start();
   const bool up = sm.wait_subnet_up(std::chrono::minutes(30));
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -119,16 +125,17 @@ int run_ibsim(const std::string& sm_name, const Spec& spec) {
   return 0;
 }
 
-int run_sim(const Spec& spec) {
+int run_sim(Spec spec, const sm::SmConfig& cfg, bool resweep) {
   const auto t0 = std::chrono::steady_clock::now();
   sim::Fabric fabric(spec.topo);
+  spec.topo = sim::Topology{};  // the sim has its own copy
   const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   sim::SimTransport transport(fabric, fabric.find_node(spec.sm_host), 1);
   if (!transport.open(AgentSpec{.smi = true, .is_sm = true})) return 1;
   Engine engine(EngineConfig{.cores = 1, .pin = false, .clock = &fabric.clock()});
   engine.add_transport(transport, 0);
   sa::SnapshotStore store;
-  auto sm = std::make_unique<sm::SubnetManager>(engine, transport, sm::SmConfig{}, store);
+  auto sm = std::make_unique<sm::SubnetManager>(engine, transport, cfg, store);
   const auto t1 = std::chrono::steady_clock::now();
   while (!sm->status().subnet_up && sm->status().heavy_sweeps == 0) {
     if (engine.poll_all_once() == 0) fabric.advance(kNanosPerMilli);
@@ -139,6 +146,16 @@ int run_sim(const Spec& spec) {
               "the rest wall)\n",
               build_s, static_cast<double>(fabric.memory_bytes()) / 1048576.0);
   print_madengine("sim", spec, wall, st, peak_rss_kb());
+  if (st.subnet_up && resweep) {
+    // The same fabric again: incremental routing keeps every route.
+    sm->request_heavy_sweep();
+    const auto t2 = std::chrono::steady_clock::now();
+    while (sm->status().heavy_sweeps < 2) {
+      if (engine.poll_all_once() == 0) fabric.advance(kNanosPerMilli);
+    }
+    const double again = std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count();
+    print_madengine("resweep", spec, again, sm->status(), peak_rss_kb());
+  }
   sm.reset();
   engine.quiesce();
   return st.subnet_up ? 0 : 1;
@@ -147,8 +164,14 @@ int run_sim(const Spec& spec) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s ibsim|sim madengine|opensm ft2:K|ft3:K:PODS\n", argv[0]);
+  if (argc < 4 || argc > 7) {
+    std::fprintf(stderr, "usage: %s ibsim|sim madengine|opensm ft2:K|ft3:K:PODS [threads] [routing chain] [resweep]\n", argv[0]);
+    return 2;
+  }
+  sm::SmConfig cfg;
+  if (argc > 4) cfg.routing_threads = cfg.path_db_threads = static_cast<unsigned>(std::max(1, std::atoi(argv[4])));
+  if (argc > 5 && !sm::parse_routing_chain(argv[5], cfg.routing_chain)) {
+    std::fprintf(stderr, "bad routing chain %s\n", argv[5]);
     return 2;
   }
   const std::string mode = argv[1], sm_name = argv[2];
@@ -157,8 +180,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bad arguments\n");
     return 2;
   }
-  if (mode == "sim") return sm_name == "madengine" ? run_sim(spec) : 2;
+  const bool resweep = argc > 6 && std::string(argv[6]) == "resweep";
+  if (mode == "sim") return sm_name == "madengine" ? run_sim(std::move(spec), cfg, resweep) : 2;
   if (mode != "ibsim") return 2;
   if (sm_name == "madengine") ibsim::reexec_with_shim(argc, argv);
-  return run_ibsim(sm_name, spec);
+  return run_ibsim(sm_name, spec, cfg);
 }

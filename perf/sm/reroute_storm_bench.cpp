@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -104,6 +106,28 @@ Run read_run(const std::string& path) {
   r.busy = c.value("busy", 0ull);
   r.errors = c.value("errors", 0ull);
   return r;
+}
+
+// The 100 ms buckets whose worst answer took longer than `over_ms`, as
+// wall-clock times of day (UTC, as the daemon's log), so a stall can be laid
+// beside the SM's phase lines.
+void print_stalls(const std::string& path, double over_ms) {
+  const auto j = nlohmann::json::parse(read_file(path), nullptr, false);
+  if (j.is_discarded() || !j.contains("series")) return;
+  const double bucket_ms = j["series"].value("bucket_ms", 100.0);
+  const double start_ms = j["wall"].value("start_unix_ns", 0.0) / 1e6 + j["config"].value("warmup_ms", 0.0);
+  std::size_t i = 0;
+  for (const auto& b : j["series"]["buckets"]) {
+    if (b.size() == 4 && b[3].get<double>() / 1000 > over_ms) {
+      const double t_ms = start_ms + static_cast<double>(i) * bucket_ms;
+      const std::time_t secs = static_cast<std::time_t>(t_ms / 1000);
+      std::tm tm{};
+      ::gmtime_r(&secs, &tm);
+      std::printf("  %02d:%02d:%02d.%03d  worst %.1f ms  (%u answered)\n", tm.tm_hour, tm.tm_min, tm.tm_sec,
+                  static_cast<int>(std::fmod(t_ms, 1000.0)), b[3].get<double>() / 1000, b[1].get<unsigned>());
+    }
+    ++i;
+  }
 }
 
 void print_run(const char* label, const Run& r) {
@@ -200,6 +224,8 @@ int main(int argc, char** argv) {
   print_run(("cable " + cable + " pulled").c_str(), reroute);
   std::printf("\nworst latency: %.2f ms more than the control run; heavy sweeps during the storm: %zu\n",
               reroute.max_ms - control.max_ms, ups_after - ups_before);
+  std::printf("100 ms buckets of the re-route run with an answer over 10 ms:\n");
+  print_stalls(dir + "/reroute.json", 10.0);
   // The last sweep's phases, from the daemon's own line.
   const auto at = log.rfind("sm: subnet up");
   if (at != std::string::npos) std::printf("%s\n", log.substr(at, log.find('\n', at) - at).c_str());

@@ -1,24 +1,35 @@
-// Routing benchmark: LID assignment and each routing engine's two phases on
-// fat trees of 36-port switches (648 .. 11,664 hosts), 1 and N threads.
-//   routing_bench [max_hosts] [threads]
+// Routing benchmark: each engine on fat trees from 648 to 43,904 hosts (the
+// cost curve) and on tori, meshes, dragonflies and damaged fat trees: wall
+// and CPU time of a full pass and its phases, VLs used, routes per link
+// (route checker, small fabrics), and incremental passes after nothing
+// changed and after one cable was cut (LIDs routed again, LFT blocks that
+// change).
+//   routing_bench [max_hosts] [threads] [engines]     (engines: comma list, default per table)
 #include <fmt/format.h>
 #include <sys/resource.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "fabric_builders.hpp"
+#include "routing_fabrics.hpp"
 #include "sm/lids/lid_assign.hpp"
 #include "sm/routing/routing.hpp"
+#include "sm/routing/verify.hpp"
 
 using namespace madengine;
 
 namespace {
 
 struct Case {
-  const char* name;
+  std::string name;
   unsigned hosts;
-  fabric::Fabric (*build)();
+  std::function<fabric::Fabric()> build;
+  std::vector<sm::RoutingAlgo> engines;
 };
 
 long peak_rss_mb() {
@@ -27,42 +38,118 @@ long peak_rss_mb() {
   return u.ru_maxrss / 1024;
 }
 
+double cpu_s() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
+
+fabric::Fabric lids(fabric::Fabric f) {
+  sm::Guid2Lid map;
+  sm::assign_lids(f, map, 0);
+  return f;
+}
+
+// LFT blocks (64 LIDs) that differ: what bring-up would write.
+std::size_t blocks_changed(const sm::RoutingResult& a, const sm::RoutingResult& b) {
+  std::size_t n = 0;
+  for (std::size_t s = 0; s < a.lfts.size() && s < b.lfts.size(); ++s)
+    for (std::size_t i = 0; i < a.lfts[s].ports.size(); i += 64)
+      n += std::equal(a.lfts[s].ports.begin() + static_cast<std::ptrdiff_t>(i),
+                      a.lfts[s].ports.begin() + static_cast<std::ptrdiff_t>(std::min(i + 64, a.lfts[s].ports.size())),
+                      b.lfts[s].ports.begin() + static_cast<std::ptrdiff_t>(i))
+               ? 0
+               : 1;
+  return n;
+}
+
+// The first switch-to-switch cable, cut on both ends.
+fabric::Fabric cut_one_cable(fabric::Fabric f) {
+  for (auto& n : f.nodes) {
+    if (!n.is_switch()) continue;
+    for (std::uint8_t p = 1; p <= n.num_ports(); ++p) {
+      fabric::Port& a = n.ports[p];
+      if (!a.linked() || !f.nodes[a.peer].is_switch()) continue;
+      f.nodes[a.peer].ports[a.peer_port].peer = fabric::kNoNode;
+      a.peer = fabric::kNoNode;
+      return f;
+    }
+  }
+  return f;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const unsigned max_hosts = argc > 1 ? static_cast<unsigned>(std::atoi(argv[1])) : 11664;
   const unsigned threads = argc > 2 ? static_cast<unsigned>(std::atoi(argv[2])) : 2;
-  const Case cases[] = {
-      {"ft2 k36", 648, [] { return testing::fat_tree2(36, 18, 18); }},
-      {"ft3 k36 4 pods", 1296, [] { return testing::fat_tree3(4, 18, 18, 18, 18); }},
-      {"ft3 k36 8 pods", 2592, [] { return testing::fat_tree3(8, 18, 18, 18, 18); }},
-      {"ft3 k36 16 pods", 5184, [] { return testing::fat_tree3(16, 18, 18, 18, 18); }},
-      {"ft3 k36 36 pods", 11664, [] { return testing::fat_tree3(36, 18, 18, 18, 18); }},
+  std::vector<sm::RoutingAlgo> only;
+  if (argc > 3 && !sm::parse_routing_chain(argv[3], only)) {
+    fmt::print(stderr, "bad engine list {}\n", argv[3]);
+    return 2;
+  }
+  using A = sm::RoutingAlgo;
+  const std::vector<A> tree{A::kMinHop, A::kUpDown, A::kFatTree, A::kDfsssp};
+  const std::vector<A> any{A::kDfsssp, A::kNue, A::kUpDown};
+  const std::vector<A> grid{A::kDor, A::kDfsssp, A::kNue};
+  std::vector<Case> cases = {
+      {"ft2 k36", 648, [] { return lids(testing::fat_tree2(36, 18, 18)); }, tree},
+      {"ft3 k36 4 pods", 1296, [] { return lids(testing::fat_tree3(4, 18, 18, 18, 18)); }, tree},
+      {"ft3 k36 8 pods", 2592, [] { return lids(testing::fat_tree3(8, 18, 18, 18, 18)); }, tree},
+      {"ft3 k36 16 pods", 5184, [] { return lids(testing::fat_tree3(16, 18, 18, 18, 18)); }, tree},
+      {"ft3 k36 36 pods", 11664, [] { return lids(testing::fat_tree3(36, 18, 18, 18, 18)); }, tree},
+      {"ft3 k48 48 pods", 27648, [] { return lids(testing::fat_tree3(48, 24, 24, 24, 24)); }, tree},
+      {"ft3 k56 56 pods", 43904, [] { return lids(testing::fat_tree3(56, 28, 28, 28, 28)); }, tree},
+      {"torus 8x8", 128, [] { return testing::with_lids(sim::make_torus({.dims = {8, 8, 1}, .wrap = {true, true, false}}).topo); }, grid},
+      {"torus 6x6x6", 432, [] { return testing::with_lids(sim::make_torus({.dims = {6, 6, 6}}).topo); }, grid},
+      {"mesh 8x8x4", 512, [] { return testing::with_lids(sim::make_torus({.dims = {8, 8, 4}, .wrap = {false, false, false}}).topo); }, grid},
+      {"dragonfly 17x8", 544, [] { return testing::with_lids(sim::make_dragonfly({.groups = 17, .routers = 8, .hosts = 4, .globals = 2})); }, any},
+      {"ft3 k16 5% cut", 1024,
+       [] {
+         auto t = sim::make_fat_tree_3level({.k = 16});
+         sim::fail_links(t, {.fraction = 0.05, .seed = 1});
+         return testing::with_lids(t);
+       },
+       any},
   };
-  fmt::print("{:<17} {:>6} {:>6} {:>7} {:>7} {:>9} {:>10} {:>10} {:>8} {:>8}\n", "fabric", "hosts", "sw", "engine",
-             "threads", "lids_ms", "hops_ms", "lfts_ms", "maxhop", "rss_MB");
+  fmt::print("{:<17} {:>6} {:>5} {:>7} {:>3} {:>9} {:>9} {:>8} {:>8} {:>8} {:>4} {:>8} {:>8} {:>9} {:>9} {:>8} {:>7} {:>6}\n",
+             "fabric", "hosts", "sw", "engine", "thr", "wall_ms", "cpu_ms", "hops_ms", "lfts_ms", "layer_ms", "VLs",
+             "maxload", "meanload", "same_ms", "cut_ms", "cut_lids", "cut_blk", "rss_MB");
   for (const Case& c : cases) {
     if (c.hosts > max_hosts) continue;
-    for (auto algo : {sm::RoutingAlgo::kMinHop, sm::RoutingAlgo::kUpDown, sm::RoutingAlgo::kFatTree}) {
-      for (unsigned th : {1u, threads}) {
-        auto f = c.build();
-        sm::Guid2Lid map;
-        auto t0 = std::chrono::steady_clock::now();
-        sm::assign_lids(f, map, 0);
-        const double lids_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        sm::RoutingOptions o;
-        o.algo = algo;
-        o.threads = th;
-        const auto r = sm::compute_routes(f, o);
-        if (!r.ok() || r.unreachable) {
-          fmt::print(stderr, "{}: routing failed: {} unreachable {}\n", c.name, r.error, r.unreachable);
-          return 1;
-        }
-        fmt::print("{:<17} {:>6} {:>6} {:>7} {:>7} {:>9.1f} {:>10.1f} {:>10.1f} {:>8} {:>8}\n", c.name, c.hosts,
-                   f.switch_count(), sm::to_string(algo), th, lids_ms, r.hop_tables_s * 1e3, r.lfts_s * 1e3,
-                   r.max_hops, peak_rss_mb());
-        if (th == threads) break;
+    const fabric::Fabric f = c.build();
+    const fabric::Fabric cut = cut_one_cable(f);
+    for (const A algo : c.engines) {
+      if (!only.empty() && std::find(only.begin(), only.end(), algo) == only.end()) continue;
+      sm::RoutingOptions o;
+      o.algo = algo;
+      o.threads = threads;
+      const auto t0 = std::chrono::steady_clock::now();
+      const double c0 = cpu_s();
+      const auto r = sm::compute_routes(f, o);
+      const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const double cpu_ms = (cpu_s() - c0) * 1e3;
+      if (!r.ok() || r.unreachable) {
+        fmt::print("{:<17} {:>6} {:>5} {:>7} failed: {} (unreachable {})\n", c.name, c.hosts, f.switch_count(),
+                   sm::to_string(algo), r.error, r.unreachable);
+        continue;
       }
+      std::string maxload = "-", meanload = "-";
+      if (c.hosts <= 5184) {
+        const sm::RouteCheck k = sm::check_routes(f, r, {.cycles = false});
+        maxload = std::to_string(k.max_routes);
+        meanload = fmt::format("{:.1f}", k.mean_routes);
+      }
+      // Incremental: the same fabric, then one cable cut.
+      auto t1 = std::chrono::steady_clock::now();
+      const auto same = sm::compute_routes(f, o, &r, &f);
+      const double same_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+      t1 = std::chrono::steady_clock::now();
+      const auto after = sm::compute_routes(cut, o, &r, &f);
+      const double cut_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+      fmt::print("{:<17} {:>6} {:>5} {:>7} {:>3} {:>9.1f} {:>9.1f} {:>8.1f} {:>8.1f} {:>8.1f} {:>4} {:>8} {:>8} {:>9.1f} {:>9.1f} "
+                 "{:>8} {:>7} {:>6}\n",
+                 c.name, c.hosts, f.switch_count(), sm::to_string(algo), threads, wall_ms, cpu_ms, r.hop_tables_s * 1e3,
+                 r.lfts_s * 1e3, r.layers_s * 1e3, r.layers.count(), maxload, meanload, same_ms, cut_ms,
+                 after.ok() ? std::to_string(after.lids_rerouted) : "fail", blocks_changed(r, after), peak_rss_mb());
+      if (same.lids_rerouted != 0 && same.incremental) fmt::print(stderr, "{}: unchanged fabric rerouted LIDs\n", c.name);
+      std::fflush(stdout);
     }
   }
   return 0;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <unordered_map>
 
 #include "engine/parallel_for.hpp"
@@ -23,20 +24,41 @@ constexpr std::uint8_t kUnlimited = 0xfe;  // no link yet: MTU/rate of "nothing"
 // The switch-to-switch part of a walk that ended at a switch other than the
 // LID's own (a misrouted LFT): never predicted, always an exception.
 constexpr PathAttrs kForeign{0xff, 0, 0, 1};
-constexpr PathAttrs kAtSwitch{0, kUnlimited, kUnlimited, 0};  // nothing crossed yet
+constexpr PathAttrs kAtSwitch{0, kUnlimited, 0xff, 0};  // nothing crossed yet (rates as ranks: fastest)
 // LIDs of one destination switch walked at a time: bounds the row buffers.
 constexpr std::size_t kGroupChunkLids = 64;
 
-// Rate codes are not ordered by speed: compare through a table.
+// Rate codes are not ordered by speed: compare through a table. The build
+// works on ranks (codes renumbered by speed, so a minimum is a plain min)
+// and stores codes.
 struct RateOrder {
   std::array<std::uint32_t, 256> mbps{};
+  std::array<std::uint8_t, 256> rank{}, code{};  // code -> rank, rank -> code
   RateOrder() {
     for (unsigned c = 0; c < 256; ++c) mbps[c] = rate_mbps(static_cast<std::uint8_t>(c));
     mbps[kUnlimited] = ~0u;
+    std::array<std::uint8_t, 256> by_speed{};
+    for (unsigned c = 0; c < 256; ++c) by_speed[c] = static_cast<std::uint8_t>(c);
+    std::stable_sort(by_speed.begin(), by_speed.end(), [&](std::uint8_t a, std::uint8_t b) { return mbps[a] < mbps[b]; });
+    for (unsigned r = 0; r < 256; ++r) rank[by_speed[r]] = static_cast<std::uint8_t>(r), code[r] = by_speed[r];
   }
   std::uint8_t min(std::uint8_t a, std::uint8_t b) const noexcept { return mbps[a] <= mbps[b] ? a : b; }
 };
 const RateOrder kRateOrder;
+
+// Build values (rates as ranks) to stored values (rate codes) and back.
+PathAttrs to_codes(PathAttrs a) noexcept {
+  if (a.routed()) a.rate = kRateOrder.code[a.rate];
+  return a;
+}
+// A build value plus one more link (rates as ranks).
+PathAttrs join_ranked(PathAttrs rest, std::uint8_t mtu, std::uint8_t rate_rank, bool switch_hop) noexcept {
+  if (!rest.routed()) return rest;
+  rest.hops = static_cast<std::uint8_t>(rest.hops + (switch_hop ? 1 : 0));
+  rest.mtu = std::min(rest.mtu, mtu);
+  rest.rate = std::min(rest.rate, rate_rank);
+  return rest;
+}
 
 std::uint8_t link_rate(const fabric::Port& p) noexcept { return rate_code(link_mbps(p.link_width, p.link_speed)); }
 
@@ -49,7 +71,7 @@ PathAttrs join(PathAttrs rest, std::uint8_t mtu, std::uint8_t rate, bool switch_
 }
 
 std::uint32_t key_of(PathAttrs a) noexcept {
-  return std::uint32_t{a.hops} | std::uint32_t{a.mtu} << 8 | std::uint32_t{a.rate} << 16 | std::uint32_t{a.reserved} << 24;
+  return std::uint32_t{a.hops} | std::uint32_t{a.mtu} << 8 | std::uint32_t{a.rate} << 16 | std::uint32_t{a.sl} << 24;
 }
 
 // One switch port as the walk needs it, precomputed once per build so a step
@@ -68,7 +90,7 @@ struct Hop {
 class LidWalker {
  public:
   LidWalker(const fabric::Fabric& f, const std::vector<fabric::Lft>& lfts, const std::vector<std::uint32_t>& index)
-      : state_(lfts.size()) {
+      : state_(lfts.size()), step_(lfts.size()), depth_(lfts.size(), 0), done_(lfts.size(), 0) {
     for (const fabric::Lft& l : lfts) {
       width_ = std::max<std::size_t>(width_, f.nodes[l.node].ports.size());
       lft_.push_back(l.ports.data());
@@ -84,7 +106,7 @@ class LidWalker {
         if (!out.linked()) continue;
         Hop& h = row[p];
         h.mtu = out.mtu;
-        h.rate = link_rate(out);
+        h.rate = kRateOrder.rank[link_rate(out)];
         if (!f.nodes[out.peer].is_switch()) h.kind = Hop::kExit;
         else if (out.peer < index.size() && index[out.peer] != ~0u) h.kind = Hop::kSwitch, h.next = index[out.peer];
       }
@@ -92,6 +114,49 @@ class LidWalker {
   }
 
   void walk(std::uint16_t dlid, std::uint32_t home, PathAttrs* exact, PathAttrs* part) {
+    const std::uint32_t switches = static_cast<std::uint32_t>(lft_.size());
+    // Every switch's step first, from the LFTs' block of 64 LIDs copied
+    // switch by switch (one cache line each) and kept for the next LIDs of
+    // the block: the walk below then touches only this column, instead of
+    // missing the cache at every dependent step.
+    const std::uint8_t* block = lft_block(dlid / kBlockLids) + dlid % kBlockLids;
+    for (std::uint32_t s = 0; s < switches; ++s) {
+      const std::uint8_t port = block[std::size_t{s} * kBlockLids];
+      step_[s] = port < width_ ? hops_[s * width_ + port] : Hop{};
+    }
+    // The LIDs behind one switch usually have trees of the same depths (a
+    // minimal routing's are): in the last tree's depth order every switch's
+    // next hop is already done, with no walk. Any other tree: walk it.
+    if (order_home_ == home && walk_in_order(home, exact, part)) return;
+    walk_trees(home, exact, part);
+  }
+
+ private:
+  bool walk_in_order(std::uint32_t home, PathAttrs* exact, PathAttrs* part) {
+    if (++stamp_ == 0) {
+      std::fill(done_.begin(), done_.end(), 0u);
+      stamp_ = 1;
+    }
+    for (const std::uint32_t s : order_) {
+      const Hop& h = step_[s];
+      if (h.kind == Hop::kSwitch) {
+        if (done_[h.next] != stamp_) return false;
+        exact[s] = join_ranked(exact[h.next], h.mtu, h.rate, true);
+        part[s] = join_ranked(part[h.next], h.mtu, h.rate, true);
+      } else if (h.kind == Hop::kDead) {
+        exact[s] = part[s] = PathAttrs{};
+      } else {
+        exact[s] = h.kind == Hop::kSelf ? kAtSwitch : PathAttrs{0, h.mtu, h.rate, 0};
+        part[s] = s == home ? kAtSwitch : kForeign;
+      }
+      done_[s] = stamp_;
+    }
+    return true;
+  }
+
+  // Walks down each tree until a known entry, then fills in on the way back;
+  // records the depth order for walk_in_order.
+  void walk_trees(std::uint32_t home, PathAttrs* exact, PathAttrs* part) {
     const std::uint32_t switches = static_cast<std::uint32_t>(lft_.size());
     std::fill(state_.begin(), state_.end(), 0);
     for (std::uint32_t start = 0; start < switches; ++start) {
@@ -110,7 +175,7 @@ class LidWalker {
           tail = tail_part = PathAttrs{};
           break;
         }
-        const Hop& h = hop(s, dlid);
+        const Hop& h = step_[s];
         if (h.kind == Hop::kSwitch) {
           state_[s] = 1;
           stack_.push_back(s);
@@ -126,26 +191,58 @@ class LidWalker {
         exact[s] = tail;
         part[s] = tail_part;
         state_[s] = 2;
+        depth_[s] = 0;
         break;
       }
+      // Loops: nothing on the stack has a done next hop; depth 0 is as good as any.
+      std::uint32_t d = state_[s] == 2 ? depth_[s] : 0;
       while (!stack_.empty()) {
         const std::uint32_t at = stack_.back();
         stack_.pop_back();
-        const Hop& h = hop(at, dlid);
-        tail = join(tail, h.mtu, h.rate, true);
-        tail_part = join(tail_part, h.mtu, h.rate, true);
+        const Hop& h = step_[at];
+        tail = join_ranked(tail, h.mtu, h.rate, true);
+        tail_part = join_ranked(tail_part, h.mtu, h.rate, true);
         exact[at] = tail;
         part[at] = tail_part;
         state_[at] = 2;
+        depth_[at] = ++d;
       }
     }
+    // The depth order (counting sort) for the next LIDs of this switch.
+    std::uint32_t deepest = 0;
+    for (std::uint32_t s = 0; s < switches; ++s) deepest = std::max(deepest, depth_[s]);
+    count_.assign(deepest + 2u, 0);
+    for (std::uint32_t s = 0; s < switches; ++s) ++count_[depth_[s] + 1u];
+    for (std::size_t i = 1; i < count_.size(); ++i) count_[i] += count_[i - 1];
+    order_.resize(switches);
+    for (std::uint32_t s = 0; s < switches; ++s) order_[count_[depth_[s]]++] = s;
+    order_home_ = home;
   }
 
- private:
-  const Hop& hop(std::uint32_t s, std::uint16_t dlid) const noexcept {
-    static const Hop kNoHop{};
-    const std::uint8_t port = dlid < lft_size_[s] ? lft_[s][dlid] : fabric::kLftNoRoute;
-    return port < width_ ? hops_[s * width_ + port] : kNoHop;
+  // Block b of every switch's LFT, [switch * kBlockLids + lid % kBlockLids];
+  // a few blocks are kept (a destination switch's LIDs and its own LID
+  // usually lie in two blocks).
+  const std::uint8_t* lft_block(std::size_t b) {
+    Cached* victim = &cache_[0];
+    for (Cached& c : cache_) {
+      if (c.block == b) {
+        c.used = ++clock_;
+        return c.bytes.data();
+      }
+      if (c.used < victim->used) victim = &c;
+    }
+    const std::size_t switches = lft_.size();
+    victim->bytes.resize(switches * kBlockLids);
+    for (std::size_t s = 0; s < switches; ++s) {
+      std::uint8_t* out = victim->bytes.data() + s * kBlockLids;
+      const std::size_t first = b * kBlockLids;
+      const std::size_t have = lft_size_[s] > first ? std::min(kBlockLids, lft_size_[s] - first) : 0;
+      if (have != 0) std::memcpy(out, lft_[s] + first, have);
+      std::memset(out + have, fabric::kLftNoRoute, kBlockLids - have);
+    }
+    victim->block = b;
+    victim->used = ++clock_;
+    return victim->bytes.data();
   }
 
   std::size_t width_ = 1;                 // ports per switch row, port 0 included
@@ -153,14 +250,31 @@ class LidWalker {
   std::vector<const std::uint8_t*> lft_;  // each switch's LFT
   std::vector<std::size_t> lft_size_;
   std::vector<std::uint8_t> state_;       // 0 new, 1 on the stack, 2 done
+  std::vector<Hop> step_;                 // this LID's step at each switch
+  std::vector<std::uint32_t> depth_;      // the last walked tree's depth of each switch
+  std::vector<std::uint32_t> order_;      // and its switches by depth
+  std::vector<std::uint32_t> count_;
+  std::uint32_t order_home_ = ~0u;        // the destination switch order_ was recorded for
+  std::vector<std::uint32_t> done_;       // walk_in_order: == stamp_ when done for this LID
+  std::uint32_t stamp_ = 0;
+  static constexpr std::size_t kBlockLids = 64;
+  struct Cached {
+    std::size_t block = ~std::size_t{0};
+    std::uint64_t used = 0;
+    std::vector<std::uint8_t> bytes;
+  };
+  std::array<Cached, 4> cache_;
+  std::uint64_t clock_ = 0;
   std::vector<std::uint32_t> stack_;
 };
 
 }  // namespace
 
 PathDb PathDb::build(const fabric::Fabric& fabric, const std::vector<fabric::Lft>& lfts, std::uint16_t top_lid,
-                     unsigned shards, unsigned threads) {
+                     unsigned shards, unsigned threads, const fabric::PathLayers* layers) {
   PathDb db;
+  if (layers != nullptr && (!layers->layered() || layers->switches() != lfts.size())) layers = nullptr;
+  db.layered_ = layers != nullptr;
   db.shards_ = std::max(1u, shards);
   const std::uint32_t switches = static_cast<std::uint32_t>(lfts.size());
   db.switches_ = switches;
@@ -215,13 +329,29 @@ PathDb PathDb::build(const fabric::Fabric& fabric, const std::vector<fabric::Lft
     LidWalker walker(fabric, lfts, db.switch_index_);
     std::vector<PathAttrs> exact(kGroupChunkLids * switches), part(kGroupChunkLids * switches);
     std::vector<std::uint32_t> votes(switches);
+    std::vector<PathAttrs> pred(switches);
+    std::uint32_t pred_group = ~0u;
+    std::uint8_t pred_mtu = 0, pred_rate = 0;
     for (std::uint32_t g = static_cast<std::uint32_t>(w); g < groups; g += workers) {
       PathAttrs* gv = group_value.data() + std::size_t{g} * switches;
       const std::uint32_t first = group_begin[g], last = group_begin[g + 1];
       for (std::uint32_t c = first; c < last; c += kGroupChunkLids) {
         const std::uint32_t n = std::min<std::uint32_t>(last - c, kGroupChunkLids);
-        for (std::uint32_t i = 0; i < n; ++i)
-          walker.walk(group_lids[c + i], g, exact.data() + std::size_t{i} * switches, part.data() + std::size_t{i} * switches);
+        if (c == first) pred_group = ~0u;  // gv is voted below
+        for (std::uint32_t i = 0; i < n; ++i) {
+          PathAttrs* ex = exact.data() + std::size_t{i} * switches;
+          PathAttrs* pa = part.data() + std::size_t{i} * switches;
+          walker.walk(group_lids[c + i], g, ex, pa);
+          if (layers == nullptr) continue;
+          // Each path's SL, the same for both values (a path's layer is its source switch's).
+          const std::uint8_t* row;
+          const std::uint8_t uniform = layers->lid_layer(group_lids[c + i], row);
+          for (std::uint32_t s = 0; s < switches; ++s) {
+            const std::uint8_t sl = row != nullptr ? row[s] : uniform;
+            if (ex[s].routed()) ex[s].sl = sl;
+            if (pa[s].routed()) pa[s].sl = sl;
+          }
+        }
         if (c == first && g < switches) {
           std::fill(votes.begin(), votes.end(), 0u);
           for (std::uint32_t i = 0; i < n; ++i) {
@@ -239,14 +369,21 @@ PathDb PathDb::build(const fabric::Fabric& fabric, const std::vector<fabric::Lft
           Attach& a = db.attach_[lid];
           // The last link as the LID's switch itself crosses it (hops 0).
           const PathAttrs home = g < switches ? exact[std::size_t{i} * switches + g] : PathAttrs{};
-          a.exit_mtu = home.routed() && home.hops == 0 ? home.mtu : kUnlimited;
-          a.exit_rate = home.routed() && home.hops == 0 ? home.rate : kUnlimited;
-          const PathAttrs* row = exact.data() + std::size_t{i} * switches;
-          auto& out = lid_exceptions[lid];
-          for (std::uint32_t s = 0; s < switches; ++s) {
-            const PathAttrs predicted = join(gv[s], a.exit_mtu, a.exit_rate, false);
-            if (!(predicted == row[s])) out.push_back({s, row[s]});
+          const bool exit_link = home.routed() && home.hops == 0;
+          const std::uint8_t exit_rank = exit_link ? home.rate : kRateOrder.rank[kUnlimited];
+          a.exit_mtu = exit_link ? home.mtu : kUnlimited;
+          a.exit_rate = kRateOrder.code[exit_rank];
+          // What the group entry predicts for this exit link (the same for
+          // most LIDs of a switch): one row compare finds the exceptions.
+          if (pred_group != g || pred_mtu != a.exit_mtu || pred_rate != exit_rank) {
+            for (std::uint32_t s = 0; s < switches; ++s) pred[s] = join_ranked(gv[s], a.exit_mtu, exit_rank, false);
+            pred_group = g, pred_mtu = a.exit_mtu, pred_rate = exit_rank;
           }
+          const PathAttrs* row = exact.data() + std::size_t{i} * switches;
+          if (std::memcmp(row, pred.data(), std::size_t{switches} * sizeof(PathAttrs)) == 0) continue;
+          auto& out = lid_exceptions[lid];
+          for (std::uint32_t s = 0; s < switches; ++s)
+            if (!(pred[s] == row[s])) out.push_back({s, to_codes(row[s])});
         }
       }
     }
@@ -258,7 +395,7 @@ PathDb PathDb::build(const fabric::Fabric& fabric, const std::vector<fabric::Lft
   std::unordered_map<std::uint32_t, std::uint8_t> codes;
   for (std::uint32_t s = 0; s < switches; ++s)
     for (std::uint32_t d = 0; d < switches; ++d) {
-      const PathAttrs v = group_value[std::size_t{d} * switches + s];
+      const PathAttrs v = to_codes(group_value[std::size_t{d} * switches + s]);
       auto it = codes.find(key_of(v));
       if (it == codes.end() && db.palette_count_ < kEscape) {
         it = codes.emplace(key_of(v), static_cast<std::uint8_t>(db.palette_count_)).first;
@@ -298,6 +435,40 @@ PathDb PathDb::build(const fabric::Fabric& fabric, const std::vector<fabric::Lft
     }
   }
   return db;
+}
+
+bool PathDb::reuse(const PathDb& db, const fabric::Fabric& then, const fabric::Fabric& now, PathDb& out) {
+  if (db.layered_ || then.nodes.size() != now.nodes.size()) return false;
+  std::unordered_map<std::uint64_t, NodeId> by_guid;
+  by_guid.reserve(then.nodes.size());
+  for (NodeId i = 0; i < then.nodes.size(); ++i) by_guid.emplace(then.nodes[i].node_guid, i);
+  std::vector<NodeId> old_of(now.nodes.size(), fabric::kNoNode);
+  for (NodeId i = 0; i < now.nodes.size(); ++i) {
+    const auto it = by_guid.find(now.nodes[i].node_guid);
+    if (it == by_guid.end()) return false;
+    old_of[i] = it->second;
+  }
+  for (NodeId i = 0; i < now.nodes.size(); ++i) {
+    const fabric::Node& x = now.nodes[i];
+    const fabric::Node& y = then.nodes[old_of[i]];
+    if (x.kind != y.kind || x.base_lid != y.base_lid || x.lmc != y.lmc || x.port_lids != y.port_lids ||
+        x.ports.size() != y.ports.size())
+      return false;
+    for (std::size_t p = 0; p < x.ports.size(); ++p) {
+      const fabric::Port& u = x.ports[p];
+      const fabric::Port& v = y.ports[p];
+      if (u.linked() != v.linked() || u.mtu != v.mtu || u.link_width != v.link_width || u.link_speed != v.link_speed)
+        return false;
+      if (u.linked() && (old_of[u.peer] != v.peer || u.peer_port != v.peer_port)) return false;
+    }
+  }
+  out = db;
+  // Lookups by node id go through switch_index_; everything else is keyed
+  // by switch index and LID, which the renumbering leaves alone.
+  out.switch_index_.assign(now.nodes.size(), ~0u);
+  for (NodeId i = 0; i < now.nodes.size(); ++i)
+    if (old_of[i] < db.switch_index_.size()) out.switch_index_[i] = db.switch_index_[old_of[i]];
+  return true;
 }
 
 PathAttrs PathDb::lookup_index(std::uint32_t s, std::uint16_t dlid) const noexcept {

@@ -1,6 +1,7 @@
 // The path-record database: for every (source switch, destination LID) the
-// hop count, MTU and rate of the routed path from that switch to the
-// destination port, precomputed after each routing pass. A PathRecord between
+// hop count, MTU, rate and SL (the VL layer deadlock-free routing gave the
+// path) of the routed path from that switch to the destination port,
+// precomputed after each routing pass. A PathRecord between
 // two end ports is then one lookup plus the source's own link.
 //
 // Compact layout: every LID behind one destination switch shares the
@@ -18,6 +19,7 @@
 
 #include "madengine/fabric/fabric.hpp"
 #include "madengine/fabric/lft.hpp"
+#include "madengine/fabric/path_layers.hpp"
 
 namespace madengine::sa {
 
@@ -25,7 +27,7 @@ struct PathAttrs {
   std::uint8_t hops = 0xff;  // switch-to-switch hops; 0xff: no route
   std::uint8_t mtu = 0;      // IBA MTU code, minimum along the path
   std::uint8_t rate = 0;     // IBA rate code, minimum along the path
-  std::uint8_t reserved = 0;
+  std::uint8_t sl = 0;       // the path's layer (SL) when routing layered it, else 0
   bool routed() const noexcept { return hops != 0xff; }
   friend bool operator==(const PathAttrs&, const PathAttrs&) = default;
 };
@@ -36,8 +38,21 @@ class PathDb {
   // Builds the database with `threads` threads (each destination switch is
   // built by one thread, so the result does not depend on the thread count).
   // `shards` is the number of SA cores the DLIDs are steered across.
+  // `layers` (indexed like `lfts`): each path's SL; nullptr or a single
+  // layer: every path SL 0, and layered() is false.
   static PathDb build(const fabric::Fabric& fabric, const std::vector<fabric::Lft>& lfts, std::uint16_t top_lid,
-                      unsigned shards, unsigned threads);
+                      unsigned shards, unsigned threads, const fabric::PathLayers* layers = nullptr);
+
+  // A re-sweep that found the same fabric (the same nodes by GUID, links,
+  // link MTUs, widths and speeds, and LIDs; discovery may number the nodes
+  // differently) and routed it the same (every switch's LFT by GUID, every
+  // path SL 0) can take the database of the last one: `db` renumbered for
+  // `now`. Returns false, leaving `out` alone, when something differs.
+  static bool reuse(const PathDb& db, const fabric::Fabric& db_fabric, const fabric::Fabric& now, PathDb& out);
+
+  // The SLs come from a layered (deadlock-free over several VLs) routing:
+  // a PathRecord must carry the path's SL, and no other.
+  bool layered() const noexcept { return layered_; }
 
   unsigned shards() const noexcept { return shards_; }
   // The SA core that answers paths to `dlid` (the engine steers by DLID).
@@ -101,6 +116,7 @@ class PathDb {
   std::vector<Attach> attach_;               // by LID
   std::uint32_t switches_ = 0;
   std::uint16_t top_lid_ = 0;
+  bool layered_ = false;
 };
 
 }  // namespace madengine::sa

@@ -133,9 +133,10 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
 
   out = wire::PathRecord{};
   if ((mask & cm::kServiceId) != 0) out.service_id = q.service_id;
-  // GIDs the query named come back as named (a link-local prefix stays
-  // link-local, as OpenSM answers); the others carry the subnet's prefix.
-  out.dgid = (mask & cm::kDGid) != 0 ? q.dgid : wire::Gid{wire::be64::from(s.subnet_prefix), wire::be64::from(di.port_guid)};
+  // As OpenSM answers: an SGID the query named comes back as named (a
+  // link-local one stays link-local); the DGID is the destination port's
+  // GID in the subnet's prefix, however the query named it.
+  out.dgid = wire::Gid{wire::be64::from(s.subnet_prefix), wire::be64::from(di.port_guid)};
   out.sgid = (mask & cm::kSGid) != 0 ? q.sgid : wire::Gid{wire::be64::from(s.subnet_prefix), wire::be64::from(si.port_guid)};
   out.dlid = wire::be16::from(e.dlid);
   out.slid = wire::be16::from(e.slid);
@@ -144,7 +145,15 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
   if ((mask & cm::kTClass) != 0) out.tclass = q.tclass;
   out.set_reversible(reverse);
   out.pkey = wire::be16::from(pkey);
-  out.set_sl((mask & cm::kSl) != 0 ? q.sl() : 0);
+  // A layered (deadlock-free over several VLs) routing fixes each path's SL:
+  // the path must use it, and a query for another SL has no answer (as
+  // OpenSM with a routing engine that chooses path SLs).
+  if (s.paths.layered()) {
+    if ((mask & cm::kSl) != 0 && q.sl() != fwd.sl) return false;
+    out.set_sl(fwd.sl);
+  } else {
+    out.set_sl((mask & cm::kSl) != 0 ? q.sl() : 0);
+  }
   out.set_mtu_selector(sel::kExactly);
   out.set_mtu(mtu);
   out.set_rate_selector(sel::kExactly);

@@ -1,6 +1,7 @@
 // PathRecord and MultiPathRecord answers (IBA 15.2.5.16, 15.2.5.20) from the
 // path-record database: endpoints by LID or GID, every LID of an LMC block,
-// partition checks, SL, and the MTU/rate/packet-lifetime selectors, with the
+// partition checks, SL (the path's layer when routing layered it), and the
+// MTU/rate/packet-lifetime selectors, with the
 // values OpenSM gives (packet lifetime = subnet timeout, 0 on loopback;
 // hop limit 0 inside the subnet; MTU, rate and lifetime with selector "exactly").
 #pragma once

@@ -199,13 +199,17 @@ void vl_arb_records(const Snapshot& s, std::uint16_t lid, RecordSink& sink) {
     const Node& node = s.fabric.nodes[n];
     for (std::uint8_t p = node.is_switch() ? 0 : 1; p <= node.num_ports() && !sink.full(); ++p) {
       const PortTables* t = s.tables(n, p);
-      if (t == nullptr) continue;
-      for (std::size_t b = 0; b < t->vl_arb.size() && !sink.full(); ++b) {
+      const bool read = t != nullptr && !t->vl_arb.empty();
+      // A switch's port 0 always answers its four blocks, zeros when it has
+      // no data VLs (a base port 0) or was not read, as OpenSM answers it.
+      if (!read && !(node.is_switch() && p == 0)) continue;
+      const std::size_t blocks = read ? t->vl_arb.size() : 4;  // low/high, lower/upper (IBA 14.2.5.9)
+      for (std::size_t b = 0; b < blocks && !sink.full(); ++b) {
         wire::VlArbTableRecord r{};
         r.lid = wire::be16::from(port_lid(s, n, p));
         r.output_port_num = p;
         r.block_num = static_cast<std::uint8_t>(b + 1);
-        r.vl_arb_table = t->vl_arb[b];
+        if (read) r.vl_arb_table = t->vl_arb[b];
         sink.offer(&r);
       }
     }

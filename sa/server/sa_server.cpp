@@ -133,10 +133,10 @@ std::uint8_t response_method(std::uint8_t req) noexcept {
   return req == m::kSet ? m::kGetResp : static_cast<std::uint8_t>(req | m::kResponse);
 }
 
-// PathRecord components that name the path's identity; the rest are
-// constraints that path_query applies itself (selectors, NumbPath, Reversible).
-constexpr std::uint64_t kPathFilterMask = wire::path_record_cm::kServiceId | wire::path_record_cm::kDGid |
-                                          wire::path_record_cm::kSGid | wire::path_record_cm::kDLid |
+// PathRecord components compared byte for byte with each record; the rest
+// are constraints that path_query applies itself (GIDs, which it resolves to
+// ports in either accepted prefix; selectors, NumbPath, Reversible).
+constexpr std::uint64_t kPathFilterMask = wire::path_record_cm::kServiceId | wire::path_record_cm::kDLid |
                                           wire::path_record_cm::kSLid | wire::path_record_cm::kSl |
                                           wire::path_record_cm::kTClass | wire::path_record_cm::kFlowLabel;
 

@@ -27,13 +27,27 @@ std::vector<std::uint16_t> DiscoveryResult::current_lids() const {
   return out;
 }
 
-namespace {
-
-// A physical link (IBA 14.2.5.6: PortPhysicalState LinkUp, or a logical
-// state at least INIT).
 bool has_link(const wire::PortInfo& pi) noexcept {
   return pi.phys_state() == wire::PortPhysState::kLinkUp || pi.port_state() >= 2;
 }
+
+void apply_port_info(fabric::Node& n, std::uint8_t port, const wire::PortInfo& pi) noexcept {
+  fabric::Port& p = n.ports[port];
+  p.info = pi;
+  p.link_width = pi.link_width_active;
+  p.link_speed = pi.link_speed_active();
+  p.mtu = pi.mtu_cap();
+  p.vl_cap = pi.vl_cap();
+  p.state = pi.port_state();
+  if (!n.is_switch() && port < n.port_lids.size()) n.port_lids[port] = pi.lid.get();
+  if (n.is_switch() && port == 0) {
+    n.base_lid = pi.lid.get();
+    n.lmc = pi.lmc();
+  }
+  if (!n.is_switch()) n.lmc = pi.lmc();
+}
+
+namespace {
 
 class Sweep {
  public:
@@ -156,19 +170,8 @@ class Sweep {
 
   void on_port_info(NodeId id, std::uint8_t port, const wire::DrPath& path, const wire::PortInfo& pi) {
     fabric::Node& n = out_.fabric.nodes[id];
-    fabric::Port& p = n.ports[port];
-    p.info = pi;
-    p.link_width = pi.link_width_active;
-    p.link_speed = pi.link_speed_active();
-    p.mtu = pi.mtu_cap();
-    p.vl_cap = pi.vl_cap();
-    p.state = pi.port_state();
-    if (!n.is_switch() && port < n.port_lids.size()) n.port_lids[port] = pi.lid.get();
-    if (n.is_switch() && port == 0) {
-      n.base_lid = pi.lid.get();
-      n.lmc = pi.lmc();
-    }
-    if (!n.is_switch()) n.lmc = pi.lmc();
+    const fabric::Port& p = n.ports[port];
+    apply_port_info(n, port, pi);
     // Explore: a switch's external ports, and the SM's own port.
     const bool explore = (n.is_switch() && port != 0) || (!n.is_switch() && path.hops == 0);
     if (!explore || !has_link(pi) || p.linked() || path.hops >= wire::kDrHopsMax) return;

@@ -43,6 +43,12 @@ struct DiscoveryOptions {
   bool clear_port_state_change = true;
 };
 
+// A physical link (IBA 14.2.5.6: PortPhysicalState LinkUp, or a logical
+// state at least INIT).
+bool has_link(const wire::PortInfo& pi) noexcept;
+// A port's fields (state, width, speed, MTU, VLs, LIDs) from its PortInfo as read.
+void apply_port_info(fabric::Node& n, std::uint8_t port, const wire::PortInfo& pi) noexcept;
+
 // Runs one heavy sweep on `q` (which must be idle) and returns the fabric.
 Task<DiscoveryResult> discover(SmpQueue& q, DiscoveryOptions opts);
 

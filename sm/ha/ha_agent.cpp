@@ -122,6 +122,7 @@ Task<SweepDecision> HaAgent::after_discovery(SmpQueue& q, const fabric::Fabric& 
   }
   const Actions a = sm_.sweep_done(view);
   apply(a);
+  release_held();  // what waited for the election sees its outcome
   co_return SweepDecision{.program = a.program, .assert_all = a.assert_all, .absorbed = a.absorbed, .peers = peers_.size()};
 }
 
@@ -149,7 +150,35 @@ Task<void> HaAgent::poll_loop() {
   }
 }
 
+void HaAgent::sweep_started() noexcept {
+  if (sm_.state() != wire::SmState::kMaster || cfg_.election_hold_ms == 0) return;
+  release_held();  // a sweep that never elected (its discovery failed)
+  electing_ = true;
+  sched_.spawn(release_after(++election_, Nanos{cfg_.election_hold_ms} * kNanosPerMilli));
+}
+
+Task<void> HaAgent::release_after(std::uint64_t election, Nanos hold) {
+  const Wake w = co_await sched_.sleep_for(hold);
+  if (w && election == election_) release_held();
+}
+
+void HaAgent::release_held() noexcept {
+  electing_ = false;
+  for (MadBuf& b : held_) answer(b, tx_);
+  held_.clear();
+}
+
 void HaAgent::on_sminfo(MadBuf& buf, CoreContext& ctx) noexcept {
+  constexpr std::size_t kHeldMax = 64;  // more waiting Gets are answered at once
+  if (electing_ && buf.hdr().method == wire::method::kGet && held_.size() < kHeldMax) {
+    held_.push_back(buf);
+    ++counters_.gets_held;
+    return;
+  }
+  answer(buf, ctx.tx());
+}
+
+void HaAgent::answer(MadBuf& buf, TxSink& tx) noexcept {
   wire::MadHeader& h = buf.hdr();
   const bool directed = h.klass() == wire::MgmtClass::kSubnDirected;
   const auto data = std::span<std::uint8_t>(buf.mad.bytes).subspan(offsetof(wire::Smp, data), wire::kSmpDataSize);
@@ -180,7 +209,7 @@ void HaAgent::on_sminfo(MadBuf& buf, CoreContext& ctx) noexcept {
   std::fill(data.begin(), data.end(), std::uint8_t{0});
   wire::encode(ours, data);
   if (directed) buf.addr.lid = wire::kPermissiveLid;
-  ctx.tx().send(buf);
+  tx.send(buf);
   apply(actions);
 }
 

@@ -31,6 +31,12 @@ struct HaConfig {
   std::uint32_t set_timeout_ms = 200;       // SubnSet(SMInfo) HANDOVER/ACKNOWLEDGE
   std::uint8_t set_retries = 3;
   std::uint64_t m_key = 0;
+  // A master's heavy sweep holds SubnGet(SMInfo) answers until its election
+  // is done, this long at most: an SM joining from another subnet then reads
+  // the state we decided (STANDBY after a HANDOVER), never a MASTER about to
+  // step down (OpenSM answers such a MASTER with trap 144 and waits on it).
+  // Below OpenSM's 200 ms transaction timeout; 0 answers at once.
+  std::uint32_t election_hold_ms = 50;
 };
 
 struct SweepDecision {
@@ -44,6 +50,7 @@ struct HaCounters {
   std::uint64_t polls = 0, polls_failed = 0;
   std::uint64_t handovers_sent = 0, acks_sent = 0, traps144_sent = 0;
   std::uint64_t sets_received = 0, sets_refused = 0;
+  std::uint64_t gets_held = 0;  // SMInfo Gets answered after an election
   std::uint64_t transitions = 0;
 };
 
@@ -70,6 +77,9 @@ class HaAgent {
     sweep_requested_ = false;
     return r;
   }
+  // A heavy sweep starts: as master, SMInfo Gets wait for its election
+  // (after_discovery) or election_hold_ms.
+  void sweep_started() noexcept;
   // After discovery (our state DISCOVERING or MASTER): SubnGet(SMInfo) to
   // every IsSM port, the election, and the actions it asks for.
   Task<SweepDecision> after_discovery(SmpQueue& q, const fabric::Fabric& f, std::uint64_t own_port_guid,
@@ -86,6 +96,10 @@ class HaAgent {
 
  private:
   void apply(const Actions& a) noexcept;
+  // Answers a SubnGet/SubnSet(SMInfo) in place and sends it; a Set's actions are applied.
+  void answer(MadBuf& buf, TxSink& tx) noexcept;
+  void release_held() noexcept;
+  Task<void> release_after(std::uint64_t election, Nanos hold);
   void send_set(std::uint64_t guid, std::uint32_t modifier, wire::SmState shown) noexcept;
   void send_trap144(std::uint64_t guid) noexcept;
   const FoundSm* peer(std::uint64_t guid) const noexcept;
@@ -102,6 +116,9 @@ class HaAgent {
   bool sweep_requested_ = false;
   std::uint64_t pending_ack_ = 0;  // HANDOVER came before we knew the sender's route: ACKNOWLEDGE after the sweep
   std::vector<FoundSm> peers_;
+  bool electing_ = false;       // a master's heavy sweep has not elected yet
+  std::uint64_t election_ = 0;  // which sweep electing_ belongs to
+  std::vector<MadBuf> held_;    // SMInfo Gets waiting for it (bounded)
   HaCounters counters_;
   std::function<void(const Transition&)> on_transition_;
 };

@@ -1,31 +1,59 @@
-// Phase 2 of routing: each switch's LFT from the hop tables. Switches are
-// independent (each balances its own ports), so the phase runs in parallel
-// and its result does not depend on the thread count.
+// compute_routes: the engine chain (each engine tried in order until one
+// routes), the VL budget of the layered engines, and route tracing.
 #include "sm/routing/routing.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <unordered_map>
 
-#include "sm/routing/hop_tables.hpp"
-#include "engine/parallel_for.hpp"
+#include "sm/routing/engine.hpp"
 #include "sm/routing/switch_graph.hpp"
 
 namespace madengine::sm {
 
 using fabric::NodeId;
 
+namespace {
+
+constexpr RoutingAlgo kAllAlgos[] = {RoutingAlgo::kMinHop, RoutingAlgo::kUpDown, RoutingAlgo::kFatTree,
+                                     RoutingAlgo::kDfsssp, RoutingAlgo::kNue,    RoutingAlgo::kDor};
+constexpr std::uint8_t kDefaultVls = 8;  // VL0-7 when no port reports its VLCap
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+bool run_engine(const EngineInput& in, RoutingAlgo algo, RoutingResult& res) {
+  switch (algo) {
+    case RoutingAlgo::kMinHop:
+    case RoutingAlgo::kUpDown:
+    case RoutingAlgo::kFatTree: return route_minhop_family(in, algo, res);
+    case RoutingAlgo::kDfsssp: return route_dfsssp(in, res);
+    case RoutingAlgo::kNue: return route_nue(in, res);
+    case RoutingAlgo::kDor: return route_dor(in, res);
+  }
+  res.error = "unknown engine";
+  return false;
+}
+
+}  // namespace
+
 const char* to_string(RoutingAlgo a) noexcept {
   switch (a) {
     case RoutingAlgo::kMinHop: return "minhop";
     case RoutingAlgo::kUpDown: return "updn";
     case RoutingAlgo::kFatTree: return "ftree";
+    case RoutingAlgo::kDfsssp: return "dfsssp";
+    case RoutingAlgo::kNue: return "nue";
+    case RoutingAlgo::kDor: return "dor";
   }
   return "?";
 }
 
 bool parse_routing_algo(const std::string& s, RoutingAlgo& out) noexcept {
-  for (auto a : {RoutingAlgo::kMinHop, RoutingAlgo::kUpDown, RoutingAlgo::kFatTree})
+  for (auto a : kAllAlgos)
     if (s == to_string(a)) {
       out = a;
       return true;
@@ -33,111 +61,80 @@ bool parse_routing_algo(const std::string& s, RoutingAlgo& out) noexcept {
   return false;
 }
 
-namespace {
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// The links of `s` that lie on an allowed shortest route towards `dest`.
-void candidates(const SwitchGraph& g, const HopTables& hops, const Ranking* r, SwIdx s, SwIdx dest,
-                std::vector<std::uint8_t>& out) {
-  out.clear();
-  const std::uint8_t here = hops.at(dest, s);
-  if (here == kHopUnreachable) return;
-  const std::uint8_t want = static_cast<std::uint8_t>((here & kHopMask) - 1);
-  const bool down_mode = r && (here & kHopDownMode);
-  for (const SwitchLink& l : g.links[s]) {
-    const std::uint8_t there = hops.at(dest, l.peer);
-    if (there == kHopUnreachable || (there & kHopMask) != want) continue;
-    if (r) {
-      // Down mode: only down links to switches that also go only down.
-      // Otherwise: only up links (the peer may then go down or further up).
-      if (down_mode ? !(r->is_up(l.peer, s) && (there & kHopDownMode)) : !r->is_up(s, l.peer)) continue;
-    }
-    out.push_back(l.port);
+bool parse_routing_chain(std::string_view s, std::vector<RoutingAlgo>& out, std::string* error) {
+  std::vector<RoutingAlgo> chain;
+  auto fail = [&](std::string msg) {
+    if (error != nullptr) *error = std::move(msg);
+    return false;
+  };
+  while (true) {
+    const std::size_t comma = s.find(',');
+    const std::string name(trim(s.substr(0, comma)));
+    RoutingAlgo a;
+    if (name.empty()) return fail("empty engine name in routing chain");
+    if (!parse_routing_algo(name, a))
+      return fail("unknown routing engine \"" + name + "\" (minhop, updn, ftree, dfsssp, nue, dor)");
+    if (std::find(chain.begin(), chain.end(), a) != chain.end())
+      return fail("routing engine \"" + name + "\" named twice in the chain");
+    chain.push_back(a);
+    if (comma == std::string_view::npos) break;
+    s.remove_prefix(comma + 1);
   }
+  out = std::move(chain);
+  return true;
 }
 
-}  // namespace
+std::string to_string(const std::vector<RoutingAlgo>& chain) {
+  std::string out;
+  for (const RoutingAlgo a : chain) {
+    if (!out.empty()) out += ',';
+    out += to_string(a);
+  }
+  return out;
+}
 
-RoutingResult compute_routes(const fabric::Fabric& fabric, const RoutingOptions& opts) {
+RoutingResult route_chain(const fabric::Fabric& fabric, const RoutingOptions& opts, const SwitchGraph& g,
+                          const Reuse* reuse, RoutingAlgo reuse_engine) {
   RoutingResult res;
-  const SwitchGraph g = SwitchGraph::build(fabric);
   if (g.size() == 0) {
     res.error = "no switches to route";
     return res;
   }
-  Ranking ranking;
-  const bool updn = opts.algo != RoutingAlgo::kMinHop;
-  if (updn) {
-    ranking = rank_switches(fabric, g, opts.root_guids);
-    if (!opts.root_guids.empty() && ranking.roots.size() != opts.root_guids.size()) {
-      res.error = "configured root GUIDs not all found among the switches";
-      return res;
+  const std::vector<RoutingAlgo> chain = opts.chain.empty() ? std::vector<RoutingAlgo>{opts.algo} : opts.chain;
+  std::uint8_t vls = g.vls_min != 0 ? g.vls_min : kDefaultVls;
+  if (opts.vls_max != 0) vls = std::min(vls, opts.vls_max);
+  std::vector<std::string> failed;
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    RoutingResult attempt;
+    EngineInput in{fabric, g, opts, std::max(1u, opts.threads), vls, chain[i] == reuse_engine ? reuse : nullptr};
+    const bool ok = run_engine(in, chain[i], attempt);
+    if (ok && attempt.ok()) {
+      attempt.engine = chain[i];
+      attempt.failed = std::move(failed);
+      attempt.vls_available = vls;
+      attempt.sl_to_vl.resize(std::max<std::uint8_t>(1, attempt.layers.count()));
+      for (std::size_t sl = 0; sl < attempt.sl_to_vl.size(); ++sl) attempt.sl_to_vl[sl] = static_cast<std::uint8_t>(sl);
+      attempt.lids_rerouted = 0;
+      for (const LidTarget& t : g.targets)
+        if (in.reuse == nullptr || !in.reuse->keeps(t.base_lid)) attempt.lids_rerouted += t.lid_count;
+      attempt.incremental = in.reuse != nullptr;
+      if (in.reuse != nullptr) attempt.kept = in.reuse->keep_lid;
+      return attempt;
     }
-    for (SwIdx s : ranking.roots) res.roots.push_back(g.node_of[s]);
+    failed.push_back(std::string(to_string(chain[i])) + ": " +
+                     (attempt.error.empty() ? std::string("failed") : attempt.error));
   }
-
-  auto t0 = std::chrono::steady_clock::now();
-  const HopTables hops = compute_hop_tables(g, updn ? &ranking : nullptr, opts.threads);
-  res.hop_tables_s = seconds_since(t0);
-
-  for (const LidTarget& t : g.targets)
-    res.top_lid = std::max<std::uint16_t>(res.top_lid, static_cast<std::uint16_t>(t.base_lid + t.lid_count - 1));
-  res.lfts.resize(g.size());
-  std::vector<std::uint32_t> unreachable(g.size(), 0);
-  std::vector<std::uint8_t> max_hops(g.size(), 0);
-
-  t0 = std::chrono::steady_clock::now();
-  parallel_for(g.size(), opts.threads, [&](std::size_t si) {
-    const auto s = static_cast<SwIdx>(si);
-    Lft& lft = res.lfts[s];
-    lft.node = g.node_of[s];
-    lft.ports.assign(res.top_lid + 1u, kLftNoRoute);
-    std::vector<std::uint32_t> load(fabric.nodes[lft.node].ports.size(), 0);
-    std::vector<std::uint8_t> cand;
-    SwIdx cand_dest = kNoSwitch;
-    std::uint32_t seq = 0;  // destination LID sequence: d-mod-k for fat-tree
-    for (const LidTarget& t : g.targets) {
-      if (t.sw == s) {
-        for (std::uint8_t i = 0; i < t.lid_count; ++i) lft.ports[t.base_lid + i] = t.exit_port;
-        seq += t.lid_count;
-        continue;
-      }
-      if (t.sw != cand_dest) {
-        const bool legal_only = updn && !hops.minhop_fallback[t.sw];
-        candidates(g, hops, legal_only ? &ranking : nullptr, s, t.sw, cand);
-        cand_dest = t.sw;
-        if (!cand.empty())
-          max_hops[s] = std::max<std::uint8_t>(max_hops[s], hops.at(t.sw, s) & kHopMask);
-      }
-      for (std::uint8_t i = 0; i < t.lid_count; ++i, ++seq) {
-        if (cand.empty()) {
-          ++unreachable[s];
-          continue;
-        }
-        std::uint8_t port;
-        if (opts.algo == RoutingAlgo::kFatTree) {
-          port = cand[seq % cand.size()];
-        } else {
-          port = cand[0];
-          for (std::uint8_t c : cand)
-            if (load[c] < load[port]) port = c;  // least used; ties keep the lowest port
-        }
-        ++load[port];
-        lft.ports[t.base_lid + i] = port;
-      }
-    }
-  });
-  res.lfts_s = seconds_since(t0);
-  for (const LidTarget& t : g.targets)
-    if (updn && hops.minhop_fallback[t.sw]) res.minhop_fallback_lids += t.lid_count;
-  for (SwIdx s = 0; s < g.size(); ++s) {
-    res.unreachable += unreachable[s];
-    res.max_hops = std::max(res.max_hops, max_hops[s]);
+  for (const std::string& f : failed) {
+    if (!res.error.empty()) res.error += "; ";
+    res.error += f;
   }
+  res.failed = std::move(failed);
   return res;
+}
+
+RoutingResult compute_routes(const fabric::Fabric& fabric, const RoutingOptions& opts) {
+  const SwitchGraph g = SwitchGraph::build(fabric);
+  return route_chain(fabric, opts, g, nullptr, opts.algo);
 }
 
 int trace_route(const fabric::Fabric& fabric, const RoutingResult& routes, std::uint16_t src_lid,

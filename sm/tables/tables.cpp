@@ -131,7 +131,10 @@ Task<TablesReport> read_port_tables(SmpQueue& q, const DiscoveryResult& d, Table
     ++report.ports_read;
     return &e;
   };
-  for (fabric::NodeId id = 0; id < f.nodes.size(); ++id) {
+  // One node's reads at a time, whenever the queue runs dry: memory stays
+  // bounded by the window, not the fabric (a 43,904-host fabric queued
+  // 311,248 SMPs, 110 MB, at once).
+  auto visit = [&](fabric::NodeId id) {
     const fabric::Node& n = f.nodes[id];
     if (!n.is_switch()) {
       // A CA's SMA answers for the port the SMP arrives on: each port by its own path.
@@ -149,9 +152,9 @@ Task<TablesReport> read_port_tables(SmpQueue& q, const DiscoveryResult& d, Table
         }
         rd.vl_arb(pi, path, 0, *e);
       }
-      continue;
+      return;
     }
-    if (n.ports.empty()) continue;
+    if (n.ports.empty()) return;
     // Switch port 0: the end port's GUIDInfo; with switch_ports, the tables
     // of every linked port for every linked input port (and port 0).
     std::vector<std::uint8_t> inputs{0};
@@ -176,8 +179,15 @@ Task<TablesReport> read_port_tables(SmpQueue& q, const DiscoveryResult& d, Table
       // Input port 0 too (the switch's own packets), as OpenSM programs it.
       for (const std::uint8_t in : inputs) rd.sl2vl(n.dr_path, in, out, *e);
     }
-  }
+  };
+  fabric::NodeId next = 0;
+  q.set_feeder([&] {
+    if (next >= f.nodes.size()) return false;
+    visit(next++);
+    return true;
+  });
   co_await q.drained();
+  q.set_feeder(nullptr);
   std::erase_if(cache.ports, [&](const auto& kv) { return !present.contains(kv.first); });
   co_return report;
 }

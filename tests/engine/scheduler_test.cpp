@@ -1,6 +1,7 @@
 // Task<T> and Scheduler: lazy start, nested awaits, timer ordering (ties in
 // insertion order), yield fairness, cancellation of sleeping/queued/running
-// tasks, and destruction of suspended frames without resuming them.
+// tasks, early wake of a sleeping one, and destruction of suspended frames
+// without resuming them.
 #include "engine/scheduler.hpp"
 
 #include <gtest/gtest.h>
@@ -166,6 +167,31 @@ TEST(Scheduler, CancelSleepingTaskCompletesAwaitWithCancelled) {
   EXPECT_FALSE(sched.alive(h));
   EXPECT_FALSE(sched.cancel(h));  // stale handle is harmless
   EXPECT_EQ(sched.next_deadline_ns(), -1);
+}
+
+TEST(Scheduler, WakeEndsASleepEarlyAndOnlyASleep) {
+  ManualClock clock;
+  Scheduler sched(clock);
+  std::vector<std::string> log;
+  auto t = [&]() -> Task<void> {
+    const Wake w = co_await sched.sleep_for(1000 * kNanosPerMilli);
+    log.push_back(w ? "woke" : "cancelled");
+    co_await sched.yield();
+    log.push_back("yielded");
+  };
+  const TaskHandle h = sched.spawn(t());
+  EXPECT_FALSE(sched.wake(h));  // queued, not sleeping yet
+  sched.poll(0);
+  EXPECT_TRUE(sched.wake(h));
+  EXPECT_TRUE(log.empty());  // resumes from poll, not inside wake()
+  EXPECT_EQ(sched.next_deadline_ns(), 0);  // its timer is gone; it is ready
+  sched.poll(0);
+  EXPECT_EQ(log, (std::vector<std::string>{"woke"}));
+  EXPECT_FALSE(sched.wake(h));  // queued after its yield: no sleep to end
+  sched.poll(0);
+  EXPECT_EQ(log, (std::vector<std::string>{"woke", "yielded"}));
+  EXPECT_FALSE(sched.alive(h));
+  EXPECT_FALSE(sched.wake(h));  // stale handle is harmless
 }
 
 TEST(Scheduler, CancelNestedAwaitPropagatesToTheInnermostTimer) {

@@ -112,13 +112,16 @@ std::vector<std::string> record_queries(const Lids& l, int ports_per_switch) {
     q.push_back("LR " + s + "/1");
     q.push_back("--smkey 1 PKTR " + s + "/1/0");
   }
-  for (const int lid : l.switches)
+  for (const int lid : l.switches) {
+    // Port 0's VLArb blocks, one record each (zeros: no data VLs on a base port 0).
+    for (int block = 1; block <= 4; ++block) q.push_back("VLAR " + std::to_string(lid) + "/0/" + std::to_string(block));
     for (int port = 0; port <= ports_per_switch; ++port) {
       const std::string s = std::to_string(lid) + "/" + std::to_string(port);
       q.push_back("PIR " + s);
       q.push_back("--smkey 1 PKTR " + s + "/0");
       if (port != 0) q.push_back("LR " + s);
     }
+  }
   // Paths from two sources to every LID (the fat tree's all pairs would take long through the shim).
   for (std::size_t i = 0; i < l.all.size() && i < 2; ++i)
     for (const int d : l.all)

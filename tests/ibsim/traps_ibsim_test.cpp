@@ -69,14 +69,15 @@ TEST(SmTrapsIbsimChild, Subscribe) {
   // ibsim hands requests on QP0/QP1 (a Report is one) only to a client that
   // holds the issm device, so the subscriber declares itself an SM; it then
   // also receives our SM's SMInfo Gets, and the shim crashes a client that
-  // has no agent for their class: register 0x01 and 0x81 and ignore them.
+  // has no agent for their class: register 0x01 and 0x81 and ignore them,
+  // before IsSM is set (its trap 144 makes our SM poll this port at once).
+  long none[16 / sizeof(long)] = {};
+  ASSERT_GE(umad_register(fd, 0x01, 1, 0, none), 0);
+  ASSERT_GE(umad_register(fd, 0x81, 1, 0, none), 0);
   char issm_path[256] = {};
   ASSERT_EQ(umad_get_issm_path(nullptr, 0, issm_path, sizeof issm_path), 0);
   const int issm_fd = open(issm_path, O_RDWR);
   ASSERT_GE(issm_fd, 0);
-  long none[16 / sizeof(long)] = {};
-  ASSERT_GE(umad_register(fd, 0x01, 1, 0, none), 0);
-  ASSERT_GE(umad_register(fd, 0x81, 1, 0, none), 0);
   // Unsolicited Reports reach an agent whose method mask has Report.
   long mask[16 / sizeof(long)] = {};
   constexpr unsigned kBits = 8 * sizeof(long);

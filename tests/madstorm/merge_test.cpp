@@ -69,8 +69,8 @@ TEST(Merge, SeriesLineUpOnTheWallClock) {
   b.result.first_issue_ns += 300'000'000;
   b.result.last_issue_ns += 300'000'000;
   b.result.end_ns += 300'000'000;
-  a.result.series = {{10, 10, 0}};
-  b.result.series = {{5, 4, 1}, {7, 7, 0}};
+  a.result.series = {{10, 10, 0, 900}};
+  b.result.series = {{5, 4, 1, 250}, {7, 7, 0, 40}};
   const std::vector<ParsedRun> parts = {a, b};
   const MergedRun m = merge_runs(parts);
   ASSERT_EQ(m.result.series.size(), 5u);
@@ -78,6 +78,8 @@ TEST(Merge, SeriesLineUpOnTheWallClock) {
   EXPECT_EQ(m.result.series[1].issued, 0u);
   EXPECT_EQ(m.result.series[3].answered, 4u);
   EXPECT_EQ(m.result.series[3].failed, 1u);
+  EXPECT_EQ(m.result.series[3].latency_max_us, 250u);  // a bucket's worst answer survives the merge
+  EXPECT_EQ(m.result.series[0].latency_max_us, 900u);
   EXPECT_EQ(m.result.series[4].issued, 7u);
   EXPECT_EQ(m.result.end_ns, b.result.end_ns);
 }

@@ -1,7 +1,8 @@
 // The node's C++ API on the sim, driven by the test (pump mode, deterministic):
 // events (SM state changes, subnet up, port changes, notices), the routing
 // hook (its LFTs programmed into the simulated switches and followed by the
-// SA's paths; a failing or malformed hook programs nothing), vendor-class
+// SA's paths, again at every heavy sweep; a failing or malformed hook
+// programs nothing), vendor-class
 // MADs answered on the engine core, FabricView and path().
 #include <gtest/gtest.h>
 
@@ -162,6 +163,55 @@ TEST(Node, RoutingHookLftsAreProgrammedAndPathsFollowThem) {
   EXPECT_EQ(p.pkey, 0xffff);
   EXPECT_EQ(p.epoch, v.epoch());
   EXPECT_EQ(n.path(h1, quarantined, p), PathResult::kNoPath);
+}
+
+// The hook is the SM's routing at every heavy sweep: the engines'
+// incremental re-routing does not keep the previous pass's LFTs for it.
+TEST(Node, RoutingHookRoutesEveryHeavySweep) {
+  std::uint64_t calls = 0;
+  const char* unrouted = "H2";
+  NodeHooks hooks;
+  hooks.routing = [&](const fabric::Fabric& f, std::vector<fabric::Lft>& lfts, std::string& error) {
+    ++calls;
+    if (!route_star(f, lfts, error)) return false;
+    for (const fabric::EndPort e : f.end_ports())
+      if (f.nodes[e.node].description.find(unrouted) != std::string::npos)
+        for (fabric::Lft& l : lfts) l.ports[f.lid_of(e)] = fabric::kLftNoRoute;
+    return true;
+  };
+  InternalNode n(star_config(), std::move(hooks));
+  ASSERT_TRUE(run_until(n, [&] { return n.status().subnet_up; }, 10'000));
+  sim::Fabric& f = *n.fabric();
+  const std::uint32_t s1 = f.find_node("S1");
+  const auto lid_of = [&](const char* host) {
+    const FabricView v = n.fabric_view();
+    for (const fabric::EndPort e : v.fabric().end_ports())
+      if (v.fabric().nodes[e.node].description.find(host) != std::string::npos) return v.fabric().lid_of(e);
+    return std::uint16_t{0};
+  };
+  const std::uint16_t h2 = lid_of("H2"), h3 = lid_of("H3");
+  ASSERT_NE(h2, 0);
+  ASSERT_NE(h3, 0);
+  EXPECT_EQ(f.lft_port(s1, h2), fabric::kLftNoRoute);
+  EXPECT_NE(f.lft_port(s1, h3), fabric::kLftNoRoute);
+  sm::SmStatus s = n.sm().status();
+  EXPECT_EQ(s.last_heavy.routing_engine, "routing hook");
+  EXPECT_EQ(s.last_heavy.lids_rerouted, 4u) << "three CAs and the switch";
+
+  // The same fabric swept again: the hook routes it again, now leaving H3 out.
+  unrouted = "H3";
+  const std::uint64_t heavy = s.heavy_sweeps;
+  n.sm().request_heavy_sweep();
+  ASSERT_TRUE(run_until(n, [&] { return n.sm().status().heavy_sweeps > heavy; }, 10'000));
+  EXPECT_EQ(calls, 2u);
+  s = n.sm().status();
+  EXPECT_TRUE(s.last_heavy.ok) << s.last_heavy.error;
+  EXPECT_EQ(s.last_heavy.lids_rerouted, 4u);
+  EXPECT_NE(f.lft_port(s1, h2), fabric::kLftNoRoute);
+  EXPECT_EQ(f.lft_port(s1, h3), fabric::kLftNoRoute);
+  PathInfo p;
+  EXPECT_EQ(n.path(h2, h3, p), PathResult::kNoPath);
+  EXPECT_EQ(n.path(h3, h2, p), PathResult::kOk);
 }
 
 TEST(Node, FailingOrMalformedRoutingHookProgramsNothing) {

@@ -266,6 +266,27 @@ TEST_F(SaRecords, TablesFromSnapshotTables) {
   EXPECT_EQ(mf[0].mft.port_masks[1].get(), 0x0006);
 }
 
+TEST_F(SaRecords, SwitchPortZeroHasFourVlArbBlocksUnread) {
+  // No tables read at all: a switch's port 0 still answers its four blocks,
+  // zeros, as OpenSM does; its other ports and the CAs answer none.
+  const std::uint16_t sw = snap().fabric.nodes[0].base_lid;
+  wire::VlArbTableRecord q{};
+  q.lid = wire::be16::from(sw);
+  auto r = ask(m::kGetTable, a::kVlArbTableRecord, wire::vl_arb_record_cm::kLid, q);
+  ASSERT_TRUE(r);
+  const auto recs = r->records<wire::VlArbTableRecord>();
+  ASSERT_EQ(recs.size(), 4u);
+  for (std::size_t b = 0; b < recs.size(); ++b) {
+    EXPECT_EQ(recs[b].output_port_num, 0);
+    EXPECT_EQ(recs[b].block_num, b + 1);
+    EXPECT_EQ(recs[b].vl_arb_table.entries[0].weight, 0);
+  }
+  q.lid = wire::be16::from(me_);
+  r = ask(m::kGetTable, a::kVlArbTableRecord, wire::vl_arb_record_cm::kLid, q);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->records<wire::VlArbTableRecord>().empty());
+}
+
 TEST_F(SaRecords, PathRecordsEqualThePathDatabase) {
   for (const std::uint16_t s : lids_)
     for (const std::uint16_t d : lids_) {

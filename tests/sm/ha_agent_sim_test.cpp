@@ -3,8 +3,9 @@
 // the wire, a standby takes over within its polling budget when the
 // master's node dies, a higher-priority SM started later gets the subnet by
 // HANDOVER/ACKNOWLEDGE, and two subnets joined at run time end with one
-// master. Each SM here is a small host (discovery + HaAgent); the full
-// SubnetManager integration adds LIDs, routing and programming.
+// master (SMInfo Gets during an election answered with its outcome). Each
+// SM here is a small host (discovery + HaAgent); the full SubnetManager
+// integration adds LIDs, routing and programming.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -121,6 +122,9 @@ TEST(HaAgentSim, TwoSubnetsJoinedEndWithOneMaster) {
                             10'000));
   EXPECT_EQ(a.agent().machine().polled_guid(), b.agent().machine().self().guid);
   EXPECT_EQ(a.agent().counters().handovers_sent, 1u);
+  // b's SMInfo Get reached a during a's election and was answered after it
+  // (what OpenSM as b needs: ha_join_ibsim_test.cpp).
+  EXPECT_GE(a.agent().counters().gets_held, 1u);
   EXPECT_GE(b.asserted(), 2u);  // its first mastership, then the joined subnet
   const auto a_prog = a.programmed();
   ASSERT_FALSE(rig.run_until([&] { return a.programmed() != a_prog || a.state() != wire::SmState::kStandby; }, 2'000));

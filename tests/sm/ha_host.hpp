@@ -97,6 +97,7 @@ class HaHost {
       const bool sweeping = st == wire::SmState::kDiscovering || st == wire::SmState::kMaster;
       if (sweeping && (sweep || sched_->clock().now_ns() >= next)) {
         sweep = false;
+        agent_->sweep_started();
         DiscoveryResult d = co_await discover(*queue_, DiscoveryOptions{.port_num = transport_.local_port().port_num});
         const std::uint16_t own_lid = transport_.local_port().lid;
         const SweepDecision dec = co_await agent_->after_discovery(*queue_, d.fabric, guid(), own_lid);

@@ -20,41 +20,13 @@
 #include "sim/smp_client.hpp"
 #include "madengine/wire/smp/mft.hpp"
 #include "sm/sm.hpp"
+#include "sm_sim_rig.hpp"
 
 namespace madengine {
 namespace {
 
-constexpr Nanos kStepNs = kNanosPerMilli;
-
-struct SimRig {
-  sim::Fabric fabric;
-  sim::SimTransport transport;
-  Engine engine;
-  sa::SnapshotStore store;
-  std::unique_ptr<sm::SubnetManager> sm;
-
-  SimRig(const sim::Topology& topo, const char* sm_node, sm::SmConfig cfg, std::uint64_t seed = 1)
-      : fabric(topo, sim::FabricConfig{.seed = seed}),
-        transport(fabric, fabric.find_node(sm_node), 1),
-        engine(EngineConfig{.cores = 1, .pin = false, .clock = &fabric.clock()}) {
-    if (!transport.open(AgentSpec{.smi = true, .is_sm = true})) throw std::runtime_error("sim transport did not open");
-    engine.add_transport(transport, 0);
-    sm = std::make_unique<sm::SubnetManager>(engine, transport, std::move(cfg), store);
-  }
-  ~SimRig() {
-    sm.reset();
-    engine.quiesce();
-  }
-  // Drives engine and fabric until `pred` holds or `sim_ms` of sim time pass.
-  bool run_until(const std::function<bool(const sm::SmStatus&)>& pred, Nanos sim_ms) {
-    const Nanos end = fabric.now_ns() + sim_ms * kNanosPerMilli;
-    while (fabric.now_ns() < end) {
-      if (pred(sm->status())) return true;
-      if (engine.poll_all_once() == 0) fabric.advance(kStepNs);
-    }
-    return pred(sm->status());
-  }
-};
+using testing::SimRig;
+using testing::kStepNs;
 
 // What a brought-up fabric must look like, read from the simulator itself.
 void check_sim_fabric(const sim::Fabric& f, const sa::Snapshot& snap) {
@@ -156,6 +128,76 @@ TEST(SmSim, LinkDownAndUp) {
   rig.fabric.link_up(up);
   ASSERT_TRUE(rig.run_until([&](const sm::SmStatus& s) { return s.last_heavy.links == links && s.last_heavy.ok; }, 10'000));
   check_sim_fabric(rig.fabric, *rig.store.current());
+}
+
+// Links between switches go down: the SM re-reads only the switches that
+// reported it (their SwitchInfo and PortInfo), takes the links down in the
+// last fabric and routes around them. A walk of the whole subnet afterwards
+// finds nothing to change, so the re-discovered fabric was the real one.
+// Back up, the new link makes the SM walk the subnet again.
+TEST(SmSim, LinksDownAreRediscoveredFromTheSwitchesThatReportThem) {
+  sm::SmConfig cfg;
+  cfg.light_sweep_interval_ms = 100;
+  SimRig rig(sim::make_fat_tree_3level({.k = 8, .pods = 4}), "host-0-0-0", cfg);
+  ASSERT_TRUE(rig.run_until([](const sm::SmStatus& s) { return s.subnet_up; }, 60'000));
+  const sm::SmStatus before = rig.sm->status();
+  const std::uint32_t links = before.last_heavy.links;
+  const std::uint64_t walk_smps = before.last_heavy.discovery_smps;
+  EXPECT_FALSE(before.last_heavy.rediscovered);
+  // Two uplinks of one edge switch, among them the one the SM reached it by
+  // (so its old path is broken and a second round finds another).
+  const std::uint32_t edge = rig.fabric.find_node("edge-2-1");
+  std::vector<sim::PortIdx> cut;
+  for (std::uint8_t p = 1; cut.size() < 2; ++p) {
+    const sim::PortIdx port = rig.fabric.port(edge, p);
+    const sim::PortIdx peer = rig.fabric.peer(port);
+    if (peer != sim::kNoPortIdx && rig.fabric.is_switch(rig.fabric.node_of(peer))) cut.push_back(port);
+  }
+  for (const sim::PortIdx p : cut) rig.fabric.link_down(p);
+  ASSERT_TRUE(rig.run_until([&](const sm::SmStatus& s) { return s.last_heavy.links == links - 2 && s.last_heavy.ok; },
+                            10'000));
+  const sm::SweepStats re = rig.sm->status().last_heavy;
+  EXPECT_TRUE(re.rediscovered) << re.walk_reason;
+  EXPECT_EQ(re.new_nodes + re.vanished_nodes, 0u);
+  // The switches at both ends of the cables: SwitchInfo and 8 PortInfo each,
+  // twice at most, against a walk's thousands.
+  EXPECT_LE(re.discovery_smps, 4u * 2u * 10u);
+  EXPECT_LT(re.discovery_smps * 20, walk_smps);
+  EXPECT_GT(re.bringup.lft_blocks_written, 0u);
+  check_sim_fabric(rig.fabric, *rig.store.current());
+
+  const std::uint64_t heavy = rig.sm->status().heavy_sweeps;
+  rig.sm->request_heavy_sweep();
+  ASSERT_TRUE(rig.run_until([&](const sm::SmStatus& s) { return s.heavy_sweeps > heavy && s.last_heavy.ok; }, 10'000));
+  const sm::SweepStats walked = rig.sm->status().last_heavy;
+  EXPECT_FALSE(walked.rediscovered);
+  EXPECT_EQ(walked.links, links - 2);
+  EXPECT_EQ(walked.new_nodes + walked.vanished_nodes, 0u);
+  EXPECT_EQ(walked.lids_rerouted, 0u);
+  EXPECT_EQ(walked.bringup.lft_blocks_written, 0u);
+  EXPECT_EQ(walked.bringup.port_info_sets, 0u);
+
+  for (const sim::PortIdx p : cut) rig.fabric.link_up(p);
+  ASSERT_TRUE(rig.run_until([&](const sm::SmStatus& s) { return s.last_heavy.links == links && s.last_heavy.ok; }, 10'000));
+  EXPECT_FALSE(rig.sm->status().last_heavy.rediscovered);
+  check_sim_fabric(rig.fabric, *rig.store.current());
+}
+
+// A host's cable pulled: the CA is gone, which re-discovery does not handle;
+// the SM walks the subnet and says why.
+TEST(SmSim, LinkToACaDownWalksTheSubnet) {
+  sm::SmConfig cfg;
+  cfg.light_sweep_interval_ms = 100;
+  SimRig rig(sim::make_fat_tree_2level({.k = 8}), "host-0-0", cfg);
+  ASSERT_TRUE(rig.run_until([](const sm::SmStatus& s) { return s.subnet_up; }, 60'000));
+  const std::uint32_t nodes = rig.sm->status().last_heavy.nodes;
+  rig.fabric.link_down(rig.fabric.port(rig.fabric.find_node("host-3-1"), 1));
+  ASSERT_TRUE(rig.run_until([&](const sm::SmStatus& s) { return s.last_heavy.nodes == nodes - 1 && s.last_heavy.ok; },
+                            10'000));
+  const sm::SweepStats st = rig.sm->status().last_heavy;
+  EXPECT_FALSE(st.rediscovered);
+  EXPECT_NE(st.walk_reason.find("to a CA"), std::string::npos) << st.walk_reason;
+  EXPECT_EQ(st.vanished_nodes, 1u);
 }
 
 // The SM's own cable pulled and put back: seen through the cheap local

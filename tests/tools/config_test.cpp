@@ -71,7 +71,8 @@ TEST(Config, BadInputNamesTheLine) {
   expect_error("[engine]\n\ncorez = 2\n", "bad.toml:3: unknown key engine.corez");
   expect_error("[transport]\nkind = \"verbs\"\n", "bad.toml:2: transport.kind must be");
   expect_error("[engine]\nidle = \"nap\"\n", "bad.toml:2: engine.idle must be block or spin");
-  expect_error("[sm]\nrouting = \"dor\"\n", "bad.toml:2: sm.routing must be");
+  expect_error("[sm]\nrouting = \"lash\"\n", "bad.toml:2: sm.routing must be");
+  expect_error("[sm]\nrouting = \"dfsssp,,minhop\"\n", "bad.toml:2: sm.routing must be");
   expect_error("[sm]\nroots = [\"zz\"]\n", "bad.toml:2: sm.roots: not a GUID");
   expect_error("[sm]\npriority = \"high\"\n", "bad.toml:2: sm.priority must be an integer");
   expect_error("[nonsense]\n", "bad.toml:1: unknown section [nonsense]");

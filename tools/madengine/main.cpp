@@ -9,6 +9,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
 #include <csignal>
 #include <filesystem>
 #include <functional>
@@ -26,6 +30,37 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 void on_signal(int) { g_stop.store(true); }
+
+// Once a shutdown starts, the process ends within this (systemd's
+// TimeoutStopSec is far longer; clients see the SM go either way).
+constexpr int kShutdownTimeoutMs = 1000;
+
+// Ends the process if the orderly shutdown has not finished by its deadline.
+class ShutdownWatchdog {
+ public:
+  explicit ShutdownWatchdog(std::chrono::milliseconds limit)
+      : thread_([this, limit] {
+          std::unique_lock lock(mu_);
+          if (cv_.wait_for(lock, limit, [this] { return done_; })) return;
+          spdlog::warn("shutdown: not done after {} ms (a device call has not returned): exiting now", limit.count());
+          spdlog::default_logger()->flush();
+          std::_Exit(0);
+        }) {}
+  ~ShutdownWatchdog() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
 
 void log_status(node::InternalNode& d) {
   const auto s = d.sm().status();
@@ -76,7 +111,7 @@ int main(int argc, char** argv) {
   flags.add(app, "--sim-speed", cfg.transport.sim_speed, "sim: simulated seconds per wall second (0 = as fast as possible)");
   flags.add(app, "--cores", cfg.engine.cores, "engine cores")->check(CLI::Range(1, 256));
   flags.add(app, "--priority", cfg.sm.priority, "SM priority 0..15")->check(CLI::Range(0, 15));
-  flags.add(app, "--routing", cfg.sm.routing, "minhop | updn | ftree");
+  flags.add(app, "--routing", cfg.sm.routing, "engine or chain tried in order: minhop | updn | ftree | dfsssp | nue | dor, e.g. dfsssp,updn,minhop");
   CLI::Option* guid2lid_opt = flags.add(app, "--guid2lid", cfg.sm.guid2lid,
                                         "GUID-to-LID file kept across restarts (OpenSM's format; \"\" = none)");
   std::string sa_journal;
@@ -111,6 +146,7 @@ int main(int argc, char** argv) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
 
+  std::optional<ShutdownWatchdog> watchdog;  // outlives the daemon: its destruction is watched too
   try {
     // umad: the engine's cores; sim: a thread drives the fabric at --sim-speed.
     node::InternalNode d(cfg);
@@ -128,6 +164,11 @@ int main(int argc, char** argv) {
       }
     }
     log_status(d);
+    // A shutdown ends within shutdown_timeout_ms whatever the device does
+    // (a call into a dead device's driver or simulator may never return):
+    // the journal first, then the orderly stop under a watchdog.
+    d.write_journal_now();
+    watchdog.emplace(std::chrono::milliseconds(kShutdownTimeoutMs));
     d.stop();
   } catch (const node::ConfigError& e) {
     spdlog::error("{}", e.what());
@@ -136,6 +177,7 @@ int main(int argc, char** argv) {
     spdlog::error("{}", e.what());
     return 1;
   }
+  watchdog.reset();
   spdlog::shutdown();
   return 0;
 }

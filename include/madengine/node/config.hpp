@@ -56,7 +56,7 @@ struct SmSection {
   // kStateDir/guid2lid with the umad transport (apply_state_defaults).
   std::string guid2lid;
   unsigned lmc = 0;           // 0..7
-  std::string routing = "minhop";  // minhop | updn | ftree
+  std::string routing = "minhop";  // an engine or a chain "a,b,c": minhop | updn | ftree | dfsssp | nue | dor
   std::vector<std::uint64_t> roots;  // updn/ftree root switch GUIDs; empty = detect
   unsigned sweep_interval_ms = 10000;
   unsigned local_port_check_ms = 250;    // master: our own port's PortInfo, to see a cable pulled or put back

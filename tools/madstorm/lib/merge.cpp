@@ -140,8 +140,10 @@ ParsedRun parse_run(const json& j, const std::string& source) {
   r.bucket_ns = static_cast<Nanos>(std::llround(num<double>(j, "series.bucket_ms", source) * 1e6));
   if (r.bucket_ns <= 0) throw std::runtime_error(source + ": series.bucket_ms must be positive");
   for (const json& b : at(j, "series.buckets", source)) {
-    if (!b.is_array() || b.size() != 3) throw std::runtime_error(source + ": bad series bucket");
-    r.series.push_back(SeriesBucket{b[0].get<std::uint32_t>(), b[1].get<std::uint32_t>(), b[2].get<std::uint32_t>()});
+    // Three columns in reports written before latency_max_us.
+    if (!b.is_array() || b.size() < 3 || b.size() > 4) throw std::runtime_error(source + ": bad series bucket");
+    r.series.push_back(SeriesBucket{b[0].get<std::uint32_t>(), b[1].get<std::uint32_t>(), b[2].get<std::uint32_t>(),
+                                    b.size() == 4 ? b[3].get<std::uint32_t>() : 0});
   }
   r.per_host_ports = num<bool>(j, "requesters.per_host_ports", source);
   r.busy_answers_by_host.assign(r.hosts, 0);
@@ -228,6 +230,7 @@ MergedRun merge_runs(std::span<const ParsedRun> runs) {
       r.series[offset + i].issued += x.series[i].issued;
       r.series[offset + i].answered += x.series[i].answered;
       r.series[offset + i].failed += x.series[i].failed;
+      r.series[offset + i].latency_max_us = std::max(r.series[offset + i].latency_max_us, x.series[i].latency_max_us);
     }
   }
   if (!any_issue) r.first_issue_ns = r.last_issue_ns = start;

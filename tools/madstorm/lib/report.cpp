@@ -173,8 +173,9 @@ nlohmann::json to_json(const RunInfo& info, const StormResult& r) {
       {"cpu_us_per_query", c.sent == 0 ? 0.0 : cpu_s * 1e6 / static_cast<double>(c.issued + c.warmup_issued)},
   };
   json series = json::array();
-  for (const SeriesBucket& b : r.series) series.push_back({b.issued, b.answered, b.failed});
-  j["series"] = {{"bucket_ms", static_cast<double>(r.bucket_ns) / 1e6}, {"columns", {"issued", "answered", "failed"}},
+  for (const SeriesBucket& b : r.series) series.push_back({b.issued, b.answered, b.failed, b.latency_max_us});
+  j["series"] = {{"bucket_ms", static_cast<double>(r.bucket_ns) / 1e6},
+                 {"columns", {"issued", "answered", "failed", "latency_max_us"}},
                  {"buckets", series}};
   j["counts_add_up"] = r.counts_add_up();
   j["stopped_early"] = r.stopped_early;

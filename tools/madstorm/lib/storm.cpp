@@ -396,6 +396,7 @@ struct Storm::Impl final : madengine::TxSink {
           ++c.answered_by[static_cast<std::size_t>(s.q.kind)];
           ++b.answered;
           result.latency.record(now - s.sched_ns);
+          b.latency_max_us = std::max(b.latency_max_us, static_cast<std::uint32_t>((now - s.sched_ns) / 1000));
           break;
         case Outcome::kBusy: ++c.busy; ++b.failed; break;
         case Outcome::kTimeout: ++c.timeouts; ++b.failed; break;

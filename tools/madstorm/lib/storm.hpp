@@ -121,6 +121,7 @@ struct SeriesBucket {
   std::uint32_t issued = 0;
   std::uint32_t answered = 0;
   std::uint32_t failed = 0;  // busy + timeouts + errors completed in the bucket
+  std::uint32_t latency_max_us = 0;  // worst latency of the answers completed in the bucket: when a stall happened
 };
 
 struct StormResult {

@@ -1,0 +1,109 @@
+// LayeredCdg (see cdg.hpp): Pearce-Kelly insertion into a dynamic
+// topological order, one order per layer.
+#include "sm/routing/cdg.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace madengine::sm {
+
+LayeredCdg::LayeredCdg(const SwitchGraph& g, unsigned layers) : g_(g) {
+  std::size_t degree = 1;
+  for (SwIdx s = 0; s < g.size(); ++s) degree = std::max<std::size_t>(degree, g.link_begin[s + 1] - g.link_begin[s]);
+  words_ = (degree + 63) / 64;
+  const std::size_t n = g.channels();
+  bits_.assign(layers, std::vector<std::uint64_t>(n * words_, 0));
+  refused_ = bits_;
+  ord_.assign(layers, std::vector<std::uint32_t>(n));
+  for (unsigned l = 0; l < layers; ++l) std::iota(ord_[l].begin(), ord_[l].end(), 0u);
+  count_.assign(layers, 0);
+  mark_.assign(n, 0);
+}
+
+void LayeredCdg::set_initial_order(const std::vector<std::uint32_t>& position) {
+  for (auto& ord : ord_) ord = position;
+}
+
+// Channels reachable from `from` whose position is at most `upper`; false
+// (a cycle) when `target` is among them.
+bool LayeredCdg::forward(unsigned layer, ChannelId from, std::uint32_t upper, ChannelId target) {
+  const auto& ord = ord_[layer];
+  const auto& bits = bits_[layer];
+  stack_.assign(1, from);
+  mark_[from] = stamp_;
+  while (!stack_.empty()) {
+    const ChannelId c = stack_.back();
+    stack_.pop_back();
+    fwd_.push_back(c);
+    const ChannelId base = g_.link_begin[g_.link[c].peer];
+    const std::uint64_t* row = bits.data() + std::size_t{c} * words_;
+    for (std::size_t w = 0; w < words_; ++w)
+      for (std::uint64_t m = row[w]; m != 0; m &= m - 1) {
+        const ChannelId d = base + static_cast<ChannelId>(w * 64 + static_cast<std::size_t>(__builtin_ctzll(m)));
+        if (d == target) return false;
+        if (mark_[d] == stamp_ || ord[d] > upper) continue;
+        mark_[d] = stamp_;
+        stack_.push_back(d);
+      }
+  }
+  return true;
+}
+
+// Channels that reach `from` whose position is at least `lower`. A
+// predecessor of channel c (a to b) is a channel into a with the bit of c set.
+void LayeredCdg::backward(unsigned layer, ChannelId from, std::uint32_t lower) {
+  const auto& ord = ord_[layer];
+  const auto& bits = bits_[layer];
+  stack_.assign(1, from);
+  mark_[from] = stamp_;
+  while (!stack_.empty()) {
+    const ChannelId c = stack_.back();
+    stack_.pop_back();
+    bwd_.push_back(c);
+    const SwIdx a = g_.channel_from[c];
+    const std::uint32_t j = c - g_.link_begin[a];
+    for (ChannelId out = g_.link_begin[a]; out < g_.link_begin[a + 1]; ++out) {
+      const ChannelId p = g_.link[out].reverse;  // into a
+      if (p == kNoChannel || mark_[p] == stamp_ || ord[p] < lower) continue;
+      if (((bits[std::size_t{p} * words_ + j / 64] >> (j % 64)) & 1u) == 0) continue;
+      mark_[p] = stamp_;
+      stack_.push_back(p);
+    }
+  }
+}
+
+bool LayeredCdg::add(unsigned layer, ChannelId c1, ChannelId c2) {
+  if (has(layer, c1, c2)) return true;
+  if (c1 == c2) return false;
+  auto& ord = ord_[layer];
+  const std::uint32_t lower = ord[c2], upper = ord[c1];
+  if (lower > upper) {  // already in order
+    set(layer, c1, c2);
+    return true;
+  }
+  if (++stamp_ == 0) {
+    std::fill(mark_.begin(), mark_.end(), 0u);
+    stamp_ = 1;
+  }
+  fwd_.clear();
+  bwd_.clear();
+  if (!forward(layer, c2, upper, c1)) return false;
+  backward(layer, c1, lower);
+  // Reorder: what reaches c1 first, then what c2 reaches, in the positions
+  // they held together, each group in its old relative order.
+  auto by_ord = [&](ChannelId a, ChannelId b) { return ord[a] < ord[b]; };
+  std::sort(fwd_.begin(), fwd_.end(), by_ord);
+  std::sort(bwd_.begin(), bwd_.end(), by_ord);
+  std::vector<std::uint32_t> slots;
+  slots.reserve(fwd_.size() + bwd_.size());
+  for (const ChannelId c : bwd_) slots.push_back(ord[c]);
+  for (const ChannelId c : fwd_) slots.push_back(ord[c]);
+  std::sort(slots.begin(), slots.end());
+  std::size_t i = 0;
+  for (const ChannelId c : bwd_) ord[c] = slots[i++];
+  for (const ChannelId c : fwd_) ord[c] = slots[i++];
+  set(layer, c1, c2);
+  return true;
+}
+
+}  // namespace madengine::sm

@@ -1,0 +1,74 @@
+// Channel dependency graphs kept acyclic as dependencies are added, one per
+// virtual-lane layer. A dependency c1 -> c2 (a packet holding channel c1,
+// switch a to b, waits for c2, b to c) is one bit: c2 is one of b's links.
+// Adding keeps a topological order of the channels (Pearce and Kelly, "A
+// dynamic topological sort algorithm for directed acyclic graphs", 2006):
+// an edge that agrees with the order costs one comparison; otherwise only
+// the channels between the two ends in the order are searched, and an edge
+// that would close a cycle is refused. Used by dfsssp's layering and nue.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sm/routing/switch_graph.hpp"
+
+namespace madengine::sm {
+
+class LayeredCdg {
+ public:
+  LayeredCdg(const SwitchGraph& g, unsigned layers);
+  // Starts every layer from this order of the channels (position by
+  // channel, a permutation): one close to topological for the dependencies
+  // to come makes most additions a comparison.
+  void set_initial_order(const std::vector<std::uint32_t>& position);
+
+  unsigned layers() const noexcept { return static_cast<unsigned>(ord_.size()); }
+  // c2 must leave the switch c1 enters.
+  bool has(unsigned layer, ChannelId c1, ChannelId c2) const noexcept {
+    const std::uint32_t j = c2 - g_.link_begin[g_.link[c1].peer];
+    return (bits_[layer][std::size_t{c1} * words_ + j / 64] >> (j % 64)) & 1u;
+  }
+  // Adds c1 -> c2 unless it closes a cycle in that layer (then false, and
+  // nothing changes). Adding a present dependency succeeds.
+  bool add(unsigned layer, ChannelId c1, ChannelId c2);
+  // Removing never breaks the order: for undoing an attempt.
+  void remove(unsigned layer, ChannelId c1, ChannelId c2) noexcept {
+    const std::uint32_t j = c2 - g_.link_begin[g_.link[c1].peer];
+    bits_[layer][std::size_t{c1} * words_ + j / 64] &= ~(std::uint64_t{1} << (j % 64));
+  }
+  std::uint64_t dependencies(unsigned layer) const noexcept { return count_[layer]; }
+
+  // A dependency found to close a cycle with edges that stay (none of an
+  // attempt that may be undone): it always will, so callers skip the search.
+  bool refused(unsigned layer, ChannelId c1, ChannelId c2) const noexcept {
+    const std::uint32_t j = c2 - g_.link_begin[g_.link[c1].peer];
+    return (refused_[layer][std::size_t{c1} * words_ + j / 64] >> (j % 64)) & 1u;
+  }
+  void refuse(unsigned layer, ChannelId c1, ChannelId c2) noexcept {
+    const std::uint32_t j = c2 - g_.link_begin[g_.link[c1].peer];
+    refused_[layer][std::size_t{c1} * words_ + j / 64] |= std::uint64_t{1} << (j % 64);
+  }
+
+ private:
+  void set(unsigned layer, ChannelId c1, ChannelId c2) noexcept {
+    const std::uint32_t j = c2 - g_.link_begin[g_.link[c1].peer];
+    bits_[layer][std::size_t{c1} * words_ + j / 64] |= std::uint64_t{1} << (j % 64);
+    ++count_[layer];
+  }
+  bool forward(unsigned layer, ChannelId from, std::uint32_t upper, ChannelId target);
+  void backward(unsigned layer, ChannelId from, std::uint32_t lower);
+
+  const SwitchGraph& g_;
+  std::size_t words_ = 1;                          // 64-bit words per channel row (links of the far switch)
+  std::vector<std::vector<std::uint64_t>> bits_;   // [layer][channel * words_ + j]
+  std::vector<std::vector<std::uint64_t>> refused_;  // same layout
+  std::vector<std::vector<std::uint32_t>> ord_;    // [layer][channel]: position in the order
+  std::vector<std::uint64_t> count_;
+  // Search scratch (one search at a time).
+  std::vector<std::uint32_t> mark_;
+  std::uint32_t stamp_ = 0;
+  std::vector<ChannelId> fwd_, bwd_, stack_;
+};
+
+}  // namespace madengine::sm
