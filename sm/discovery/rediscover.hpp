@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "madengine/engine/task.hpp"
+#include "engine/task.hpp"
 #include "sm/discovery/discovery.hpp"
 
 namespace madengine::sm {
