@@ -20,7 +20,7 @@ enum class Size : std::uint8_t { kSmall, kMedium, kLarge };
 bool parse_size(const std::string& text, Size& out) noexcept;
 const char* to_string(Size s) noexcept;
 
-enum class FabricKind : std::uint8_t { kFatTree2, kFatTree3, kRandom, kTwoSubnets };
+enum class FabricKind : std::uint8_t { kFatTree2, kFatTree3, kRandom, kTwoSubnets, kTorus, kMesh };
 const char* to_string(FabricKind k) noexcept;
 
 struct SmDraw {
