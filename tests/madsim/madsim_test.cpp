@@ -70,6 +70,11 @@ TEST(MadsimRegression, Seed9) { expect_passes(9); }
 // master were lost and old leases returned. Standing by ends the journal's vouch.
 TEST(MadsimRegression, Seed19) { expect_passes(19); }
 TEST(MadsimRegression, Seed43) { expect_passes(43); }
+// The same through re-discovery (a master's sweep of the switches that
+// reported a change): a partition healed while the higher master deferred
+// to the lower one, its re-discovery cleared the bits, and the lower master
+// never swept to find it: two masters for good.
+TEST(MadsimRegression, Seed262) { expect_passes(262); }
 
 // A CA's SMA was mute during a heavy sweep: the SM dropped it and, its link
 // never changing, no light sweep brought it back (no route to its LID). A
