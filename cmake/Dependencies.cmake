@@ -19,6 +19,10 @@ find_package(spdlog REQUIRED)
 find_package(nlohmann_json REQUIRED)
 pkg_check_modules(TOMLPP REQUIRED IMPORTED_TARGET tomlplusplus)
 pkg_check_modules(CLI11 REQUIRED IMPORTED_TARGET CLI11)
+# The daemon as a service: the metrics endpoint's HTTP server and systemd's
+# notification protocol (sd_notify).
+pkg_check_modules(MICROHTTPD REQUIRED IMPORTED_TARGET libmicrohttpd)
+pkg_check_modules(LIBSYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
 
 # Ring backend: DPDK rte_ring (used without EAL on our own memory) or Boost.Lockfree.
 set(MADENGINE_RING "boost")

@@ -19,7 +19,11 @@ set(CPACK_DEBIAN_PACKAGE_SECTION net)
 
 set(CPACK_DEBIAN_DAEMON_PACKAGE_NAME madengine)
 set(CPACK_COMPONENT_DAEMON_DESCRIPTION
-  "madengine daemon (SM + SA), madstorm SA load tool and madwire MAD decoder")
+  "madengine daemon (SM + SA) with its systemd unit, madengine-ctl, madstorm SA load tool and madwire MAD decoder")
+# /etc/madengine/madengine.toml and the logrotate snippet are the operator's
+# to edit: dpkg keeps their changes on upgrade.
+set(CPACK_DEBIAN_DAEMON_PACKAGE_CONTROL_EXTRA "${PROJECT_SOURCE_DIR}/dist/debian/conffiles;${PROJECT_SOURCE_DIR}/dist/debian/postinst")
+set(CPACK_DEBIAN_DAEMON_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME libmadengine${MADENGINE_SOVERSION})
 set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)

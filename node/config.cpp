@@ -219,7 +219,10 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
   }
   for (auto&& [k, v] : root) {
     const std::string key(k.str());
-    if (key != "engine" && key != "transport" && key != "sm" && key != "sa" && key != "log")
+    // [metrics] and [admin] are the daemon's (tools/madengine/service reads
+    // and checks them): one file serves the daemon and an embedder alike.
+    if (key != "engine" && key != "transport" && key != "sm" && key != "sa" && key != "log" && key != "metrics" &&
+        key != "admin")
       fail(name, v, fmt::format("unknown section [{}]", key));
   }
   return c;

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "madengine/node/node.hpp"
 #include "sa/server/sa_server.hpp"
@@ -34,6 +36,12 @@ struct InternalOptions {
   std::function<void(sa::SaServerConfig&)> sa;
 };
 
+// The SA journal's writes (warm restart, docs/ha.md) since start.
+struct JournalCounters {
+  std::uint64_t written = 0;
+  std::uint64_t failed = 0;
+};
+
 class InternalNode : public Node {
  public:
   // What Node(cfg, hooks) builds, with `options`.
@@ -52,6 +60,25 @@ class InternalNode : public Node {
   // before anything that waits on a device), from the state the SA last
   // published; any thread. Once: the destructor then writes nothing more.
   void write_journal_now() noexcept;
+
+  JournalCounters journal_counters() const noexcept;
+
+  // Runs `fn` on engine core `core` between MAD bursts (the SM's core:
+  // sm_core(); the SM's state is touched only there). Any thread; false when
+  // the core's mailbox is full (CommandMailbox::kCommandsMax) or `core` does
+  // not exist. Not started (sim, pump mode): runs at the next pump().
+  bool post(std::uint16_t core, std::function<void()> fn);
+  std::uint16_t sm_core() const noexcept { return 0; }
+  // Commands core `core` has run so far (a liveness beat: post, then see it move).
+  std::uint64_t commands_ran(std::uint16_t core) const noexcept;
+
+  // SIGHUP: what can change while the node runs, from a freshly read
+  // configuration: the log level, then every reload hook (files another
+  // part of the node reads, e.g. partitions) in the order added. Returns
+  // one line per thing reloaded. Hooks run on the calling thread.
+  using ReloadHook = std::function<std::string(const NodeConfig&)>;
+  void add_reload_hook(ReloadHook hook);
+  std::vector<std::string> reload(const NodeConfig& fresh);
 };
 
 }  // namespace madengine::node

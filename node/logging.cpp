@@ -1,5 +1,6 @@
 // [log] applied to the process's log (spdlog's default logger), as the
-// daemon does at start and libmadengine's me_node_create when [log] is given.
+// daemon does at start (and again on SIGHUP, which reopens the file after
+// logrotate moved it) and libmadengine's me_node_create when [log] is given.
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -10,7 +11,11 @@
 namespace madengine::node {
 
 void apply_log_config(const LogSection& log) {
-  if (!log.file.empty()) spdlog::set_default_logger(spdlog::basic_logger_mt("madengine", log.file));
+  // Not registered by name: a second call (SIGHUP) replaces the first
+  // logger instead of clashing with it in spdlog's registry.
+  if (!log.file.empty())
+    spdlog::set_default_logger(
+        std::make_shared<spdlog::logger>("madengine", std::make_shared<spdlog::sinks::basic_file_sink_mt>(log.file)));
   spdlog::set_level(spdlog::level::from_str(log.level));
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
   // A log file is read while the daemon runs (tail -f, an operator after an

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <stdexcept>
@@ -78,6 +79,9 @@ class JournalWriter final : public Poller {
     write();
     return 1;
   }
+  JournalCounters counters() const noexcept {
+    return {written_.load(std::memory_order_relaxed), failed_.load(std::memory_order_relaxed)};
+  }
   // Writes now when we are master (shutdown), on this thread, from the
   // state the SA last published (any thread may read it): the file's time
   // then says the state was current until this moment. Once per shutdown.
@@ -103,9 +107,14 @@ class JournalWriter final : public Poller {
   void write() noexcept {
     const std::uint64_t g = sa_.state_generation();
     try {
-      const bool queued = io_.submit([path = path_, image = sa_.capture_state(), now = clock_.now_ns()] {
+      const bool queued = io_.submit([this, path = path_, image = sa_.capture_state(), now = clock_.now_ns()] {
         std::string err;
-        if (!sa::write_journal_file(path, image, now, err)) spdlog::warn("sa journal {}: not written: {}", path, err);
+        if (sa::write_journal_file(path, image, now, err)) {
+          written_.fetch_add(1, std::memory_order_relaxed);
+        } else {
+          failed_.fetch_add(1, std::memory_order_relaxed);
+          spdlog::warn("sa journal {}: not written: {}", path, err);
+        }
       });
       if (queued) queued_ = g;
       else spdlog::warn("sa journal {}: not written: the I/O queue is full (retried)", path_);
@@ -113,6 +122,8 @@ class JournalWriter final : public Poller {
       spdlog::warn("sa journal {}: not written: {}", path_, e.what());
     }
   }
+
+  std::atomic<std::uint64_t> written_{0}, failed_{0};  // by the I/O thread
 
   std::string path_;
   Nanos interval_ns_;
@@ -291,6 +302,10 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
     p_->chains.push_back(std::make_unique<sa::ResponseChain>(*p_->sa, c == smc.core ? sm_hook : nullptr));
     p_->engine->set_response_hook(c, *p_->chains.back());
   }
+  for (std::uint16_t c = 0; c < p_->engine->cores(); ++c) {
+    p_->mailboxes.push_back(std::make_unique<CommandMailbox>(&p_->engine->core(c)));
+    p_->engine->add_poller(c, *p_->mailboxes.back());
+  }
   if (!cfg.sa.journal.empty()) {
     p_->journal =
         std::make_unique<JournalWriter>(cfg.sa.journal, cfg.sa.journal_interval_ms, *p_->sa, *p_->sm, *clock, *p_->io);
@@ -310,6 +325,7 @@ InternalNode::InternalNode(const NodeConfig& cfg, NodeHooks hooks, const Interna
 
 Node::~Node() {
   stop();
+  for (auto& m : p_->mailboxes) m->close();
   if (p_->journal && !p_->crashed) p_->journal->write_final();
   // The SM and SA go before the engine they registered with; sim parts last.
   p_->sm.reset();
@@ -389,5 +405,34 @@ sm::SubnetManager& InternalNode::sm() noexcept { return *parts().sm; }
 sa::SaServer& InternalNode::sa() noexcept { return *parts().sa; }
 const sa::SnapshotStore& InternalNode::store() const noexcept { return parts().store; }
 void InternalNode::crash() noexcept { parts().crashed = true; }
+
+bool InternalNode::post(std::uint16_t core, std::function<void()> fn) {
+  if (core >= parts().mailboxes.size()) return false;
+  return parts().mailboxes[core]->post(std::move(fn));
+}
+
+JournalCounters InternalNode::journal_counters() const noexcept {
+  return parts().journal ? parts().journal->counters() : JournalCounters{};
+}
+
+std::uint64_t InternalNode::commands_ran(std::uint16_t core) const noexcept {
+  return core < parts().mailboxes.size() ? parts().mailboxes[core]->ran() : 0;
+}
+
+void InternalNode::add_reload_hook(ReloadHook hook) { parts().reload_hooks.push_back(std::move(hook)); }
+
+std::vector<std::string> InternalNode::reload(const NodeConfig& fresh) {
+  std::vector<std::string> done;
+  if (fresh.log.level != parts().cfg.log.level) {
+    spdlog::set_level(spdlog::level::from_str(fresh.log.level));
+    done.push_back(fmt::format("log.level {} -> {}", parts().cfg.log.level, fresh.log.level));
+    parts().cfg.log.level = fresh.log.level;
+  }
+  for (const ReloadHook& h : parts().reload_hooks) {
+    std::string what = h(fresh);
+    if (!what.empty()) done.push_back(std::move(what));
+  }
+  return done;
+}
 
 }  // namespace madengine::node

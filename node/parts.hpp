@@ -3,9 +3,12 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <string>
 #include <memory>
 #include <vector>
 
+#include "engine/command_mailbox.hpp"
 #include "engine/compute_pool.hpp"
 #include "engine/engine.hpp"
 #include "madengine/node/node.hpp"
@@ -45,6 +48,9 @@ struct Node::Parts {
   std::vector<std::unique_ptr<sa::ResponseChain>> chains;
   std::unique_ptr<JournalWriter> journal;
   std::unique_ptr<SimDriver> driver;
+  // One per engine core: work another thread runs there (InternalNode::post).
+  std::vector<std::unique_ptr<CommandMailbox>> mailboxes;
+  std::vector<std::function<std::string(const NodeConfig&)>> reload_hooks;
   bool started = false;
   bool engine_running = false;
   bool crashed = false;  // InternalNode::crash(): nothing more is written at destruction

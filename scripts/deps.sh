@@ -16,6 +16,9 @@ packages=(
   ibsim-utils opensm infiniband-diags
   # rings, CLI, config, logging, JSON
   libdpdk-dev libboost-dev libcli11-dev libtomlplusplus-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  # the daemon as a service: metrics over HTTP, sd_notify; systemd-analyze verify, curl and
+  # logrotate check the unit, the endpoint and the logrotate snippet
+  libmicrohttpd-dev libsystemd-dev systemd curl logrotate
   # tools the scripts and tests call
   procps psmisc python3 man-db
   # libmadengine's ABI check (abidw, abidiff) and Debian packages (CPack's

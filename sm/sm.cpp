@@ -165,6 +165,7 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
   if (cfg_.mcast != nullptr) cfg_.mcast->set_listener(&SubnetManager::mcast_changed, this);
   ha_->start();
   status_.state = ha_->state();
+  status_.priority = cfg_.priority;
   sched_->spawn(ha_->poll_loop());
   run_task_ = sched_->spawn(run());
   if (replica_) sched_->spawn(replica_loop());
@@ -204,6 +205,25 @@ void SubnetManager::publish_ha_status() {
     s.polled_guid = polled;
     s.ha = c;
     s.ha_transitions = c.transitions;
+  });
+}
+
+void SubnetManager::set_priority(std::uint8_t priority) noexcept {
+  if (priority > wire::kSmPriorityMax || priority == cfg_.priority) return;
+  spdlog::info("sm: priority {} -> {}", cfg_.priority, priority);
+  cfg_.priority = priority;  // what our snapshots report as the master's SMInfo
+  ha_->set_priority(priority);
+  update_status([&](SmStatus& s) { s.priority = priority; });
+}
+
+void SubnetManager::refresh_status() noexcept {
+  const TxnCounters c = txn_->counters();
+  std::int64_t age_ms = -1;
+  if (replica_ != nullptr && replica_->image().has_value())
+    age_ms = (sched_->clock().now_ns() - replica_->image_at_ns()) / kNanosPerMilli;
+  update_status([&](SmStatus& s) {
+    s.smps = c;
+    s.replica_age_ms = age_ms;
   });
 }
 
@@ -289,13 +309,17 @@ Task<void> SubnetManager::run() {
   const Nanos local_ns = Nanos{cfg_.local_port_check_ms} * kNanosPerMilli;
   Nanos next_warm = 0;
   bool refresh_warm = false;
+  const auto turn = [this] { loop_turns_.store(loop_turns_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); };
   for (;;) {
+    turn();
     heavy_requested_.store(false, std::memory_order_relaxed);
     ha_->take_sweep_request();
     // Only DISCOVERING and MASTER configure; STANDBY and NOTACTIVE leave the
     // fabric to the master and wait for the agent (poll failure, HANDOVER).
     if (sweeping() || refresh_warm) {
+      sweep_started_ns_.store(sched_->clock().now_ns(), std::memory_order_relaxed);
       co_await heavy_sweep();
+      sweep_started_ns_.store(-1, std::memory_order_relaxed);
       next_warm = sched_->clock().now_ns() + (warm_ != nullptr ? refresh_ns : std::min(refresh_ns / 6, light_ns));
     }
     refresh_warm = false;
@@ -306,6 +330,7 @@ Task<void> SubnetManager::run() {
       const Wake w = co_await sched_->sleep_for(kIdleStepNs);
       idle_ = false;
       if (!w) co_return;
+      turn();
       if (ha_->take_sweep_request()) break;
       if (!sweeping()) {
         if (ha_->state() == wire::SmState::kStandby && sched_->clock().now_ns() >= next_warm) {

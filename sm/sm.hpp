@@ -221,6 +221,11 @@ struct SmStatus {
   std::uint64_t reregister_masterships = 0; // masterships that asked clients to reregister
   std::uint64_t vouched_masterships = 0;    // masterships that did not (replica or restored journal)
   SweepStats last_heavy;
+  // As refresh_status() last copied them from the SM's core (the daemon
+  // asks every second): the SM's SMP transactions and the standby's replica.
+  TxnCounters smps;                     // sent (retries included), retried, timed out...
+  std::int64_t replica_age_ms = -1;     // age of the last complete replica image; -1: none
+  std::uint8_t priority = 0;            // our SMInfo priority (set_priority changes it)
 };
 
 class SubnetManager {
@@ -246,6 +251,24 @@ class SubnetManager {
     walk_requested_.store(true, std::memory_order_relaxed);
     heavy_requested_.store(true, std::memory_order_relaxed);
   }
+  // Turns of the SM's task loop (idle steps, sweeps started): liveness for a
+  // watchdog. Any thread.
+  std::uint64_t loop_turns() const noexcept { return loop_turns_.load(std::memory_order_relaxed); }
+  // Engine time the heavy sweep in progress started; -1 when none runs. Any thread.
+  Nanos sweep_started_ns() const noexcept { return sweep_started_ns_.load(std::memory_order_relaxed); }
+
+  // The SM's core only (an operator's command posted there, CommandMailbox):
+  // our SMInfo priority from now on (IBA 14.4.1.1: a master sweeps again and
+  // hands over to a standby that now outranks it; a standby that now
+  // outranks its master tells it with trap 144).
+  void set_priority(std::uint8_t priority) noexcept;
+  std::uint8_t priority() const noexcept { return cfg_.priority; }
+  // Our own SMInfo identity (port GUID, priority, SM_Key).
+  const ha::SmIdentity& identity() const noexcept { return ha_->machine().self(); }
+  // The other SMs as the last sweep or poll found them.
+  const std::vector<ha::FoundSm>& peers() const noexcept { return ha_->peers(); }
+  // Copies what only the core may read (SMP counters, replica age) into status().
+  void refresh_status() noexcept;
 
  private:
   class ResponseHook;
@@ -334,6 +357,8 @@ class SubnetManager {
   bool sa_state_restored_ = false; // cfg_.sa_state_restored, until our first mastership
 
   std::atomic<bool> heavy_requested_{true};
+  std::atomic<std::uint64_t> loop_turns_{0};     // written by the SM's core only
+  std::atomic<Nanos> sweep_started_ns_{-1};      // written by the SM's core only
   // The next heavy sweep walks the whole subnet; unless set, it re-discovers
   // from the last fabric the switches in changed_switches_ (node GUIDs, from
   // traps 128 and light sweeps; sm/discovery/rediscover.hpp).

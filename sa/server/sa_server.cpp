@@ -5,6 +5,7 @@
 #include "sa/server/sa_server.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <stdexcept>
 #include <unordered_set>
@@ -68,6 +69,29 @@ SaRecordCounters& SaRecordCounters::operator+=(const SaRecordCounters& o) noexce
   return *this;
 }
 
+SaMethodKind method_kind(std::uint8_t method) noexcept {
+  switch (method) {
+    case wire::method::kGet: return SaMethodKind::kGet;
+    case wire::method::kGetTable: return SaMethodKind::kGetTable;
+    case wire::method::kGetMulti: return SaMethodKind::kGetMulti;
+    case wire::method::kSet: return SaMethodKind::kSet;
+    case wire::method::kDelete: return SaMethodKind::kDelete;
+    default: return SaMethodKind::kOther;
+  }
+}
+
+const char* to_string(SaMethodKind k) noexcept {
+  static constexpr const char* kNames[] = {"Get", "GetTable", "GetMulti", "Set", "Delete", "other"};
+  const auto i = static_cast<std::size_t>(k);
+  return i < kSaMethodKinds ? kNames[i] : "?";
+}
+
+std::size_t latency_bucket(std::uint64_t ns) noexcept {
+  if (ns <= kSaLatencyBucket0Ns) return 0;
+  const auto b = static_cast<std::size_t>(std::bit_width((ns - 1) / kSaLatencyBucket0Ns));
+  return std::min(b, kSaLatencyBuckets - 1);
+}
+
 SaRecordCounters SaCounters::total() const noexcept {
   SaRecordCounters t;
   for (const auto& k : by_kind) t += k;
@@ -82,7 +106,12 @@ struct AtomicCounters {
     std::atomic<std::uint64_t> received{0}, answered{0}, busy{0}, dropped{0}, duplicates{0}, ignored{0};
     std::array<std::atomic<std::uint64_t>, kErrSlots> errors{};
   };
-  std::array<Kind, kSaRecordKinds> by_kind;
+  std::array<std::array<Kind, kSaMethodKinds>, kSaRecordKinds> by_kind;
+  std::array<std::atomic<std::uint64_t>, kSaLatencyBuckets> latency{};
+  std::atomic<std::uint64_t> latency_sum_ns{0};
+  Kind& at(SaRecordKind kind, std::uint8_t method) noexcept {
+    return by_kind[static_cast<std::size_t>(kind)][static_cast<std::size_t>(method_kind(method))];
+  }
   std::atomic<std::uint64_t> rmpp_transfers{0}, reports_sent{0}, reports_acked{0}, reports_failed{0}, lease_expired{0};
 };
 
@@ -212,8 +241,7 @@ class SaServer::CoreWorker final : public Poller {
       sender_.on_mad(buf);
       return;
     }
-    const auto kind = record_kind(sa.hdr.attr_id.get());
-    auto& k = counters_.by_kind[static_cast<std::size_t>(kind)];
+    auto& k = counters_.at(record_kind(sa.hdr.attr_id.get()), sa.hdr.method);
     bump(k.received);
     if (buf.len < wire::kMadSize || wire::validate(sa) != wire::MadError::kOk) {
       const std::uint16_t s = sa.hdr.class_version != wire::kSaClassVersion ? wire::status::kBadVersion
@@ -272,6 +300,7 @@ class SaServer::CoreWorker final : public Poller {
   // ---- the poll loop's share ----
   std::size_t poll(Nanos now_ns) noexcept override {
     admit_now_valid_ = false;  // the next receive phase reads the clock again
+    answer_now_ns_ = now_ns;
     std::size_t work = 0;
     // A restored image is applied before any query this poll answers.
     if (txn_ != nullptr && server_.restore_pending_.load(std::memory_order_acquire)) {  // pairs with restore_state
@@ -314,17 +343,26 @@ class SaServer::CoreWorker final : public Poller {
 
   void snapshot_counters(SaCounters& out) const {
     for (std::size_t i = 0; i < kSaRecordKinds; ++i) {
-      const auto& s = counters_.by_kind[i];
-      SaRecordCounters c;
-      c.received = s.received.load(std::memory_order_relaxed);
-      c.answered = s.answered.load(std::memory_order_relaxed);
-      c.busy = s.busy.load(std::memory_order_relaxed);
-      c.dropped = s.dropped.load(std::memory_order_relaxed);
-      c.duplicates = s.duplicates.load(std::memory_order_relaxed);
-      c.ignored = s.ignored.load(std::memory_order_relaxed);
-      for (std::size_t e = 0; e < kErrSlots; ++e) c.errors[e] = s.errors[e].load(std::memory_order_relaxed);
-      out.by_kind[i] += c;
+      for (std::size_t m = 0; m < kSaMethodKinds; ++m) {
+        const auto& s = counters_.by_kind[i][m];
+        SaRecordCounters c;
+        c.received = s.received.load(std::memory_order_relaxed);
+        c.answered = s.answered.load(std::memory_order_relaxed);
+        c.busy = s.busy.load(std::memory_order_relaxed);
+        c.dropped = s.dropped.load(std::memory_order_relaxed);
+        c.duplicates = s.duplicates.load(std::memory_order_relaxed);
+        c.ignored = s.ignored.load(std::memory_order_relaxed);
+        for (std::size_t e = 0; e < kErrSlots; ++e) c.errors[e] = s.errors[e].load(std::memory_order_relaxed);
+        out.by_kind[i] += c;
+        out.by_kind_method[i][m] += c;
+      }
     }
+    for (std::size_t b = 0; b < kSaLatencyBuckets; ++b) {
+      const std::uint64_t n = counters_.latency[b].load(std::memory_order_relaxed);
+      out.latency.buckets[b] += n;
+      out.latency.count += n;
+    }
+    out.latency.sum_ns += counters_.latency_sum_ns.load(std::memory_order_relaxed);
     out.rmpp_transfers += counters_.rmpp_transfers.load(std::memory_order_relaxed);
     out.reports_sent += counters_.reports_sent.load(std::memory_order_relaxed);
     out.reports_acked += counters_.reports_acked.load(std::memory_order_relaxed);
@@ -453,9 +491,18 @@ class SaServer::CoreWorker final : public Poller {
     }
     bump(busy ? k.busy : k.answered);
     if (ours) {
+      record_latency(d);
       d.state = busy ? Dedup::kEmpty : Dedup::kAnswered;
       d.has_answer = cache;
     }
+  }
+
+  // From the query's admission (its dedup slot's time) to now; one bucket
+  // and the sum, each with this core as the only writer.
+  void record_latency(const Dedup& d) noexcept {
+    const std::uint64_t ns = answer_now_ns_ > d.at_ns ? static_cast<std::uint64_t>(answer_now_ns_ - d.at_ns) : 0;
+    bump(counters_.latency[latency_bucket(ns)]);
+    bump(counters_.latency_sum_ns, ns);
   }
 
   // The retry cache keeps the 56 header bytes and the first 64 data bytes of
@@ -596,6 +643,7 @@ class SaServer::CoreWorker final : public Poller {
         bump(k.answered);
         Dedup& d = dedup_slot(req);
         if (owns_slot(d, req)) {
+          record_latency(d);
           d.state = Dedup::kAnswered;
           d.has_answer = false;  // a retry after the transfer re-runs the query
         }
@@ -631,8 +679,8 @@ class SaServer::CoreWorker final : public Poller {
   void process(MadBuf& req, Nanos now_ns) noexcept {
     auto& sa = req.as<wire::SaMad>();
     const std::uint16_t attr = sa.hdr.attr_id.get();
-    auto& k = counters_.by_kind[static_cast<std::size_t>(record_kind(attr))];
     const std::uint8_t meth = sa.hdr.method;
+    auto& k = counters_.at(record_kind(attr), meth);
     if (snap_ == nullptr) {  // nothing published yet: the SA is not ready
       error(req, wire::status::kBusy, k);
       return;
@@ -1009,6 +1057,7 @@ class SaServer::CoreWorker final : public Poller {
   std::vector<Dedup> dedup_;
   Nanos admit_now_ns_ = 0;
   bool admit_now_valid_ = false;
+  Nanos answer_now_ns_ = 0;  // this poll's time: answers' latency is taken against it
   std::vector<CachedAnswer> dedup_answer_;
   std::vector<wire::Mad> dedup_full_;
   std::vector<std::uint8_t> scratch_;

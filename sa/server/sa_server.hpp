@@ -58,6 +58,21 @@ inline constexpr std::size_t kSaRecordKinds = static_cast<std::size_t>(SaRecordK
 SaRecordKind record_kind(std::uint16_t attr_id) noexcept;
 const char* to_string(SaRecordKind k) noexcept;
 
+// Methods the counters are kept for (IBA 15.2.1.1): each record kind is
+// counted per method too (metrics: requests by record type and method).
+enum class SaMethodKind : std::uint8_t { kGet, kGetTable, kGetMulti, kSet, kDelete, kOther, kCount };
+inline constexpr std::size_t kSaMethodKinds = static_cast<std::size_t>(SaMethodKind::kCount);
+SaMethodKind method_kind(std::uint8_t method) noexcept;
+const char* to_string(SaMethodKind k) noexcept;
+
+// Answer latency of admitted queries, from admission to the answer handed to
+// the transport (engine clock: simulated time on the sim). Bucket i holds
+// latencies up to 1.024 us * 2^i (i < kSaLatencyBuckets - 1); the last one
+// the rest.
+inline constexpr std::size_t kSaLatencyBuckets = 22;
+inline constexpr std::uint64_t kSaLatencyBucket0Ns = 1024;
+std::size_t latency_bucket(std::uint64_t ns) noexcept;
+
 // Errors by status: [SA code 1..7] = MAD status >> 8, then the common codes.
 inline constexpr std::size_t kErrUnsupported = 8;   // method or attribute not supported
 inline constexpr std::size_t kErrInvalidField = 9;  // bad version or field
@@ -74,8 +89,16 @@ struct SaRecordCounters {
   SaRecordCounters& operator+=(const SaRecordCounters& o) noexcept;
 };
 
+struct SaLatency {
+  std::array<std::uint64_t, kSaLatencyBuckets> buckets{};  // not cumulative
+  std::uint64_t count = 0;
+  std::uint64_t sum_ns = 0;
+};
+
 struct SaCounters {
-  std::array<SaRecordCounters, kSaRecordKinds> by_kind{};
+  std::array<SaRecordCounters, kSaRecordKinds> by_kind{};  // summed over methods
+  std::array<std::array<SaRecordCounters, kSaMethodKinds>, kSaRecordKinds> by_kind_method{};
+  SaLatency latency;
   std::uint64_t rmpp_transfers = 0;
   std::uint64_t reports_sent = 0;
   std::uint64_t reports_acked = 0;

@@ -5,7 +5,9 @@
 # scratch root (dpkg -x), the example vendor SM from libmadengine-dev builds
 # through pkg-config (PKG_CONFIG_SYSROOT_DIR) against that root only, comes
 # up on a simulated fabric with its own routing and shuts down cleanly; the
-# packaged daemon brings up a simulated fabric too.
+# packaged daemon brings up a simulated fabric too; the madengine package
+# carries the systemd unit (naming /usr/bin and /etc), the conffiles and
+# the man pages.
 # Usage: package_test.sh BUILD_DIR
 set -euo pipefail
 build=$(realpath "$1")
@@ -28,6 +30,14 @@ dpkg-deb -c "${debs[1]}" >"$work/lib.list"
 dpkg-deb -c "${debs[0]}" >"$work/daemon.list"
 grep -q "libmadengine.so.0 -> " "$work/lib.list" || fail "libmadengine0 lacks libmadengine.so.0"
 grep -q "usr/bin/madengine$" "$work/daemon.list" || fail "madengine lacks the daemon"
+for f in usr/bin/madengine-ctl lib/systemd/system/madengine.service etc/madengine/madengine.toml etc/logrotate.d/madengine \
+  usr/share/man/man8/madengine.8 usr/share/man/man8/madengine-ctl.8; do
+  grep -q " \./$f$" "$work/daemon.list" || grep -q " \./usr/$f$" "$work/daemon.list" || fail "madengine lacks $f"
+done
+dpkg-deb -e "${debs[0]}" "$work/control"
+grep -qx "/etc/madengine/madengine.toml" "$work/control/conffiles" || fail "the configuration is not a conffile"
+grep -q "ExecStart=/usr/bin/madengine --config /etc/madengine/madengine.toml" \
+  <(dpkg-deb --fsys-tarfile "${debs[0]}" | tar -xO ./usr/lib/systemd/system/madengine.service) || fail "the packaged unit's ExecStart"
 apt-get --simulate -q install "${debs[@]}" >"$work/apt.log" 2>&1 || { cat "$work/apt.log"; fail "the packages do not install here"; }
 
 root=$work/root

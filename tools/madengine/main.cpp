@@ -2,7 +2,9 @@
 //   madengine [--config FILE] [--transport umad|sim] [flags...]
 // Flags override the config file; `madengine --help` lists them. Without
 // flags it runs on the first active InfiniBand port (umad); the in-process
-// simulator is `--transport sim`.
+// simulator is `--transport sim`. As a service (docs/operations.md): metrics
+// over HTTP, the admin socket (madengine-ctl), sd_notify with a watchdog,
+// SIGHUP reloads what can change and reopens the log file.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -22,6 +24,10 @@
 #include "madengine/node/node.hpp"
 #include "node/internal_node.hpp"
 #include "sa/server/sa_server.hpp"
+#include "service/admin.hpp"
+#include "service/metrics.hpp"
+#include "service/service_config.hpp"
+#include "service/supervisor.hpp"
 #include "sm/sm.hpp"
 
 using namespace madengine;
@@ -29,7 +35,9 @@ using namespace madengine;
 namespace {
 
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_reload{false};
 void on_signal(int) { g_stop.store(true); }
+void on_hangup(int) { g_reload.store(true); }
 
 // Once a shutdown starts, the process ends within this (systemd's
 // TimeoutStopSec is far longer; clients see the SM go either way).
@@ -91,6 +99,23 @@ class Overrides {
   std::vector<std::function<void()>> applies_;
 };
 
+// SIGHUP: the file read again (flags still win), the log reopened (after
+// logrotate moved it) at the file's level, then what the node can reload.
+void reload(node::InternalNode& d, const std::string& config_file, node::NodeConfig& cfg, const Overrides& flags) {
+  spdlog::info("SIGHUP: reloading{}", config_file.empty() ? " (no --config file: the log is reopened)" : " " + config_file);
+  try {
+    if (!config_file.empty()) {
+      cfg = node::load_config_file(config_file);
+      flags.apply();
+    }
+    service::apply_daemon_log(cfg.log);
+    for (const std::string& what : d.reload(cfg)) spdlog::info("reloaded: {}", what);
+  } catch (const std::exception& e) {
+    // A bad edit keeps everything as it was; the daemon runs on.
+    spdlog::error("SIGHUP: not reloaded: {}", e.what());
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -123,14 +148,33 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   flags.add(app, "--log-file", cfg.log.file, "log to this file instead of stderr");
   app.add_flag("--exit-after-subnet-up", exit_after_up, "exit 0 once the subnet is up (tests, demos)");
+  service::ServiceConfig svc;
+  std::string metrics_listen, admin_socket;
+  CLI::Option* metrics_opt =
+      app.add_option("--metrics-listen", metrics_listen, "serve Prometheus metrics on HOST:PORT (\"\" = off, the default)");
+  CLI::Option* admin_opt = app.add_option("--admin-socket", admin_socket,
+                                          fmt::format("admin socket path (\"\" = none; default {})", service::kDefaultAdminSocket));
   CLI11_PARSE(app, argc, argv);
 
   try {
     // The file's values, then the flags that were given on top.
-    if (!config_file.empty()) cfg = node::load_config_file(config_file);
+    if (!config_file.empty()) {
+      cfg = node::load_config_file(config_file);
+      svc = service::load_service_config(config_file);
+    }
     flags.apply();
+    if (metrics_opt->count() != 0) svc.metrics_listen = metrics_listen;
+    if (admin_opt->count() != 0) {
+      svc.admin_socket = admin_socket;
+      svc.admin_socket_given = true;
+    }
+    std::string host, error;
+    unsigned port = 0;
+    if (!svc.metrics_listen.empty() && !service::parse_listen(svc.metrics_listen, host, port, error))
+      throw node::ConfigError(fmt::format("--metrics-listen \"{}\": {}", svc.metrics_listen, error));
     if (transport_opt->count() != 0)
       cfg.transport.kind = transport == "sim" ? node::TransportKind::kSim : node::TransportKind::kUmad;
+    service::apply_service_defaults(svc, cfg.transport.kind == node::TransportKind::kSim);
     // The journal lives beside the GUID-to-LID map unless named.
     if (journal_opt->count() != 0)
       cfg.sa.journal = sa_journal;
@@ -142,19 +186,38 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "madengine: {}\n", e.what());
     return 2;
   }
-  node::apply_log_config(cfg.log);
+  service::apply_daemon_log(cfg.log);
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
+  std::signal(SIGHUP, on_hangup);
 
   std::optional<ShutdownWatchdog> watchdog;  // outlives the daemon: its destruction is watched too
   try {
     // umad: the engine's cores; sim: a thread drives the fabric at --sim-speed.
     node::InternalNode d(cfg);
+    // The service's parts read the node; they go before it does.
+    service::MetricsRenderer renderer(d);
+    std::unique_ptr<service::MetricsServer> metrics;
+    if (!svc.metrics_listen.empty())
+      metrics = std::make_unique<service::MetricsServer>(svc.metrics_listen, [&renderer] { return renderer.render(); });
+    service::AdminCommands commands(d);
+    std::unique_ptr<service::AdminServer> admin;
+    try {
+      if (!svc.admin_socket.empty()) admin = std::make_unique<service::AdminServer>(svc.admin_socket, commands);
+    } catch (const std::exception& e) {
+      // A second daemon on this host (another port) without a socket of its
+      // own runs on without one; a socket that was asked for must work.
+      if (svc.admin_socket_given) throw;
+      spdlog::warn("{}: no admin socket for this daemon (set admin.socket to give it one)", e.what());
+    }
     d.start();
+    service::Supervisor supervisor(d);
     auto last_status = std::chrono::steady_clock::now();
     bool was_up = false;
     while (!g_stop.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      supervisor.tick();
+      if (g_reload.exchange(false)) reload(d, config_file, cfg, flags);
       const bool up = d.sm().status().subnet_up;
       if (up && !was_up && exit_after_up) break;
       was_up = up;
@@ -163,12 +226,17 @@ int main(int argc, char** argv) {
         last_status = std::chrono::steady_clock::now();
       }
     }
+    supervisor.stopping();
     log_status(d);
     // A shutdown ends within shutdown_timeout_ms whatever the device does
     // (a call into a dead device's driver or simulator may never return):
-    // the journal first, then the orderly stop under a watchdog.
+    // the journal first, then the orderly stop under a watchdog; the admin
+    // socket and metrics endpoint close first within it (a command waiting
+    // on the SM's core still gets its answer).
     d.write_journal_now();
     watchdog.emplace(std::chrono::milliseconds(kShutdownTimeoutMs));
+    admin.reset();
+    metrics.reset();
     d.stop();
   } catch (const node::ConfigError& e) {
     spdlog::error("{}", e.what());

@@ -25,6 +25,7 @@
 
 #include "madengine/node/node.hpp"
 #include "node/internal_node.hpp"
+#include "service/metrics.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sm/sm.hpp"
 #include "engine/umad/umad_transport.hpp"
@@ -179,6 +180,19 @@ int run_embedded(const Options& o) {
   if (o.embedded_sa_share != 0) cfg.sa.requester_share_max = o.embedded_sa_share;
   cfg.log.level = "warn";
   md::InternalNode d(cfg);
+  // The daemon's metrics endpoint, read by its own thread while the storm pumps the node.
+  madengine::service::MetricsRenderer renderer(d);
+  std::unique_ptr<madengine::service::MetricsServer> metrics;
+  if (!o.embedded_metrics.empty()) {
+    try {
+      metrics = std::make_unique<madengine::service::MetricsServer>(o.embedded_metrics, [&renderer] { return renderer.render(); });
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "madstorm: {}\n", e.what());
+      return 2;
+    }
+    fmt::print(stdout, "madengine (embedded) metrics: http://{}/metrics (port {})\n", o.embedded_metrics, metrics->port());
+    std::fflush(stdout);  // whoever scrapes learns the port now, not at exit
+  }
   const auto t0 = std::chrono::steady_clock::now();
   if (!d.wait_subnet_up(std::chrono::milliseconds(60'000))) {
     fmt::print(stderr, "madstorm: the embedded madengine did not reach subnet up\n");

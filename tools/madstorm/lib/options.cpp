@@ -96,6 +96,9 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--embedded-sa-share", o.embedded_sa_share,
                  "--embedded: queries one requester may have queued at the SA (sa.requester_share_max)")
       ->check(CLI::Range(1u, 1u << 20));
+  app.add_option("--embedded-metrics-listen", o.embedded_metrics,
+                 "--embedded: serve the embedded madengine's Prometheus metrics on HOST:PORT, as the daemon's "
+                 "--metrics-listen does");
   app.add_flag("--no-oracle", o.no_oracle, "--embedded: do not check PathRecords against the fabric's LFTs");
   app.add_option("--plant-wrong-answer", o.plant,
                  "--embedded: corrupt one PathRecord answer on its way in, FIELD[:N] (the Nth answer; FIELD: "

@@ -52,6 +52,7 @@ struct Options {
   std::string embedded;            // a sim fabric spec: run madengine SM+SA in this process
   unsigned embedded_cores = 1;
   unsigned embedded_sa_share = 0;  // 0: the daemon's default requester share
+  std::string embedded_metrics;    // HOST:PORT: the embedded madengine serves its metrics there
   bool no_oracle = false;
   std::string plant;               // FIELD[:N]
   PlantedFault plant_fault = PlantedFault::kNone;

@@ -1,0 +1,189 @@
+// The madengine daemon and madstorm as processes, as systemd and an operator
+// see them (label sim): sd_notify on a NOTIFY_SOCKET the test reads (READY=1,
+// STATUS=, WATCHDOG=1), SIGHUP reloading the log level and reopening the
+// log, journald's format when stderr is the journal, and the metrics
+// endpoint's counters moving while madstorm storms the embedded madengine.
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "service_helpers.hpp"
+
+namespace madengine::service {
+namespace {
+
+namespace st = service_test;
+using Clock = std::chrono::steady_clock;
+
+// A child process with extra environment, stdout and stderr to `log`.
+pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::string>& env, const std::string& log) {
+  const pid_t pid = ::fork();
+  if (pid != 0) return pid;
+  for (const std::string& e : env) ::putenv(const_cast<char*>(e.c_str()));
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ::dup2(fd, 1);
+  ::dup2(fd, 2);
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  ::execv(args[0], args.data());
+  ::_exit(127);
+}
+
+int stop(pid_t pid) {
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  for (int i = 0; i < 200; ++i) {  // 10 s
+    if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  return -1;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool wait_for_text(const std::string& path, const std::string& what, int limit_ms) {
+  const auto end = Clock::now() + std::chrono::milliseconds(limit_ms);
+  while (Clock::now() < end) {
+    if (slurp(path).find(what) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+std::vector<std::string> daemon_args(const std::string& extra_config = {}) {
+  std::vector<std::string> a = {MADENGINE_BIN, "--transport", "sim", "--generate", "ft2:8", "--cores", "1",
+                                "--admin-socket", ""};
+  if (!extra_config.empty()) {
+    a.push_back("--config");
+    a.push_back(extra_config);
+  }
+  return a;
+}
+
+TEST(ServiceDaemon, NotifiesReadyStatusAndWatchdog) {
+  const auto dir = st::temp_dir("notify");
+  const std::string sock = (dir / "notify").string();
+  const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::strncpy(a.sun_path, sock.c_str(), sizeof a.sun_path - 1);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a), 0);
+  const pid_t pid = spawn(daemon_args(), {"NOTIFY_SOCKET=" + sock, "WATCHDOG_USEC=400000"}, (dir / "log").string());
+  bool ready = false, watchdog = false, status = false;
+  std::string all;
+  const auto end = Clock::now() + std::chrono::seconds(30);
+  while (Clock::now() < end && !(ready && watchdog && status)) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 200) <= 0) continue;
+    char buf[4096];
+    const ssize_t r = ::recv(fd, buf, sizeof buf, 0);
+    if (r <= 0) continue;
+    const std::string msg(buf, static_cast<std::size_t>(r));
+    all += msg + "|";
+    ready |= msg.find("READY=1") != std::string::npos;
+    watchdog |= msg.find("WATCHDOG=1") != std::string::npos;
+    status |= msg.find("STATUS=MASTER (subnet up), epoch") != std::string::npos;
+  }
+  EXPECT_EQ(stop(pid), 0);
+  ::close(fd);
+  EXPECT_TRUE(ready) << all;
+  EXPECT_TRUE(watchdog) << all;
+  EXPECT_TRUE(status) << all;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ServiceDaemon, HangupReloadsTheLogLevelAndReopensTheLog) {
+  const auto dir = st::temp_dir("sighup");
+  const std::string cfg = (dir / "madengine.toml").string(), log = (dir / "madengine.log").string();
+  std::ofstream(cfg) << "[log]\nlevel = \"info\"\nfile = \"" << log << "\"\n";
+  const pid_t pid = spawn(daemon_args(cfg), {}, (dir / "out").string());
+  ASSERT_TRUE(wait_for_text(log, "subnet up", 30'000)) << slurp(log) << slurp(dir / "out");
+  // logrotate moves the file away, the level is raised, then SIGHUP.
+  std::filesystem::rename(log, log + ".1");
+  std::ofstream(cfg) << "[log]\nlevel = \"debug\"\nfile = \"" << log << "\"\n";
+  ::kill(pid, SIGHUP);
+  EXPECT_TRUE(wait_for_text(log, "reloaded: log.level info -> debug", 10'000)) << slurp(log);
+  // A bad edit keeps the daemon running with what it had.
+  std::ofstream(cfg) << "[log]\nlevel = \"loud\"\n";
+  ::kill(pid, SIGHUP);
+  EXPECT_TRUE(wait_for_text(log, "SIGHUP: not reloaded", 10'000)) << slurp(log);
+  EXPECT_EQ(::kill(pid, 0), 0);
+  EXPECT_EQ(stop(pid), 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ServiceDaemon, JournalFormatWhenStderrIsTheJournal) {
+  const auto dir = st::temp_dir("journal");
+  const std::string out = (dir / "out").string();
+  // The journal's stream is stderr itself: JOURNAL_STREAM names its device and inode.
+  { std::ofstream touch(out); }
+  struct stat s{};
+  ASSERT_EQ(::stat(out.c_str(), &s), 0);
+  const std::string js = "JOURNAL_STREAM=" + std::to_string(s.st_dev) + ":" + std::to_string(s.st_ino);
+  const pid_t pid = spawn(daemon_args(), {js}, out);
+  ASSERT_TRUE(wait_for_text(out, "subnet up", 30'000)) << slurp(out);
+  EXPECT_EQ(stop(pid), 0);
+  std::istringstream in(slurp(out));
+  std::size_t lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++lines;
+    EXPECT_TRUE(std::regex_match(line, std::regex(R"(^<[2-7]>[^0-9].*)"))) << line;  // a priority, no timestamp
+  }
+  EXPECT_GT(lines, 3u);
+  std::filesystem::remove_all(dir);
+}
+
+// madstorm --embedded serves the embedded madengine's metrics: scraped while
+// the storm runs, the SA's counters move from one scrape to the next.
+TEST(ServiceDaemon, MetricsMoveDuringAMadstormRun) {
+  const auto dir = st::temp_dir("storm-metrics");
+  const std::string out = (dir / "out").string();
+  const pid_t pid = spawn({MADSTORM_BIN, "--embedded", "ft2:8", "--embedded-metrics-listen", "127.0.0.1:0", "--duration",
+                           "3000", "--repeat"},
+                          {}, out);
+  ASSERT_TRUE(wait_for_text(out, "/metrics (port ", 30'000)) << slurp(out);
+  std::smatch m;
+  const std::string text = slurp(out);
+  ASSERT_TRUE(std::regex_search(text, m, std::regex(R"(/metrics \(port (\d+)\))")));
+  const unsigned port = std::stoul(m[1]);
+  const std::string series = "madengine_sa_requests_received_total{record=\"PathRecord\",method=\"Get\"}";
+  std::vector<double> seen;
+  const auto end = Clock::now() + std::chrono::seconds(60);
+  while (Clock::now() < end && ::waitpid(pid, nullptr, WNOHANG) == 0) {
+    if (const auto v = st::metric(st::http_get(port), series)) seen.push_back(*v);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << slurp(out);
+  std::size_t rises = 0;
+  for (std::size_t i = 1; i < seen.size(); ++i) rises += seen[i] > seen[i - 1];
+  EXPECT_GE(rises, 2u) << "scrapes: " << seen.size();
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace madengine::service

@@ -1,0 +1,187 @@
+// madengine-ctl: asks a running madengine over its admin socket.
+//   madengine-ctl [--socket PATH] [--json] COMMAND [ARGS]
+// One JSON request line, one JSON reply line (docs/operations.md); the reply
+// printed as a table, or as it came with --json. Exit 0 when the daemon
+// said ok, 1 when it answered an error, 2 when it could not be asked.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "service/admin.hpp"
+#include "service/service_config.hpp"
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kReplyWaitMs = 30'000;  // the daemon gives the SM's core 5 s; a big lfts dump takes a while to send
+constexpr std::size_t kReplyBytesMax = 512u << 20;
+
+// Sends `request`, returns the reply line; throws std::runtime_error.
+std::string ask(const std::string& path, const std::string& request) {
+  sockaddr_un addr{};
+  if (path.size() >= sizeof(addr.sun_path)) throw std::runtime_error("socket path too long");
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error(std::strerror(errno));
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw std::runtime_error(fmt::format("{}: {}{}", path, std::strerror(e),
+                                         e == EACCES ? " (the admin socket is root's)" : e == ENOENT || e == ECONNREFUSED ? " (is madengine running?)" : ""));
+  }
+  const std::string line = request + "\n";
+  for (std::size_t off = 0; off < line.size();) {
+    const ssize_t w = ::send(fd, line.data() + off, line.size() - off, MSG_NOSIGNAL);
+    if (w <= 0) {
+      ::close(fd);
+      throw std::runtime_error(fmt::format("send: {}", std::strerror(errno)));
+    }
+    off += static_cast<std::size_t>(w);
+  }
+  std::string reply;
+  char buf[65536];
+  while (reply.find('\n') == std::string::npos && reply.size() < kReplyBytesMax) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, kReplyWaitMs) <= 0) {
+      ::close(fd);
+      throw std::runtime_error("no answer from the daemon");
+    }
+    const ssize_t r = ::recv(fd, buf, sizeof buf, 0);
+    if (r <= 0) break;
+    reply.append(buf, static_cast<std::size_t>(r));
+  }
+  ::close(fd);
+  const auto nl = reply.find('\n');
+  if (nl == std::string::npos) throw std::runtime_error("the daemon closed the connection without an answer");
+  return reply.substr(0, nl);
+}
+
+std::string num(const json& j) { return j.is_string() ? j.get<std::string>() : j.dump(); }
+
+void print_status(const json& r) {
+  fmt::print("state           {}{}\n", num(r["state"]), r.value("subnet_up", false) ? " (subnet up)" : "");
+  fmt::print("epoch           {}\n", num(r["epoch"]));
+  fmt::print("SM LID          {}\n", num(r["sm_lid"]));
+  fmt::print("priority        {}\n", num(r["priority"]));
+  if (!r.value("polled_guid", std::string()).empty()) fmt::print("polling         {}\n", num(r["polled_guid"]));
+  fmt::print("sweeps          {} heavy, {} light\n", num(r["heavy_sweeps"]), num(r["light_sweeps"]));
+  fmt::print("fabric          {} nodes ({} switches)\n", num(r["nodes"]), num(r["switches"]));
+  std::string ports;
+  for (const auto& [k, v] : r["ports"].items()) ports += fmt::format("{}{} {}", ports.empty() ? "" : ", ", num(v), k);
+  fmt::print("ports           {}\n", ports.empty() ? "-" : ports);
+  const json& h = r["last_heavy_sweep"];
+  fmt::print("last heavy      {:.3f} s, {} SMPs (routing {:.3f} s, path db {:.3f} s)\n", h.value("seconds", 0.0),
+             num(h["smps"]), h.value("routing_seconds", 0.0), h.value("path_db_seconds", 0.0));
+  const json& sa = r["sa"];
+  fmt::print("SA              {} received, {} answered, {} BUSY, {} dropped, {} duplicates\n", num(sa["received"]),
+             num(sa["answered"]), num(sa["busy"]), num(sa["dropped"]), num(sa["duplicates"]));
+  if (r.value("replica_age_ms", -1) >= 0) fmt::print("replica age     {} ms\n", num(r["replica_age_ms"]));
+  fmt::print("uptime          {:.0f} s\n", r.value("uptime_seconds", 0.0));
+}
+
+void print_sms(const json& r) {
+  fmt::print("{:<20} {:>6} {:>8} {:<12}\n", "GUID", "LID", "PRIORITY", "STATE");
+  for (const json& s : r["sms"])
+    fmt::print("{:<20} {:>6} {:>8} {:<12}{}{}\n", num(s["guid"]), num(s["lid"]), num(s["priority"]), num(s["state"]),
+               s.value("self", false) ? " (this SM)" : "", s.value("sm_key_ok", true) ? "" : " (other SM_Key)");
+}
+
+void print_counters(const json& r) {
+  fmt::print("{:<18} {:<9} {:>12} {:>12} {:>10} {:>8} {:>10}\n", "RECORD", "METHOD", "RECEIVED", "ANSWERED", "BUSY",
+             "DROPPED", "DUPLICATES");
+  for (const json& e : r["by_record"])
+    fmt::print("{:<18} {:<9} {:>12} {:>12} {:>10} {:>8} {:>10}\n", num(e["record"]), num(e["method"]), num(e["received"]),
+               num(e["answered"]), num(e["busy"]), num(e["dropped"]), num(e["duplicates"]));
+  const json& t = r["total"];
+  fmt::print("{:<18} {:<9} {:>12} {:>12} {:>10} {:>8} {:>10}\n", "total", "", num(t["received"]), num(t["answered"]),
+             num(t["busy"]), num(t["dropped"]), num(t["duplicates"]));
+  fmt::print("answers timed: {}, mean {:.2f} us; RMPP transfers {}; Reports sent {}, failed {}\n",
+             num(r["latency"]["answers"]), r["latency"].value("mean_us", 0.0), num(r["rmpp_transfers"]),
+             num(r["reports_sent"]), num(r["reports_failed"]));
+}
+
+void print_paths(const json& r) {
+  fmt::print("epoch {}, paths to LID {}\n", num(r["epoch"]), num(r["dlid"]));
+  fmt::print("{:>6} {:>6} {:>5} {:>3} {:>4} {:>5} {:>7} {}\n", "SLID", "DLID", "HOPS", "SL", "MTU", "RATE", "PKEY", "REVERSIBLE");
+  for (const json& p : r["paths"])
+    fmt::print("{:>6} {:>6} {:>5} {:>3} {:>4} {:>5} {:>7} {}\n", num(p["slid"]), num(p["dlid"]), num(p["hops"]), num(p["sl"]),
+               num(p["mtu"]), num(p["rate"]), num(p["pkey"]), p.value("reversible", false) ? "yes" : "no");
+  if (r.contains("route")) {
+    fmt::print("route:\n");
+    for (const json& h : r["route"])
+      fmt::print("  switch {} LID {} '{}' -> port {}\n", num(h["switch"]), num(h["lid"]), num(h["description"]),
+                 num(h["out_port"]));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"madengine-ctl: ask a running madengine (its admin socket)"};
+  std::string socket = madengine::service::kDefaultAdminSocket;
+  bool as_json = false;
+  app.add_option("-s,--socket", socket, "the daemon's admin socket (admin.socket)");
+  app.add_flag("-j,--json", as_json, "print the daemon's JSON reply as it came");
+  app.require_subcommand(1, 1);
+  app.add_subcommand("status", "state, epoch, sweeps, ports, SA totals");
+  app.add_subcommand("sweep", "request a heavy sweep now");
+  unsigned priority = 0;
+  app.add_subcommand("priority", "set this SM's priority (0..15)")->add_option("N", priority, "priority")->required()->check(CLI::Range(0, 15));
+  app.add_subcommand("handover", "hand mastership to the best standby (by lowering our priority below it)");
+  app.add_subcommand("sms", "the SMs seen: GUID, LID, priority, state");
+  app.add_subcommand("lfts", "every switch's LFT, in OpenSM's dump_lfts layout");
+  auto* paths = app.add_subcommand("paths", "the paths to LID in the current epoch (from every end port, or --from)");
+  unsigned lid = 0, from = 0;
+  paths->add_option("LID", lid, "destination LID")->required();
+  paths->add_option("--from", from, "one source LID, with the switches on the way");
+  app.add_subcommand("counters", "SA counters by record type and method");
+  std::string level;
+  app.add_subcommand("loglevel", "set the log level")->add_option("LEVEL", level, "trace|debug|info|warn|error")->required();
+  CLI11_PARSE(app, argc, argv);
+
+  const std::string cmd = app.get_subcommands().front()->get_name();
+  json req{{"cmd", cmd}};
+  if (cmd == "priority") req["value"] = priority;
+  if (cmd == "paths") {
+    req["lid"] = lid;
+    if (from != 0) req["from"] = from;
+  }
+  if (cmd == "loglevel") req["level"] = level;
+  json reply;
+  try {
+    const std::string line = ask(socket, req.dump());
+    if (as_json) {
+      fmt::print("{}\n", line);
+      reply = json::parse(line);
+      return reply.value("ok", false) ? 0 : 1;
+    }
+    reply = json::parse(line);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "madengine-ctl: {}\n", e.what());
+    return 2;
+  }
+  if (!reply.value("ok", false)) {
+    fmt::print(stderr, "madengine-ctl: {}\n", reply.value("error", std::string("the daemon refused")));
+    return 1;
+  }
+  if (cmd == "status") print_status(reply);
+  else if (cmd == "sms") print_sms(reply);
+  else if (cmd == "lfts") fmt::print("{}", reply["lfts"].get<std::string>());
+  else if (cmd == "paths") print_paths(reply);
+  else if (cmd == "counters") print_counters(reply);
+  else if (cmd == "sweep") fmt::print("{}\n", num(reply["sweep"]));
+  else if (cmd == "priority") fmt::print("priority {} (was {})\n", num(reply["priority"]), num(reply["was"]));
+  else if (cmd == "handover") fmt::print("handing over to {}: our priority is now {} (was {})\n", num(reply["handover_to"]), num(reply["priority"]), num(reply["was"]));
+  else if (cmd == "loglevel") fmt::print("log level {} (was {})\n", num(reply["level"]), num(reply["was"]));
+  return 0;
+}

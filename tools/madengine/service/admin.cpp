@@ -1,0 +1,401 @@
+// The admin socket's commands and its server thread (see admin.hpp).
+#include "service/admin.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <stdexcept>
+
+#include "sa/server/sa_server.hpp"
+#include "service/lft_dump.hpp"
+#include "service/port_states.hpp"
+#include "sm/sm.hpp"
+
+namespace madengine::service {
+
+using nlohmann::json;
+
+namespace {
+
+json error(const std::string& what) { return json{{"ok", false}, {"error", what}}; }
+
+std::string hex_guid(std::uint64_t g) { return fmt::format("0x{:016x}", g); }
+
+json record_counters(const sa::SaRecordCounters& c) {
+  return json{{"received", c.received}, {"answered", c.answered}, {"busy", c.busy},
+              {"dropped", c.dropped},   {"duplicates", c.duplicates}, {"ignored", c.ignored}};
+}
+
+// A JSON integer in [lo, hi] from request[key]; false when absent or not one.
+bool int_arg(const json& r, const char* key, std::int64_t lo, std::int64_t hi, std::int64_t& out) {
+  const auto it = r.find(key);
+  if (it == r.end() || !it->is_number_integer()) return false;
+  out = it->get<std::int64_t>();
+  return out >= lo && out <= hi;
+}
+
+}  // namespace
+
+json AdminCommands::handle_line(const std::string& line) {
+  json request;
+  try {
+    request = json::parse(line);
+  } catch (const json::exception& e) {
+    return error(fmt::format("not JSON: {}", e.what()));
+  }
+  return handle(request);
+}
+
+json AdminCommands::handle(const json& r) {
+  try {
+    if (!r.is_object()) return error("a request is a JSON object: {\"cmd\": ...}");
+    const auto it = r.find("cmd");
+    if (it == r.end() || !it->is_string()) return error("no \"cmd\" string");
+    const std::string cmd = it->get<std::string>();
+    if (cmd == "status") return status();
+    if (cmd == "sweep") {
+      node_.sm().request_heavy_sweep();
+      return json{{"ok", true}, {"sweep", "heavy sweep requested"}};
+    }
+    if (cmd == "priority") return priority(r);
+    if (cmd == "handover") return handover();
+    if (cmd == "sms") return sms();
+    if (cmd == "lfts") return lfts();
+    if (cmd == "paths") return paths(r);
+    if (cmd == "counters") return counters();
+    if (cmd == "loglevel") return loglevel(r);
+    return error(fmt::format("unknown command \"{}\" (status, sweep, priority, handover, sms, lfts, paths, counters, loglevel)", cmd));
+  } catch (const std::exception& e) {
+    return error(e.what());
+  }
+}
+
+json AdminCommands::on_sm_core(std::function<json()> fn) {
+  auto done = std::make_shared<std::promise<json>>();
+  std::future<json> answer = done->get_future();
+  const bool posted = node_.post(node_.sm_core(), [done, fn = std::move(fn)] {
+    try {
+      done->set_value(fn());
+    } catch (const std::exception& e) {
+      done->set_value(error(e.what()));
+    }
+  });
+  if (!posted) return error("the SM's core has too many commands waiting: try again");
+  if (answer.wait_for(std::chrono::milliseconds(kCommandTimeoutMs)) != std::future_status::ready)
+    return error(fmt::format("the SM's core did not run the command within {} ms", kCommandTimeoutMs));
+  return answer.get();
+}
+
+json AdminCommands::status() {
+  const sm::SmStatus s = node_.sm().status();
+  const auto snap = node_.store().current();
+  json ports = json::object();
+  PortStates pc;
+  if (snap) {
+    pc = count_ports(*snap);
+    for (std::size_t i = 1; i < pc.by_state.size(); ++i) ports[kPortStateNames[i]] = pc.by_state[i];
+  }
+  const sa::SaRecordCounters sa = node_.sa().counters().total();
+  const auto up_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  return json{{"ok", true},
+              {"state", wire::to_string(s.state)},
+              {"subnet_up", s.subnet_up},
+              {"epoch", s.epoch},
+              {"sm_lid", s.sm_lid},
+              {"priority", s.priority},
+              {"polled_guid", s.polled_guid != 0 ? hex_guid(s.polled_guid) : ""},
+              {"heavy_sweeps", s.heavy_sweeps},
+              {"light_sweeps", s.light_sweeps},
+              {"traps", s.traps},
+              {"nodes", pc.nodes},
+              {"switches", pc.switches},
+              {"ports", ports},
+              {"last_heavy_sweep",
+               {{"seconds", s.last_heavy.total_s},
+                {"smps", s.last_heavy.smps},
+                {"routing_seconds", s.last_heavy.routing_s},
+                {"path_db_seconds", s.last_heavy.path_db_s}}},
+              {"sa", record_counters(sa)},
+              {"replica_age_ms", s.replica_age_ms},
+              {"uptime_seconds", up_s}};
+}
+
+json AdminCommands::sms() {
+  sm::SubnetManager& sm = node_.sm();
+  return on_sm_core([&sm] {
+    json list = json::array();
+    const sm::SmStatus s = sm.status();
+    const sm::ha::SmIdentity& self = sm.identity();
+    list.push_back(json{{"guid", hex_guid(self.guid)}, {"lid", s.sm_lid},  {"priority", self.priority},
+                        {"state", wire::to_string(s.state)}, {"self", true}});
+    for (const sm::ha::FoundSm& p : sm.peers())
+      list.push_back(json{{"guid", hex_guid(p.sm.guid)}, {"lid", p.at.lid}, {"priority", p.sm.priority},
+                          {"state", wire::to_string(p.sm.state)}, {"self", false}, {"sm_key_ok", p.sm.key_ok}});
+    return json{{"ok", true}, {"sms", list}};
+  });
+}
+
+json AdminCommands::lfts() {
+  const auto snap = node_.store().current();
+  if (!snap) return error("no epoch published yet (the subnet is not up)");
+  return json{{"ok", true}, {"epoch", snap->epoch}, {"lfts", dump_lfts(*snap)}};
+}
+
+json AdminCommands::paths(const json& r) {
+  std::int64_t dlid = 0, from = 0;
+  if (!int_arg(r, "lid", 1, fabric::kLidUnicastMax, dlid)) return error("paths needs \"lid\": a unicast LID 1..0xbfff");
+  const bool one = r.contains("from");
+  if (one && !int_arg(r, "from", 1, fabric::kLidUnicastMax, from)) return error("\"from\" must be a unicast LID 1..0xbfff");
+  const auto snap = node_.store().current();
+  if (!snap) return error("no epoch published yet (the subnet is not up)");
+  if (snap->end_port_by_lid(static_cast<std::uint16_t>(dlid)) == nullptr)
+    return error(fmt::format("LID {} is not assigned in epoch {}", dlid, snap->epoch));
+  json list = json::array();
+  const auto add = [&](std::uint16_t slid) {
+    node::PathInfo p;
+    if (node_.path(slid, static_cast<std::uint16_t>(dlid), p) != node::PathResult::kOk) return;
+    list.push_back(json{{"slid", p.slid}, {"dlid", p.dlid}, {"hops", p.hops}, {"sl", p.sl}, {"mtu", p.mtu},
+                        {"rate", p.rate}, {"pkey", fmt::format("0x{:04x}", p.pkey)}, {"reversible", p.reversible}});
+  };
+  json route = json::array();
+  if (one) {
+    if (snap->end_port_by_lid(static_cast<std::uint16_t>(from)) == nullptr)
+      return error(fmt::format("LID {} is not assigned in epoch {}", from, snap->epoch));
+    add(static_cast<std::uint16_t>(from));
+    // The switches on the way, by the LFTs of this epoch (at most 64 hops: IBA's directed-route limit).
+    const fabric::Fabric& f = snap->fabric;
+    const node::FabricView view = node_.fabric_view();
+    fabric::EndPort at = *snap->end_port_by_lid(static_cast<std::uint16_t>(from));
+    fabric::NodeId n = at.node;
+    if (!f.nodes[n].is_switch()) n = f.nodes[n].ports[at.port].peer;
+    for (int hop = 0; hop < 64 && n != fabric::kNoNode; ++hop) {
+      const std::uint8_t out = view.lft_port(n, static_cast<std::uint16_t>(dlid));
+      route.push_back(json{{"switch", hex_guid(f.nodes[n].node_guid)}, {"lid", f.nodes[n].base_lid},
+                           {"description", f.nodes[n].description}, {"out_port", out}});
+      if (out == 0 || out == fabric::kLftNoRoute || out >= f.nodes[n].ports.size()) break;
+      const fabric::NodeId next = f.nodes[n].ports[out].peer;
+      if (next == fabric::kNoNode || !f.nodes[next].is_switch()) break;
+      n = next;
+    }
+  } else {
+    for (std::size_t lid = 1; lid < snap->by_lid.size(); ++lid)
+      if (lid != static_cast<std::size_t>(dlid) && snap->end_port_by_lid(static_cast<std::uint16_t>(lid)) != nullptr)
+        add(static_cast<std::uint16_t>(lid));
+  }
+  json reply{{"ok", true}, {"epoch", snap->epoch}, {"dlid", dlid}, {"paths", list}};
+  if (one) reply["route"] = route;
+  return reply;
+}
+
+json AdminCommands::counters() {
+  const sa::SaCounters c = node_.sa().counters();
+  json by = json::array();
+  for (std::size_t k = 0; k < sa::kSaRecordKinds; ++k)
+    for (std::size_t m = 0; m < sa::kSaMethodKinds; ++m) {
+      const sa::SaRecordCounters& r = c.by_kind_method[k][m];
+      if (r.received == 0) continue;
+      json e = record_counters(r);
+      e["record"] = sa::to_string(static_cast<sa::SaRecordKind>(k));
+      e["method"] = sa::to_string(static_cast<sa::SaMethodKind>(m));
+      by.push_back(std::move(e));
+    }
+  const double mean_us = c.latency.count ? static_cast<double>(c.latency.sum_ns) / c.latency.count / 1000.0 : 0.0;
+  return json{{"ok", true},
+              {"total", record_counters(c.total())},
+              {"by_record", by},
+              {"latency", {{"answers", c.latency.count}, {"mean_us", mean_us}}},
+              {"rmpp_transfers", c.rmpp_transfers},
+              {"reports_sent", c.reports_sent},
+              {"reports_failed", c.reports_failed},
+              {"leases_expired", c.lease_expired}};
+}
+
+json AdminCommands::priority(const json& r) {
+  std::int64_t p = 0;
+  if (!int_arg(r, "value", 0, wire::kSmPriorityMax, p)) return error("priority needs \"value\": 0..15");
+  sm::SubnetManager& sm = node_.sm();
+  return on_sm_core([&sm, p] {
+    const unsigned before = sm.priority();
+    sm.set_priority(static_cast<std::uint8_t>(p));
+    return json{{"ok", true}, {"priority", p}, {"was", before}};
+  });
+}
+
+json AdminCommands::handover() {
+  sm::SubnetManager& sm = node_.sm();
+  return on_sm_core([&sm] {
+    if (sm.status().state != wire::SmState::kMaster) return error("this SM is not master: nothing to hand over");
+    // The best standby by rank (priority, then the lower GUID: IBA 14.4.1.1).
+    // The states are as our last heavy sweep read them: an SM it found
+    // DISCOVERING has usually stood by since; one that shows STANDBY wins.
+    const sm::ha::FoundSm* best = nullptr;
+    const auto better = [](const sm::ha::FoundSm& p, const sm::ha::FoundSm& q) {
+      const bool ps = p.sm.state == wire::SmState::kStandby, qs = q.sm.state == wire::SmState::kStandby;
+      if (ps != qs) return ps;
+      return wire::sm_outranks(p.sm.priority, p.sm.guid, q.sm.priority, q.sm.guid);
+    };
+    for (const sm::ha::FoundSm& p : sm.peers()) {
+      const bool waiting = p.sm.state == wire::SmState::kStandby || p.sm.state == wire::SmState::kDiscovering;
+      if (!waiting || !p.sm.key_ok) continue;
+      if (best == nullptr || better(p, *best)) best = &p;
+    }
+    if (best == nullptr) return error("no standby SM with our SM_Key was found by the last sweep");
+    // Mastership follows rank, so it is handed on by taking a priority the
+    // standby outranks: then our next sweep sends it HANDOVER and it stays
+    // master (a rank we kept would take the subnet back).
+    const sm::ha::SmIdentity& self = sm.identity();
+    unsigned to = best->sm.priority;
+    if (!wire::sm_outranks(best->sm.priority, best->sm.guid, static_cast<std::uint8_t>(to), self.guid)) {
+      if (to == 0)
+        return error(fmt::format("standby {} has priority 0 and a higher GUID than ours: it can outrank no priority of "
+                                 "ours; raise its priority instead",
+                                 hex_guid(best->sm.guid)));
+      --to;
+    }
+    const unsigned before = self.priority;
+    sm.set_priority(static_cast<std::uint8_t>(to));
+    sm.request_heavy_sweep();
+    return json{{"ok", true}, {"handover_to", hex_guid(best->sm.guid)}, {"priority", to}, {"was", before}};
+  });
+}
+
+json AdminCommands::loglevel(const json& r) {
+  const auto it = r.find("level");
+  if (it == r.end() || !it->is_string()) return error("loglevel needs \"level\": trace, debug, info, warn or error");
+  const std::string level = it->get<std::string>();
+  if (level != "trace" && level != "debug" && level != "info" && level != "warn" && level != "error")
+    return error(fmt::format("log level \"{}\": trace, debug, info, warn or error", level));
+  const std::string before = spdlog::level::to_string_view(spdlog::get_level()).data();
+  spdlog::set_level(spdlog::level::from_str(level));
+  spdlog::info("log level {} (admin socket)", level);
+  return json{{"ok", true}, {"level", level}, {"was", before}};
+}
+
+// ---- the socket ----
+
+AdminServer::AdminServer(const std::string& path, AdminCommands& commands) : path_(path), commands_(commands) {
+  sockaddr_un addr{};
+  if (path.empty() || path.size() >= sizeof(addr.sun_path))
+    throw std::runtime_error(fmt::format("admin.socket \"{}\": empty or longer than {} bytes", path, sizeof(addr.sun_path) - 1));
+  addr.sun_family = AF_UNIX;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!dir.empty() && !std::filesystem::exists(dir, ec)) {
+    std::filesystem::create_directories(dir, ec);
+    if (!ec) ::chmod(dir.c_str(), 0700);
+  }
+  // A socket file left by a daemon that died is replaced; one that answers is another daemon's.
+  const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (probe >= 0) {
+    const bool live = ::connect(probe, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(probe);
+    if (live) throw std::runtime_error(fmt::format("admin.socket {}: another daemon answers there", path));
+  }
+  ::unlink(path.c_str());
+  listen_fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (listen_fd_ < 0) throw std::runtime_error(fmt::format("admin.socket: socket(): {}", std::strerror(errno)));
+  // Only the owner may connect: the file is made 0600 before anyone can reach it.
+  const mode_t old = ::umask(0177);
+  const int rc = ::bind(listen_fd_, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  const int bind_errno = errno;
+  ::umask(old);
+  if (rc != 0 || ::listen(listen_fd_, 8) != 0) {
+    ::close(listen_fd_);
+    throw std::runtime_error(fmt::format("admin.socket {}: {}", path, std::strerror(rc != 0 ? bind_errno : errno)));
+  }
+  ::chmod(path.c_str(), 0600);
+  stop_fd_ = ::eventfd(0, EFD_CLOEXEC);
+  if (stop_fd_ < 0) {
+    ::close(listen_fd_);
+    throw std::runtime_error(fmt::format("admin.socket: eventfd(): {}", std::strerror(errno)));
+  }
+  thread_ = std::thread([this] { run(); });
+  spdlog::info("admin socket: {}", path);
+}
+
+AdminServer::~AdminServer() {
+  const std::uint64_t one = 1;
+  if (::write(stop_fd_, &one, sizeof one) < 0) {
+    // The thread then ends at its next poll timeout.
+  }
+  if (thread_.joinable()) thread_.join();
+  ::close(stop_fd_);
+  ::close(listen_fd_);
+  ::unlink(path_.c_str());
+}
+
+void AdminServer::run() noexcept {
+  for (;;) {
+    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    const int n = ::poll(fds, 2, 1000);
+    if (n < 0 && errno != EINTR) return;
+    if (fds[1].revents != 0) return;
+    if (n <= 0 || (fds[0].revents & POLLIN) == 0) continue;
+    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    // Root, or the user the daemon runs as (the socket's mode says the same).
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || (cred.uid != 0 && cred.uid != ::geteuid())) {
+      static constexpr char kDenied[] = "{\"ok\":false,\"error\":\"permission denied: root only\"}\n";
+      if (::write(fd, kDenied, sizeof kDenied - 1) < 0) {
+      }
+      ::close(fd);
+      continue;
+    }
+    serve(fd);
+    ::close(fd);
+  }
+}
+
+// One client, one request line after another, until it closes, goes quiet
+// for kClientIdleMs or sends a line longer than kRequestBytesMax.
+void AdminServer::serve(int fd) noexcept {
+  std::string buffer;
+  char chunk[1024];
+  for (;;) {
+    std::size_t nl;
+    while ((nl = buffer.find('\n')) != std::string::npos) {
+      const std::string line = buffer.substr(0, nl);
+      buffer.erase(0, nl + 1);
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      std::string reply;
+      try {
+        reply = commands_.handle_line(line).dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+      } catch (...) {
+        reply = "{\"ok\":false,\"error\":\"internal error\"}\n";
+      }
+      for (std::size_t off = 0; off < reply.size();) {
+        const ssize_t w = ::send(fd, reply.data() + off, reply.size() - off, MSG_NOSIGNAL);
+        if (w <= 0) return;
+        off += static_cast<std::size_t>(w);
+      }
+    }
+    if (buffer.size() > kRequestBytesMax) {
+      const std::string reply = error(fmt::format("a request line is at most {} bytes", kRequestBytesMax)).dump() + "\n";
+      if (::send(fd, reply.data(), reply.size(), MSG_NOSIGNAL) < 0) {
+      }
+      return;
+    }
+    pollfd fds[2] = {{fd, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    const int n = ::poll(fds, 2, static_cast<int>(kClientIdleMs));
+    if (n <= 0 || fds[1].revents != 0) return;
+    const ssize_t r = ::recv(fd, chunk, sizeof chunk, 0);
+    if (r <= 0) return;
+    buffer.append(chunk, static_cast<std::size_t>(r));
+  }
+}
+
+}  // namespace madengine::service

@@ -1,0 +1,16 @@
+// Every switch's LFT of one epoch in the layout of OpenSM's LFT dump
+// (opensm-lfts.dmp, what `dump_lfts` and OpenSM's -U file use): per switch a
+// header line naming its LID, GUID and description, one line per routed
+// LID ("0x0004 017 # Channel Adapter portguid 0x...: 'desc'"), then a count.
+// Switches in GUID order, as OpenSM walks its switch table.
+#pragma once
+
+#include <string>
+
+#include "sa/snapshot.hpp"
+
+namespace madengine::service {
+
+std::string dump_lfts(const sa::Snapshot& snap);
+
+}  // namespace madengine::service

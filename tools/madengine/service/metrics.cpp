@@ -1,0 +1,288 @@
+// Prometheus text rendering of the node's counters and the HTTP endpoint
+// (see metrics.hpp). Metric names and labels: docs/operations.md.
+#include "service/metrics.hpp"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <stdexcept>
+
+#include "engine/engine.hpp"
+#include "sa/server/sa_server.hpp"
+#include "service/port_states.hpp"
+#include "service/service_config.hpp"
+#include "sm/sm.hpp"
+
+namespace madengine::service {
+
+namespace {
+
+// One metric family: HELP and TYPE once, then its samples.
+class Out {
+ public:
+  void family(const char* name, const char* type, const char* help) {
+    fmt::format_to(std::back_inserter(s_), "# HELP madengine_{} {}\n# TYPE madengine_{} {}\n", name, help, name, type);
+  }
+  template <typename V>
+  void sample(const char* name, V value, const std::string& labels = {}) {
+    if (labels.empty()) fmt::format_to(std::back_inserter(s_), "madengine_{} {}\n", name, value);
+    else fmt::format_to(std::back_inserter(s_), "madengine_{}{{{}}} {}\n", name, labels, value);
+  }
+  template <typename V>
+  void one(const char* name, const char* type, const char* help, V value) {
+    family(name, type, help);
+    sample(name, value);
+  }
+  std::string take() { return std::move(s_); }
+
+ private:
+  std::string s_;
+};
+
+const char* state_name(wire::SmState s) noexcept {
+  switch (s) {
+    case wire::SmState::kNotActive: return "notactive";
+    case wire::SmState::kDiscovering: return "discovering";
+    case wire::SmState::kStandby: return "standby";
+    case wire::SmState::kMaster: return "master";
+  }
+  return "unknown";
+}
+
+void sa_metrics(Out& o, const sa::SaCounters& c) {
+  struct Field {
+    const char* name;
+    const char* help;
+    std::uint64_t sa::SaRecordCounters::*member;
+  };
+  static constexpr Field kFields[] = {
+      {"sa_requests_received_total", "SA requests received, by record type and method", &sa::SaRecordCounters::received},
+      {"sa_requests_answered_total", "SA requests answered (records or an error status)", &sa::SaRecordCounters::answered},
+      {"sa_requests_busy_total", "SA requests answered BUSY without being admitted", &sa::SaRecordCounters::busy},
+      {"sa_requests_dropped_total", "SA requests admitted but never answered (should stay 0)", &sa::SaRecordCounters::dropped},
+      {"sa_requests_duplicates_total", "retried TIDs answered from the cache or absorbed while in work",
+       &sa::SaRecordCounters::duplicates},
+  };
+  for (const Field& f : kFields) {
+    o.family(f.name, "counter", f.help);
+    for (std::size_t k = 0; k < sa::kSaRecordKinds; ++k)
+      for (std::size_t m = 0; m < sa::kSaMethodKinds; ++m) {
+        const std::uint64_t v = c.by_kind_method[k][m].*f.member;
+        // Pairs never seen stay out (a Prometheus series appears at its first increment).
+        if (c.by_kind_method[k][m].received == 0) continue;
+        o.sample(f.name, v,
+                 fmt::format("record=\"{}\",method=\"{}\"", sa::to_string(static_cast<sa::SaRecordKind>(k)),
+                             sa::to_string(static_cast<sa::SaMethodKind>(m))));
+      }
+  }
+  o.family("sa_errors_total", "counter", "SA answers with an error status, by status");
+  static constexpr const char* kStatus[sa::kErrSlots] = {"none",         "no_resources", "req_invalid",  "no_records",
+                                                         "too_many",     "invalid_gid",  "insufficient", "denied",
+                                                         "unsupported",  "invalid_field"};
+  const sa::SaRecordCounters t = c.total();
+  for (std::size_t e = 1; e < sa::kErrSlots; ++e) o.sample("sa_errors_total", t.errors[e], fmt::format("status=\"{}\"", kStatus[e]));
+
+  o.family("sa_answer_latency_seconds", "histogram", "admission to answer of admitted SA queries (engine clock)");
+  std::uint64_t cumulative = 0;
+  for (std::size_t b = 0; b + 1 < sa::kSaLatencyBuckets; ++b) {
+    cumulative += c.latency.buckets[b];
+    const double le = static_cast<double>(sa::kSaLatencyBucket0Ns << b) * 1e-9;
+    o.sample("sa_answer_latency_seconds_bucket", cumulative, fmt::format("le=\"{:g}\"", le));
+  }
+  o.sample("sa_answer_latency_seconds_bucket", c.latency.count, "le=\"+Inf\"");
+  o.sample("sa_answer_latency_seconds_sum", static_cast<double>(c.latency.sum_ns) * 1e-9);
+  o.sample("sa_answer_latency_seconds_count", c.latency.count);
+
+  o.one("sa_rmpp_transfers_total", "counter", "multi-MAD (RMPP) answers sent", c.rmpp_transfers);
+  o.one("sa_reports_sent_total", "counter", "Reports sent to InformInfo subscribers", c.reports_sent);
+  o.one("sa_reports_failed_total", "counter", "Reports never acknowledged", c.reports_failed);
+  o.one("sa_leases_expired_total", "counter", "ServiceRecords whose lease ran out", c.lease_expired);
+}
+
+void sm_metrics(Out& o, const sm::SmStatus& s) {
+  o.family("sm_sweeps_total", "counter", "SM sweeps, by kind");
+  o.sample("sm_sweeps_total", s.heavy_sweeps, "kind=\"heavy\"");
+  o.sample("sm_sweeps_total", s.light_sweeps, "kind=\"light\"");
+  o.one("sm_smps_sent_total", "counter", "SMPs the SM transmitted, retries included", s.smps.sent);
+  o.one("sm_smps_retried_total", "counter", "SMP re-transmissions after a timeout", s.smps.retried);
+  o.one("sm_smps_timed_out_total", "counter", "SMP requests that got no answer after every retry", s.smps.timed_out);
+  std::uint64_t failed = s.smps.timed_out + s.smps.send_failed;
+  for (const std::uint64_t f : s.smps.failed_by) failed += f;
+  o.one("sm_smps_failed_total", "counter", "SMP requests that failed (timed out, refused by the transport, device lost)",
+        failed);
+  o.one("sm_traps_total", "counter", "traps received by the SM", s.traps);
+  o.one("subnet_up", "gauge", "1 once the first sweep as master brought the subnet up", s.subnet_up ? 1 : 0);
+  o.one("epoch", "gauge", "the SA's current epoch (one per routing publication)", s.epoch);
+  const sm::SweepStats& h = s.last_heavy;
+  o.one("sm_last_heavy_sweep_seconds", "gauge", "wall time of the last heavy sweep", h.total_s);
+  o.one("sm_discovery_seconds", "gauge", "discovery time of the last heavy sweep", h.discovery_s);
+  o.one("sm_routing_seconds", "gauge", "routing time of the last heavy sweep", h.routing_s);
+  o.one("sm_path_db_seconds", "gauge", "path-database build time of the last heavy sweep", h.path_db_s);
+  o.one("sm_programming_seconds", "gauge", "fabric programming time of the last heavy sweep", h.programming_s);
+  o.one("sm_last_heavy_sweep_smps", "gauge", "SMPs of the last heavy sweep", h.smps);
+  o.family("sm_fabric_nodes", "gauge", "nodes the last heavy sweep found, by type");
+  o.sample("sm_fabric_nodes", h.switches, "type=\"switch\"");
+  o.sample("sm_fabric_nodes", h.cas, "type=\"ca\"");
+
+  o.family("ha_state", "gauge", "this SM's SMInfo state (1 for the current one)");
+  for (const auto st : {wire::SmState::kNotActive, wire::SmState::kDiscovering, wire::SmState::kStandby,
+                        wire::SmState::kMaster})
+    o.sample("ha_state", st == s.state ? 1 : 0, fmt::format("state=\"{}\"", state_name(st)));
+  o.one("ha_priority", "gauge", "this SM's SMInfo priority", static_cast<unsigned>(s.priority));
+  o.one("ha_transitions_total", "counter", "SMInfo state changes", s.ha_transitions);
+  o.one("ha_polls_total", "counter", "SMInfo polls of the master (standby)", s.ha.polls);
+  o.one("ha_polls_failed_total", "counter", "SMInfo polls unanswered", s.ha.polls_failed);
+  o.one("ha_handovers_sent_total", "counter", "HANDOVERs sent", s.ha.handovers_sent);
+  o.one("ha_replica_rounds_total", "counter", "standby copies of the master's SA state started", s.replica.rounds);
+  o.one("ha_replica_failed_total", "counter", "standby copies that failed or timed out", s.replica.failed + s.replica.timed_out);
+  if (s.replica_age_ms >= 0)
+    o.one("ha_replica_age_seconds", "gauge", "age of the standby's last complete copy of the master's SA state",
+          static_cast<double>(s.replica_age_ms) / 1000.0);
+}
+
+void engine_metrics(Out& o, const EngineStats& e) {
+  struct Field {
+    const char* name;
+    const char* help;
+    std::uint64_t CoreCounters::*member;
+  };
+  static constexpr Field kFields[] = {
+      {"engine_mads_received_total", "MADs received, by engine core", &CoreCounters::rx},
+      {"engine_mads_sent_total", "MADs the transports accepted, by engine core", &CoreCounters::tx},
+      {"engine_ring_full_total", "hand-offs that found a ring full (back-pressure)", &CoreCounters::ring_full},
+      {"engine_tx_full_total", "sends refused: transmit queue full or pool empty", &CoreCounters::tx_full},
+      {"engine_malformed_total", "MADs too short or of a bad base version", &CoreCounters::malformed},
+      {"engine_no_handler_total", "MADs nobody handles", &CoreCounters::no_handler},
+  };
+  for (const Field& f : kFields) {
+    o.family(f.name, "counter", f.help);
+    for (const CoreSnapshot& c : e.cores) o.sample(f.name, c.counters.*f.member, fmt::format("core=\"{}\"", c.core));
+  }
+}
+
+}  // namespace
+
+std::string MetricsRenderer::render() {
+  std::lock_guard lock(mu_);
+  // The SM's SMP and replica counters are the SM core's to read: it copies
+  // them into its status; a scrape waits a moment for that, then reports
+  // what the status holds.
+  auto copied = std::make_shared<std::promise<void>>();
+  std::future<void> done = copied->get_future();
+  sm::SubnetManager& sm = node_.sm();
+  if (node_.post(node_.sm_core(), [&sm, copied] {
+        sm.refresh_status();
+        copied->set_value();
+      }))
+    done.wait_for(std::chrono::milliseconds(kRefreshWaitMs));
+  Out o;
+  sa_metrics(o, node_.sa().counters());
+  const sm::SmStatus s = node_.sm().status();
+  sm_metrics(o, s);
+  // Ports by state, from the current epoch (counted again only when it changes).
+  const auto snap = node_.store().current();
+  const std::uint64_t epoch = snap ? snap->epoch : 0;
+  if (epoch != ports_epoch_) {
+    ports_by_state_ = snap ? count_ports(*snap).by_state : decltype(ports_by_state_){};
+    ports_epoch_ = epoch;
+  }
+  o.family("ports", "gauge", "physical ports of the current epoch, by PortState");
+  for (std::size_t i = 1; i < ports_by_state_.size(); ++i)
+    o.sample("ports", ports_by_state_[i], fmt::format("state=\"{}\"", kPortStateNames[i]));
+  const node::JournalCounters j = node_.journal_counters();
+  o.one("journal_writes_total", "counter", "SA state journal writes", j.written);
+  o.one("journal_write_failures_total", "counter", "SA state journal writes that failed", j.failed);
+  o.one("events_dropped_total", "counter", "node events the event queue had no room for", node_.status().events_dropped);
+  engine_metrics(o, node_.engine().stats());
+  return o.take();
+}
+
+// ---- the HTTP endpoint ----
+
+namespace {
+
+MHD_Result on_request(void* cls, MHD_Connection* connection, const char* url, const char* method, const char*,
+                      const char*, std::size_t*, void** state) {
+  // The first call for a request carries only its headers: answer on the second.
+  static int first_call_marker;
+  if (*state == nullptr) {
+    *state = &first_call_marker;
+    return MHD_YES;
+  }
+  const bool get = std::strcmp(method, "GET") == 0 || std::strcmp(method, "HEAD") == 0;
+  unsigned code = MHD_HTTP_OK;
+  std::string body;
+  const char* type = "text/plain; version=0.0.4; charset=utf-8";
+  if (!get) {
+    code = MHD_HTTP_METHOD_NOT_ALLOWED;
+    body = "only GET\n";
+  } else if (std::strcmp(url, "/metrics") != 0 && std::strcmp(url, "/") != 0) {
+    code = MHD_HTTP_NOT_FOUND;
+    body = "metrics are at /metrics\n";
+  } else {
+    try {
+      body = static_cast<MetricsServer*>(cls)->scrape();
+    } catch (const std::exception& e) {
+      code = MHD_HTTP_INTERNAL_SERVER_ERROR;
+      body = fmt::format("error: {}\n", e.what());
+    }
+  }
+  MHD_Response* r = MHD_create_response_from_buffer(body.size(), body.data(), MHD_RESPMEM_MUST_COPY);
+  if (r == nullptr) return MHD_NO;
+  MHD_add_response_header(r, "Content-Type", type);
+  const MHD_Result ok = MHD_queue_response(connection, code, r);
+  MHD_destroy_response(r);
+  return ok;
+}
+
+}  // namespace
+
+std::string MetricsServer::scrape() {
+  scrapes_.fetch_add(1, std::memory_order_relaxed);
+  return render_();
+}
+
+MetricsServer::MetricsServer(const std::string& listen, std::function<std::string()> render)
+    : render_(std::move(render)) {
+  std::string host, error;
+  unsigned port = 0;
+  if (!parse_listen(listen, host, port, error)) throw std::runtime_error(fmt::format("metrics.listen \"{}\": {}", listen, error));
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
+  addrinfo* ai = nullptr;
+  const std::string service = std::to_string(port);
+  const int rc = ::getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &ai);
+  if (rc != 0 || ai == nullptr)
+    throw std::runtime_error(fmt::format("metrics.listen \"{}\": {} (give a numeric address)", listen, ::gai_strerror(rc)));
+  const bool v6 = ai->ai_family == AF_INET6;
+  sockaddr_storage addr{};
+  std::memcpy(&addr, ai->ai_addr, ai->ai_addrlen);
+  ::freeaddrinfo(ai);
+  // One thread of its own polls every connection; scrapes are small and rare.
+  unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL;
+  if (v6) flags |= MHD_USE_IPv6;
+  daemon_ = MHD_start_daemon(flags, static_cast<std::uint16_t>(port), nullptr, nullptr,
+                             &on_request, this,
+                             MHD_OPTION_SOCK_ADDR, reinterpret_cast<sockaddr*>(&addr),
+                             MHD_OPTION_CONNECTION_LIMIT, 16u, MHD_OPTION_CONNECTION_TIMEOUT, 10u, MHD_OPTION_END);
+  if (daemon_ == nullptr)
+    throw std::runtime_error(fmt::format("metrics.listen \"{}\": cannot listen ({})", listen, std::strerror(errno)));
+  const MHD_DaemonInfo* info = MHD_get_daemon_info(daemon_, MHD_DAEMON_INFO_BIND_PORT);
+  port_ = info != nullptr ? info->port : port;
+  spdlog::info("metrics: serving http://{}{}{}:{}/metrics", v6 ? "[" : "", host.empty() ? "*" : host, v6 ? "]" : "", port_);
+}
+
+MetricsServer::~MetricsServer() {
+  if (daemon_ != nullptr) MHD_stop_daemon(daemon_);
+}
+
+}  // namespace madengine::service
