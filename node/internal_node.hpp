@@ -52,6 +52,10 @@ class InternalNode : public Node {
   sm::SubnetManager& sm() noexcept;
   sa::SaServer& sa() noexcept;
   const sa::SnapshotStore& store() const noexcept;
+  // From now on the node behaves as a process that died: its destruction
+  // writes no final SA journal (a clean shutdown would). The scenario
+  // runner (tools/madsim) crashes masters this way.
+  void crash() noexcept;
   // The SA journal written now (the first thing the daemon's shutdown does,
   // before anything that waits on a device), from the state the SA last
   // published; any thread. Once: the destructor then writes nothing more.

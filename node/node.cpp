@@ -374,7 +374,7 @@ InternalNode::InternalNode(const NodeConfig& cfg, NodeHooks hooks, const Interna
 Node::~Node() {
   stop();
   for (auto& m : p_->mailboxes) m->close();
-  if (p_->journal) p_->journal->write_final();
+  if (p_->journal && !p_->crashed) p_->journal->write_final();
   // The SM and SA go before the engine they registered with; sim parts last.
   p_->sm.reset();
   p_->sa.reset();
@@ -467,6 +467,7 @@ void InternalNode::write_journal_now() noexcept {
 sm::SubnetManager& InternalNode::sm() noexcept { return *parts().sm; }
 sa::SaServer& InternalNode::sa() noexcept { return *parts().sa; }
 const sa::SnapshotStore& InternalNode::store() const noexcept { return parts().store; }
+void InternalNode::crash() noexcept { parts().crashed = true; }
 
 bool InternalNode::post(std::uint16_t core, std::function<void()> fn) {
   if (core >= parts().mailboxes.size()) return false;

@@ -53,6 +53,7 @@ struct Node::Parts {
   std::vector<std::function<std::string(const NodeConfig&)>> reload_hooks;
   bool started = false;
   bool engine_running = false;
+  bool crashed = false;  // InternalNode::crash(): nothing more is written at destruction
 
   // One turn of every core; when nothing was due, the fabric's clock moves on.
   std::size_t pump(Nanos step_ns) {

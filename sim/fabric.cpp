@@ -356,7 +356,7 @@ bool Fabric::cross(Packet& pkt, PortIdx out, PortIdx& arrived) noexcept {
     drop(DropReason::kLinkDown);
     return false;
   }
-  if (lost(out)) {
+  if (lost(out) || (packet_fault_ != nullptr && packet_fault_->drop(pkt, out))) {
     drop(DropReason::kLoss);
     return false;
   }

@@ -70,6 +70,9 @@ struct FabricConfig {
   std::uint8_t vl_cap = 4;                 // VL0-7
   std::uint32_t endpoint_rx_depth = 1024;  // MADs an endpoint holds before kRxFull
   std::uint8_t lid_hops_max = 64;
+  // CA ports advertise IsClientReregistrationSupported (PortInfo
+  // CapabilityMask bit 25), as HCAs do; ibsim 0.10 does not, hence the default.
+  bool ca_client_reregistration = false;
   std::uint64_t seed = 1;  // loss decisions; print it on failure to replay
 };
 
@@ -97,6 +100,17 @@ struct Packet {
   std::uint16_t dr_end_lid = 0;  // DR SMP with a LID-routed tail: the LID of the switch that ended the DR part
   PortIdx at = kNoPortIdx;       // port where it currently is
   std::uint32_t from_endpoint = kNoEndpoint;
+};
+
+// A fault that decides per link crossing whether a packet is lost, beyond
+// the loss rates (sim/faults/ has them: loss by attribute, by class). It is
+// called on the fabric's thread only and must be deterministic (its own
+// seeded generator).
+class PacketFault {
+ public:
+  virtual ~PacketFault() = default;
+  // True: the packet is dropped on its way out of port `out` (kLoss).
+  virtual bool drop(const Packet& pkt, PortIdx out) noexcept = 0;
 };
 
 class Fabric {
@@ -155,6 +169,9 @@ class Fabric {
   // until an SM set one.
   std::array<std::uint8_t, 8> sl2vl(PortIdx out, std::uint8_t in_port_num) const noexcept;
   bool port_state_change(std::uint32_t node) const noexcept;
+  // How many PortInfo Sets asked the port's clients to reregister (IBA
+  // 14.4.11): a simulated client re-registers when this moves.
+  std::uint32_t client_reregisters(PortIdx p) const noexcept { return cfg_[p].client_reregisters; }
 
   // Bytes the model holds (nodes, ports, switch tables, names), without the
   // fixed pools below: the figure behind "bytes per node".
@@ -217,6 +234,8 @@ class Fabric {
   // ---- faults (all deterministic; schedule with the *_at variants) --------
   void set_loss_rate(double rate) noexcept { global_loss_ = rate; }
   void set_link_loss_rate(PortIdx p, double rate);
+  // Consulted on every link crossing (nullptr: none); must outlive its use.
+  void set_packet_fault(PacketFault* fault) noexcept { packet_fault_ = fault; }
   void link_down(PortIdx p) noexcept;
   void link_up(PortIdx p) noexcept;
   // Physically connects two free ports (e.g. joining two subnets); false if busy.
@@ -225,6 +244,8 @@ class Fabric {
   void reset_node(std::uint32_t n) noexcept;
   void kill_node(std::uint32_t n) noexcept;
   void revive_node(std::uint32_t n) noexcept;
+  bool node_dead(std::uint32_t n) const noexcept { return (node_flags_[n] & kDead) != 0; }
+  bool node_muted(std::uint32_t n) const noexcept { return (node_flags_[n] & kMuted) != 0; }
   void schedule(Nanos at_ns, EventKind kind, std::uint32_t a, std::uint32_t b = 0) { events_.push(at_ns, kind, a, b); }
 
   const FabricCounters& counters() const noexcept { return counters_; }
@@ -240,6 +261,7 @@ class Fabric {
     std::uint16_t sm_lid = 0;
     std::uint16_t m_key_lease = 0;
     std::uint16_t m_key_violations = 0;
+    std::uint32_t client_reregisters = 0;  // PortInfo Sets with ClientReregister
     std::uint8_t lmc = 0;
     std::uint8_t sm_sl = 0;
     std::uint8_t m_key_protect = 0;
@@ -360,6 +382,7 @@ class Fabric {
   std::unordered_map<std::uint32_t, wire::SmInfo> sm_info_;
   std::unordered_map<PortIdx, double> link_loss_;
   double global_loss_ = 0.0;
+  PacketFault* packet_fault_ = nullptr;
 
   std::vector<Packet> slots_;
   std::vector<std::uint32_t> free_slots_;

@@ -19,7 +19,7 @@ Host::Host(Fabric& fabric, std::uint32_t node, std::uint8_t port_num, std::uint3
 
 std::optional<std::uint64_t> Host::query(std::uint8_t method, std::uint16_t attr_id, std::uint64_t comp_mask,
                                          std::span<const std::uint8_t> record, std::uint32_t attr_mod,
-                                         std::uint64_t sm_key) {
+                                         std::uint64_t sm_key, std::uint64_t retry_tid) {
   const LocalPort lp = fabric_.local_port(ep_);
   if (lp.sm_lid == 0 || !fabric_.device_present(ep_)) {
     ++counters_.send_refused;
@@ -31,7 +31,7 @@ std::optional<std::uint64_t> Host::query(std::uint8_t method, std::uint16_t attr
   sa.hdr.mgmt_class = static_cast<std::uint8_t>(wire::MgmtClass::kSubnAdm);
   sa.hdr.class_version = wire::kSaClassVersion;
   sa.hdr.method = method;
-  const std::uint64_t tid = next_tid_++;
+  const std::uint64_t tid = retry_tid != 0 ? retry_tid : next_tid_++;
   sa.hdr.tid = wire::be64::from(tid);
   sa.hdr.attr_id = wire::be16::from(attr_id);
   sa.hdr.attr_mod = wire::be32::from(attr_mod);

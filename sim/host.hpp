@@ -28,9 +28,11 @@ class Host {
   // Sends an SA request to the SM LID; returns its TID, or nullopt when the
   // port has no SM LID (not configured yet) or its device is gone. A
   // non-zero `sm_key` makes it a trusted request (if it is the SM's key).
+  // A non-zero `tid` re-sends a request under the TID it had (a client's
+  // retry: the SA answers a retried TID once, IBA 13.4.6.4).
   std::optional<std::uint64_t> query(std::uint8_t method, std::uint16_t attr_id, std::uint64_t comp_mask,
                                      std::span<const std::uint8_t> record, std::uint32_t attr_mod = 0,
-                                     std::uint64_t sm_key = 0);
+                                     std::uint64_t sm_key = 0, std::uint64_t tid = 0);
   // Moves what arrived into the inbox (answering Reports); returns how many.
   std::size_t poll();
   // The response with this TID, removed from the inbox.

@@ -218,7 +218,10 @@ std::uint16_t Fabric::sma_port_info(bool set, std::uint32_t node, PortIdx in, st
         c.subnet_timeout = req.subnet_timeout();
         // ClientReregister is an action, not a state: engines on the port are
         // told.
-        if (req.client_reregister()) changed = true;
+        if (req.client_reregister()) {
+          changed = true;
+          ++c.client_reregisters;
+        }
       }
       if (req.link_down_default_state()) c.link_down_default = req.link_down_default_state();
       if (req.neighbor_mtu()) c.neighbor_mtu = req.neighbor_mtu();
@@ -267,6 +270,7 @@ std::uint16_t Fabric::sma_port_info(bool set, std::uint32_t node, PortIdx in, st
     pi.lid = wire::be16::from(lid_[p]);
     pi.master_sm_lid = wire::be16::from(c.sm_lid);
     std::uint32_t cap = port0 ? kSwitchPort0CapMask : (linked ? kCaCapMaskLinked : kCaCapMask);
+    if (!port0 && config_.ca_client_reregistration) cap |= wire::port_cap::kIsClientReregistrationSupported;
     if (auto it = port_endpoints_.find(p); it != port_endpoints_.end())
       for (EndpointId e : it->second)
         if (endpoints_[e].spec.is_sm && endpoints_[e].device_present) cap |= wire::port_cap::kIsSM;

@@ -51,6 +51,7 @@ Task<void> SubnetManager::replica_loop() {
       const auto it = view->by_port_guid.find(g.guid.get());
       return it == view->by_port_guid.end() ? 0 : view->fabric.lid_of(it->second);
     };
+    phase(SmPhase::kReplicaCopy);
     replica_->start(ha::SaTarget{.lid = master_lid, .sl = lp.sm_sl, .pkey_index = 0, .port_num = lp.port_num},
                     cfg_.sm_key, interval, std::move(lid_of));
     const ha::ReplicaCounters c = replica_->counters();

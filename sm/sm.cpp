@@ -26,6 +26,18 @@ constexpr Nanos kIdleStepNs = 20 * kNanosPerMilli;  // how often the idle loop l
 
 }  // namespace
 
+const char* to_string(SmPhase p) noexcept {
+  switch (p) {
+    case SmPhase::kDiscovery: return "discovery";
+    case SmPhase::kLids: return "lids";
+    case SmPhase::kRouting: return "routing";
+    case SmPhase::kProgramming: return "programming";
+    case SmPhase::kPublished: return "published";
+    case SmPhase::kReplicaCopy: return "replica-copy";
+  }
+  return "?";
+}
+
 // Responses on the SM's core: a standby's replication answers (SA GetTable
 // responses, RMPP segments included) go to the replica client, the rest to
 // the transaction manager.
@@ -128,7 +140,12 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
       role_.mastership_new = true;
       role_.sa_state_decided = false;
     }
-    if (t.to == wire::SmState::kStandby) replica_now_ = true;
+    if (t.to == wire::SmState::kStandby) {
+      replica_now_ = true;
+      // Another master runs: clients may change their registrations with
+      // it, so a journal restored at start no longer vouches for them.
+      sa_state_restored_ = false;
+    }
     publish_ha_status();
     if (cfg_.on_transition) cfg_.on_transition(t.from, t.to);
   });
@@ -341,6 +358,13 @@ Task<void> SubnetManager::run() {
         if (moved) break;
       }
       if (sched_->clock().now_ns() < next_light) continue;
+      if (resweep_) {
+        // The last heavy sweep missed nodes (an SMA that did not answer, SMPs
+        // lost): a light sweep would not see them return (their links never
+        // changed), so sweep again, once per light sweep interval.
+        resweep_ = false;
+        break;
+      }
       const bool changed = co_await light_sweep();
       next_light = sched_->clock().now_ns() + light_ns;
       if (changed) break;

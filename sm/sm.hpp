@@ -45,6 +45,12 @@ class OffloadMailbox;
 
 namespace madengine::sm {
 
+// Where the SM is: each heavy sweep's phases as they begin, the publication
+// that ends it, and a standby's replica round. A fault point for the
+// scenario runner (tools/madsim kills a master in each); unset otherwise.
+enum class SmPhase : std::uint8_t { kDiscovery, kLids, kRouting, kProgramming, kPublished, kReplicaCopy };
+const char* to_string(SmPhase p) noexcept;
+
 struct SmConfig {
   std::uint16_t core = 0;                  // engine core the SM's tasks run on
   std::uint32_t window_smps_max = 64;      // SMPs in flight (OpenSM: 4)
@@ -154,6 +160,8 @@ struct SmConfig {
   RoutingHook routing_hook;
   // Every SMInfo state change of this SM (sm/ha), on the SM's core.
   std::function<void(wire::SmState from, wire::SmState to)> on_transition;
+  // Each SmPhase as it begins, on the SM's core (simulation fault point).
+  std::function<void(SmPhase)> on_phase;
 };
 
 // The replica age a takeover still vouches for (ha_replica_max_age_ms, or its default).
@@ -339,6 +347,9 @@ class SubnetManager {
   std::vector<sa::SwitchMft> mft_view(const fabric::Fabric& f) const;  // what mft_programmed_ holds, by node
   std::uint32_t report_gid_changes(const sa::Snapshot& snap);
   void notify(const wire::Notice& n) noexcept;
+  void phase(SmPhase p) const {
+    if (cfg_.on_phase) cfg_.on_phase(p);
+  }
   static void mcast_changed(void* self) noexcept;
 
   Engine& engine_;
@@ -398,6 +409,7 @@ class SubnetManager {
   std::uint64_t traps_ = 0;
   std::uint64_t sminfo_answered_ = 0;
   bool replica_now_ = false;       // became STANDBY: replicate without waiting for the interval
+  bool resweep_ = false;           // the last heavy sweep as master had discovery errors: sweep again
   bool sa_state_restored_ = false; // cfg_.sa_state_restored, until our first mastership
 
   std::atomic<bool> heavy_requested_{true};

@@ -36,7 +36,12 @@ Task<void> SubnetManager::heavy_sweep() {
   const std::uint64_t smps0 = queue_->submitted();
   const LocalPort lp = transport_.local_port();
   ha_->sweep_started();
-  const DiscoveryOptions dopts{.port_num = lp.port_num, .m_key = cfg_.m_key, .keys = mkeys_in_use() ? &mkeys_ : nullptr};
+  phase(SmPhase::kDiscovery);
+  // PortStateChange bits are cleared only once we know we act on this sweep.
+  const DiscoveryOptions dopts{.port_num = lp.port_num,
+                               .m_key = cfg_.m_key,
+                               .keys = mkeys_in_use() ? &mkeys_ : nullptr,
+                               .clear_port_state_change = false};
   std::vector<std::uint64_t> changed = std::move(changed_switches_);
   changed_switches_.clear();
   std::string walk_reason = std::move(walk_reason_);
@@ -110,6 +115,9 @@ Task<void> SubnetManager::heavy_sweep() {
     }
     co_return;
   }
+  clear_port_state_changes(*queue_, d, dopts);
+  st.discovery_smps += static_cast<std::uint32_t>(d.port_state_changed.size());  // the clears belong to discovery
+  resweep_ = d.errors != 0;
   if (role_.mastership_new && !role_.sa_state_decided) role_.reregister = settle_sa_state();
   if (current_ == nullptr && warm_ != nullptr && publish_warm(d.fabric, d.current_lids())) {
     const std::uint64_t e = epoch_;
@@ -130,6 +138,7 @@ Task<void> SubnetManager::heavy_sweep() {
   // CPU phases are timed with the steady clock: on the sim transport the
   // engine clock is simulated time, which does not move while we compute.
   const auto w1 = std::chrono::steady_clock::now();
+  phase(SmPhase::kLids);
   const LidAssignReport lids = assign_lids(d.fabric, guid2lid_, cfg_.lmc, d.current_lids());
   st.lids_new = lids.assigned_new;
   save_guid2lid_async();
@@ -142,6 +151,7 @@ Task<void> SubnetManager::heavy_sweep() {
   // on answering SA queries (from the current epoch) and SMInfo polls. The
   // job owns the fabric until it is done.
   auto fab = std::make_shared<fabric::Fabric>(std::move(d.fabric));
+  phase(SmPhase::kRouting);
   Task<std::optional<Routed>> routing = route(fab, true);  // a named task: see docs/coding-notes.md
   std::optional<Routed> routed = co_await routing;
   if (!routed) co_return;  // cancelled: the SM is going away
@@ -220,12 +230,17 @@ Task<void> SubnetManager::heavy_sweep() {
   bc.m_key = cfg_.m_key;
   bc.m_key_lease_period = cfg_.m_key_lease_period;
   bc.m_key_protect_bits = cfg_.m_key_protect_bits;
-  bc.client_reregister = role_.mastership_new && role_.reregister;
+  // A new mastership that cannot vouch for the clients' SA state asks them
+  // to reregister; so does one that took another master's part (subnets
+  // joined): those clients registered with that master's SA, not ours.
+  bc.client_reregister = (role_.mastership_new && role_.reregister) || decision.absorbed;
+  if (decision.absorbed) spdlog::info("sm: another master's part joined ours: its clients are asked to reregister");
   bc.partitions = &plan_partitions_for(d.fabric, lp.port_guid);
   bc.allow_both_pkeys = cfg_.allow_both_pkeys;
   bc.part_enforce = cfg_.part_enforce;
   bc.qos = cfg_.qos.get();
   bc.keys = mkeys_in_use() ? &mkeys_ : nullptr;
+  phase(SmPhase::kProgramming);
   st.bringup = co_await bring_up(*queue_, d, routes, bc, programmed_);
   save_mkeys_async();
   unreachable_ = unreachable_ || (mkeys_in_use() && st.bringup.errors != 0);
@@ -268,6 +283,7 @@ Task<void> SubnetManager::heavy_sweep() {
   current_routes_ = std::move(next_routes);
   store_.publish(snap);
   st.gid_traps = report_gid_changes(*snap);
+  phase(SmPhase::kPublished);
 
   const BringupReport& b = st.bringup;
   spdlog::info("sm: programmed: {} SwitchInfo, {} LFT blocks, {} PortInfo, {} armed, {} activated, {} P_Key, {} MFT blocks, {} errors",

@@ -173,6 +173,8 @@ class Sweep {
         if (!si) return;
         out_.fabric.nodes[id].switch_info = *si;
         if (si->port_state_change() != 0) {
+          out_.port_state_changed.push_back(id);
+          if (!opts_.clear_port_state_change) return;
           // This sweep reads every port, so the change is seen: clear the
           // bit (write 1, IBA 14.2.5.4) or the next light sweep reports it again.
           wire::SwitchInfo clear = *si;
@@ -249,6 +251,18 @@ Task<DiscoveryResult> discover(SmpQueue& q, DiscoveryOptions opts) {
   co_await q.drained();
   finish_links(out->fabric);
   co_return std::move(*out);
+}
+
+void clear_port_state_changes(SmpQueue& q, const DiscoveryResult& d, const DiscoveryOptions& opts) {
+  for (const fabric::NodeId id : d.port_state_changed) {
+    const fabric::Node& n = d.fabric.nodes[id];
+    wire::SwitchInfo clear = n.switch_info;
+    clear.prepare_for_set(true);  // write 1 to clear (IBA 14.2.5.4)
+    q.submit(make_dr_request(wire::method::kSet, wire::smp_attr::kSwitchInfo, 0, n.dr_path, opts.port_num,
+                             std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(&clear), sizeof clear),
+                             opts.m_key),
+             nullptr);
+  }
 }
 
 }  // namespace madengine::sm

@@ -29,6 +29,9 @@ struct DiscoveryResult {
   // M_Keys learned (by end-port GUID): what a PortInfo Get showed (protection
   // level 0, or the right key presented), or the key a port answered only to.
   Guid2Mkey port_mkeys;
+  // Switches whose SwitchInfo.PortStateChange was set (not cleared when
+  // DiscoveryOptions::clear_port_state_change is false).
+  std::vector<fabric::NodeId> port_state_changed;
   std::uint32_t links() const noexcept;
   // The base LID every end port reported (fabric.end_ports() order): assign_lids' `current`.
   std::vector<std::uint16_t> current_lids() const;
@@ -42,6 +45,11 @@ struct DiscoveryOptions {
   // left unanswered (a protected port: IBA 14.2.4.1) is sent again with the
   // book's other keys. Must outlive discover().
   const MKeyBook* keys = nullptr;
+  // Clear each PortStateChange the sweep reads (write 1, IBA 14.2.5.4).
+  // False leaves them for the SM that acts on the sweep: one that stands by
+  // (or defers to another master) must not hide a change from the master's
+  // light sweep.
+  bool clear_port_state_change = true;
 };
 
 // A physical link (IBA 14.2.5.6: PortPhysicalState LinkUp, or a logical
@@ -52,5 +60,8 @@ void apply_port_info(fabric::Node& n, std::uint8_t port, const wire::PortInfo& p
 
 // Runs one heavy sweep on `q` (which must be idle) and returns the fabric.
 Task<DiscoveryResult> discover(SmpQueue& q, DiscoveryOptions opts);
+
+// Clears the PortStateChange bits `d` found (submitted on `q`, not awaited).
+void clear_port_state_changes(SmpQueue& q, const DiscoveryResult& d, const DiscoveryOptions& opts);
 
 }  // namespace madengine::sm

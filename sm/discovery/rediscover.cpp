@@ -79,6 +79,7 @@ struct SwitchRead {
   wire::DrPath path;
   std::vector<std::optional<wire::PortInfo>> ports;
   bool failed = false;
+  bool port_state_changed = false;  // its SwitchInfo.PortStateChange was set
 };
 
 void submit_reads(SmpQueue& q, std::vector<SwitchRead>& reads, const std::vector<std::size_t>& which,
@@ -95,6 +96,8 @@ void submit_reads(SmpQueue& q, std::vector<SwitchRead>& reads, const std::vector
                  return;
                }
                if (si->port_state_change() == 0) return;
+               r->port_state_changed = true;
+               if (!opts.clear_port_state_change) return;  // the SM clears it once it acts on the sweep
                wire::SwitchInfo clear = *si;
                clear.prepare_for_set(true);  // write 1 to clear (IBA 14.2.5.4)
                ++smps;
@@ -328,6 +331,8 @@ Task<Rediscovery> rediscover(SmpQueue& q, const fabric::Fabric& last, NodeId loc
   }
   d->local_node = local_node;
   d->local_port = local_port;
+  for (const SwitchRead& r : *reads)
+    if (r.port_state_changed) d->port_state_changed.push_back(r.id);
   out.result = std::move(*d);
   co_return out;
 }

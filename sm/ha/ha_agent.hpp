@@ -42,6 +42,7 @@ struct HaConfig {
 struct SweepDecision {
   bool program = false;     // configure the fabric (we are master and not handing over or waiting)
   bool assert_all = false;  // rewrite every port (new mastership, handed or joined subnet)
+  bool absorbed = false;    // another master's part joined ours: ask clients to reregister
   std::size_t peers = 0;    // other SMs that answered
 };
 

@@ -122,6 +122,7 @@ Actions SmStateMachine::sweep_done(std::span<const PeerSm> peers) noexcept {
         a.trap144_to = best_master->guid;
         return a;
       }
+      if (awaiting_from_ != 0) absorb_next_ = true;
       if (awaiting_from_ != 0 || polled_guid_ != 0) {
         awaiting_from_ = 0;
         polled_guid_ = 0;
@@ -130,6 +131,8 @@ Actions SmStateMachine::sweep_done(std::span<const PeerSm> peers) noexcept {
       }
       a.assert_all = a.assert_all || assert_next_;
       assert_next_ = false;
+      a.absorbed = absorb_next_;
+      absorb_next_ = false;
       a.program = true;
       return a;
     }
@@ -282,12 +285,14 @@ SetReply SmStateMachine::on_set(std::uint32_t modifier, const wire::SmInfo& req)
       switch (modifier) {
         case wire::sm_info_mod::kHandover:
           // Another master gives us its part (subnets joined) or hands back:
-          // sweep and configure every node.
+          // sweep and configure every node, and ask its clients to
+          // reregister (their SA state is with the other master).
           clear_master_flags();
           polled_guid_ = 0;
           a.stop_polling = true;
           a.sweep = true;
           assert_next_ = true;
+          absorb_next_ = true;
           break;
         default:
           return r;  // a master acknowledges nothing: it stood by when it handed over

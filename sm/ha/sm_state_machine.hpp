@@ -37,6 +37,7 @@ struct Actions {
   bool sweep = false;            // run a heavy sweep now
   bool program = false;          // (after sweep_done) configure the fabric as master
   bool assert_all = false;       // (with program) rewrite every port: a subnet was handed to us or joined
+  bool absorbed = false;         // (with program) another master's part is ours now: its clients' SA state is not
   bool stop_polling = false;     // forget the SM being polled
   std::uint64_t poll_guid = 0;   // (re)start polling this SM; failures reset
   std::uint64_t handover_to = 0;     // SubnSet(SMInfo, HANDOVER) to this SM
@@ -129,6 +130,7 @@ class SmStateMachine {
   std::uint64_t handed_by_ = 0;         // HANDOVER received while DISCOVERING: ignore it in the election
   bool polled_master_ = false;          // the polled SM has shown MASTER
   bool assert_next_ = false;            // the next sweep as master rewrites every port
+  bool absorb_next_ = false;            // the next sweep as master asks clients to reregister (another master's part joined)
 };
 
 }  // namespace madengine::sm::ha

@@ -1,0 +1,350 @@
+// madsim's invariants, checked once the fabric is quiet (see world.hpp):
+// one master per subnet, every reachable port ACTIVE with a unique LID,
+// LIDs kept, LFT walks reaching every LID without a loop, PathRecords as the
+// walk says, the SA's state as the clients left it, no query lost.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "lib/fabric_oracle.hpp"
+#include "lib/rng.hpp"
+#include "lib/world.hpp"
+#include "madengine/wire/sa.hpp"
+
+namespace madsim {
+
+namespace sim = madengine::sim;
+namespace wire = madengine::wire;
+using madengine::kNanosPerMilli;
+using madengine::kNanosPerSecond;
+
+namespace {
+
+// All pairs up to this many (switch, LID) walks; a seeded sample beyond.
+constexpr std::size_t kLftPairsMax = 200'000;
+constexpr std::size_t kPathChecksMax = 40;
+constexpr std::uint8_t kHopsMax = 64;
+
+bool is_up(const sim::Fabric& f, sim::PortIdx p) {
+  const sim::PortIdx q = f.peer(p);
+  return q != sim::kNoPortIdx && f.phys_state(p) == wire::PortPhysState::kLinkUp &&
+         f.phys_state(q) == wire::PortPhysState::kLinkUp;
+}
+
+std::string port_name(const sim::Fabric& f, sim::PortIdx p) {
+  return fmt::format("{}[{}]", f.description(f.node_of(p)), f.port_num_of(p));
+}
+
+}  // namespace
+
+void World::violate(const std::string& invariant, const std::string& detail) {
+  Violation v;
+  v.invariant = invariant;
+  v.at_ns = now();
+  v.detail = detail;
+  v.after_event = r_.trace.format(r_.trace.last_fault_before(now()));
+  r_.trace.add(now(), fmt::format("VIOLATION {}: {}", invariant, detail));
+  r_.violations.push_back(std::move(v));
+}
+
+void World::take_baseline(Slot& master) {
+  // Only ports the master's publication covers: a port it has not reached
+  // yet (a mute switch, the other subnet's part) may still carry a LID
+  // another master gave it.
+  const auto snap = master.n->store().current();
+  if (snap == nullptr) return;
+  baseline_.clear();
+  for (sim::PortIdx p = 0; p < fabric_.port_count(); ++p) {
+    const std::uint32_t n = fabric_.node_of(p);
+    if (fabric_.is_switch(n) && fabric_.port_num_of(p) != 0) continue;
+    if (fabric_.lid(p) != 0 && snap->by_port_guid.contains(fabric_.port_guid(p))) baseline_[fabric_.port_guid(p)] = fabric_.lid(p);
+  }
+  baseline_taken_ = true;
+  r_.trace.add(now(), fmt::format("LIDs recorded: {} ports", baseline_.size()));
+}
+
+void World::check_all() {
+  const auto comp = components();
+  std::map<std::uint32_t, std::vector<Slot*>> by_comp;
+  for (Slot& slot : sms_)
+    if (alive(slot)) by_comp[comp[slot.node]].push_back(&slot);
+  for (auto& [c, slots] : by_comp) {
+    std::vector<Slot*> masters;
+    for (Slot* slot : slots)
+      if (slot->state == wire::SmState::kMaster) masters.push_back(slot);
+    if (masters.size() != 1) {
+      std::string states;
+      for (Slot* slot : slots) states += fmt::format(" sm{} {}", slot->index, wire::to_string(slot->state));
+      violate("one-master", fmt::format("{} masters in the subnet of sm{}:{}", masters.size(), slots[0]->index, states));
+      continue;
+    }
+    check_component(comp, c, *masters[0]);
+  }
+  check_queries();
+}
+
+void World::check_component(const std::vector<std::uint32_t>& comp_of, std::uint32_t comp, Slot& master) {
+  std::vector<std::uint32_t> nodes;
+  for (std::uint32_t n = 0; n < comp_of.size(); ++n)
+    if (comp_of[n] == comp && !fabric_.node_dead(n)) nodes.push_back(n);
+  const std::size_t before = r_.violations.size();
+  check_ports(nodes);
+  check_lids_kept(nodes);
+  check_lft_walk(nodes);
+  // Paths are only worth asking for over a fabric whose LFTs walk.
+  if (r_.violations.size() == before) check_paths(nodes, comp_of, comp);
+  check_sa_state(master, comp_of, comp);
+}
+
+void World::check_ports(const std::vector<std::uint32_t>& nodes) {
+  std::map<std::uint16_t, sim::PortIdx> owner;
+  unsigned reported = 0;
+  auto bad = [&](const std::string& what) {
+    if (++reported <= 3) violate("ports-active", what);
+  };
+  for (const std::uint32_t n : nodes) {
+    const bool sw = fabric_.is_switch(n);
+    for (std::uint8_t pn = sw ? 0 : 1; pn <= fabric_.num_ports(n); ++pn) {
+      const sim::PortIdx p = fabric_.port(n, pn);
+      if (p == sim::kNoPortIdx) continue;
+      const bool has_lid = !sw || pn == 0;
+      if (pn != 0) {
+        if (!is_up(fabric_, p)) continue;
+        if (fabric_.port_state(p) != wire::PortState::kActive)
+          bad(fmt::format("{} is {} (not ACTIVE)", port_name(fabric_, p), static_cast<int>(fabric_.port_state(p))));
+      }
+      if (!has_lid) continue;
+      const std::uint16_t lid = fabric_.lid(p);
+      if (lid == 0) {
+        bad(fmt::format("{} has no LID", port_name(fabric_, p)));
+        continue;
+      }
+      const unsigned span = 1u << fabric_.link_state(p).lmc;
+      for (unsigned l = lid; l < lid + span; ++l) {
+        const auto [it, fresh] = owner.emplace(static_cast<std::uint16_t>(l), p);
+        if (!fresh) {
+          if (++reported <= 3)
+            violate("unique-lids", fmt::format("LID {} on {} and {}", l, port_name(fabric_, it->second), port_name(fabric_, p)));
+        }
+      }
+    }
+  }
+}
+
+void World::check_lids_kept(const std::vector<std::uint32_t>& nodes) {
+  if (!baseline_taken_) return;
+  unsigned reported = 0;
+  for (const std::uint32_t n : nodes) {
+    if (touched_[n]) continue;
+    const bool sw = fabric_.is_switch(n);
+    for (std::uint8_t pn = sw ? 0 : 1; pn <= (sw ? 0 : fabric_.num_ports(n)); ++pn) {
+      const sim::PortIdx p = fabric_.port(n, pn);
+      if (p == sim::kNoPortIdx || fabric_.lid(p) == 0) continue;
+      const auto it = baseline_.find(fabric_.port_guid(p));
+      if (it == baseline_.end() || it->second == fabric_.lid(p)) continue;
+      if (++reported <= 3)
+        violate("lids-kept", fmt::format("{} had LID {} and now has {}, though it stayed", port_name(fabric_, p),
+                                         it->second, fabric_.lid(p)));
+    }
+  }
+}
+
+void World::check_lft_walk(const std::vector<std::uint32_t>& nodes) {
+  std::vector<std::uint32_t> switches;
+  std::vector<std::pair<std::uint16_t, sim::PortIdx>> lids;  // every LID and its port
+  for (const std::uint32_t n : nodes) {
+    const bool sw = fabric_.is_switch(n);
+    if (sw) switches.push_back(n);
+    for (std::uint8_t pn = sw ? 0 : 1; pn <= (sw ? 0 : fabric_.num_ports(n)); ++pn) {
+      const sim::PortIdx p = fabric_.port(n, pn);
+      if (p == sim::kNoPortIdx || fabric_.lid(p) == 0 || (pn != 0 && !is_up(fabric_, p))) continue;
+      const unsigned span = 1u << fabric_.link_state(p).lmc;
+      for (unsigned l = fabric_.lid(p); l < fabric_.lid(p) + span; ++l) lids.emplace_back(static_cast<std::uint16_t>(l), p);
+    }
+  }
+  const std::size_t pairs = switches.size() * lids.size();
+  Rng pick(s_.seed ^ 0x1f7ull);
+  const std::size_t n_walks = std::min(pairs, kLftPairsMax);
+  unsigned reported = 0;
+  for (std::size_t k = 0; k < n_walks; ++k) {
+    const std::size_t idx = pairs <= kLftPairsMax ? k : static_cast<std::size_t>(pick.range(0, pairs - 1));
+    const std::uint32_t start = switches[idx / lids.size()];
+    const auto [lid, target] = lids[idx % lids.size()];
+    ++r_.stats.lft_pairs;
+    std::uint32_t cur = start;
+    std::string failure;
+    for (unsigned hops = 0;; ++hops) {
+      if (fabric_.port(cur, 0) == target) break;  // the switch's own LID
+      if (hops > kHopsMax) {
+        failure = fmt::format("a loop (more than {} hops)", kHopsMax);
+        break;
+      }
+      const std::uint8_t out = fabric_.lft_port(cur, lid);
+      if (out == wire::kLftNoPort || out == 0 || out > fabric_.num_ports(cur) || lid > fabric_.linear_fdb_top(cur)) {
+        failure = fmt::format("no route at {} (LFT entry {}, LinearFDBTop {})", fabric_.description(cur), out,
+                              fabric_.linear_fdb_top(cur));
+        break;
+      }
+      const sim::PortIdx p = fabric_.port(cur, out);
+      if (!is_up(fabric_, p) || fabric_.port_state(p) != wire::PortState::kActive) {
+        failure = fmt::format("{} routes it out of {}, which is not up and ACTIVE", fabric_.description(cur),
+                              port_name(fabric_, p));
+        break;
+      }
+      const sim::PortIdx q = fabric_.peer(p);
+      const std::uint32_t next = fabric_.node_of(q);
+      if (!fabric_.is_switch(next)) {
+        if (q != target) failure = fmt::format("it ends at {}, not at {}", port_name(fabric_, q), port_name(fabric_, target));
+        break;
+      }
+      cur = next;
+    }
+    if (!failure.empty() && ++reported <= 3)
+      violate("lft-walk", fmt::format("from switch {} to LID {} ({}): {}", fabric_.description(start), lid,
+                                      port_name(fabric_, target), failure));
+  }
+}
+
+void World::check_paths(const std::vector<std::uint32_t>& nodes, const std::vector<std::uint32_t>& comp_of,
+                        std::uint32_t comp) {
+  std::vector<unsigned> clients;
+  for (unsigned c = 0; c < s_.clients.size(); ++c)
+    if (comp_of[s_.clients[c]] == comp) clients.push_back(c);
+  std::vector<std::uint32_t> hosts;
+  for (const std::uint32_t n : nodes)
+    if (!fabric_.is_switch(n) && fabric_.lid(fabric_.port(n, 1)) != 0) hosts.push_back(n);
+  if (clients.empty() || hosts.empty()) return;
+  madstorm::FabricOracle oracle(fabric_);
+  std::set<std::uint16_t> lids_elsewhere;
+  for (sim::PortIdx p = 0; p < fabric_.port_count(); ++p) {
+    const std::uint32_t n = fabric_.node_of(p);
+    if (fabric_.lid(p) != 0 && (comp_of[n] != comp || fabric_.node_dead(n))) lids_elsewhere.insert(fabric_.lid(p));
+  }
+  clients_->on_verify = [&](const Query& q, const madengine::MadBuf& answer) {
+    ++r_.stats.paths_checked;
+    if (q.outcome != Outcome::kOk) {
+      violate("path-record", fmt::format("client {} asked for a path to {}: status 0x{:04x}", q.action.client,
+                                         fabric_.description(q.action.peer), q.status));
+      return;
+    }
+    wire::PathRecord rec{};
+    std::memcpy(&rec, answer.as<wire::SaMad>().data.data(), sizeof(rec));
+    // A dead node's ports keep their last LIDs in the model (a revived node
+    // is reset), and the oracle maps LIDs over the whole fabric: a LID also
+    // held outside this subnet cannot be judged by it.
+    if (lids_elsewhere.contains(rec.slid.get()) || lids_elsewhere.contains(rec.dlid.get())) return;
+    const madstorm::PathCheck pc = oracle.check(rec);
+    if (pc.verdict != madstorm::PathVerdict::kOk)
+      violate("path-record", fmt::format("PathRecord {} -> {} (LIDs {} -> {}) disagrees with the LFT walk: {}",
+                                         fabric_.description(s_.clients[q.action.client]), fabric_.description(q.action.peer),
+                                         rec.slid.get(), rec.dlid.get(), madstorm::to_string(pc.verdict)));
+  };
+  Rng pick(s_.seed ^ 0x9a7full);
+  const std::size_t n = std::min(kPathChecksMax, clients.size() * hosts.size());
+  for (std::size_t k = 0; k < n; ++k) {
+    ClientAction a;
+    a.at_ns = now();
+    a.client = clients[pick.pick(static_cast<unsigned>(clients.size()))];
+    a.op = ClientOp::kPathRecord;
+    a.peer = hosts[pick.pick(static_cast<unsigned>(hosts.size()))];
+    a.verify = true;
+    clients_->add(a);
+  }
+  const Nanos end = now() + 10 * kNanosPerSecond;
+  while (now() < end && !clients_->idle()) step();
+  clients_->on_verify = nullptr;
+  for (const Query& q : clients_->queries())
+    if (q.action.verify && (q.outcome == Outcome::kLost || q.outcome == Outcome::kNeverSent || q.outcome == Outcome::kPending))
+      violate("path-record", fmt::format("client {} asked for a path to {} on a quiet fabric: {}", q.action.client,
+                                         fabric_.description(q.action.peer), to_string(q.outcome)));
+}
+
+void World::check_sa_state(Slot& master, const std::vector<std::uint32_t>& comp_of, std::uint32_t comp) {
+  const madengine::sa::SaStateImage img = master.n->sa().capture_state();
+  const Nanos t = now();
+  const bool rereg = clients_->reregistrations_pending != 0;
+  auto in_subnet = [&](unsigned client) { return comp_of[s_.clients[client]] == comp; };
+  unsigned reported = 0;
+  auto bad = [&](const std::string& inv, const std::string& what) {
+    if (++reported <= 4) violate(inv, what);
+  };
+  for (const auto& [key, held] : clients_->services) {
+    if (!in_subnet(key.first)) continue;
+    const std::uint64_t gid_guid = clients_->client_port_guid(key.first);
+    const auto it = std::find_if(img.services.begin(), img.services.end(), [&](const madengine::sa::ServiceEntry& e) {
+      return e.rec.service_id.get() == service_id_of(key.second) && e.rec.service_gid.guid.get() == gid_guid;
+    });
+    const bool finite = held.lease_s != 0xffffffffu;
+    const Nanos ends = held.acked_ns + Nanos{held.lease_s} * kNanosPerSecond;
+    if (finite && ends + 2 * kNanosPerSecond < t) {
+      if (it != img.services.end())
+        bad("leases-honoured", fmt::format("service {} of client {}: its {} s lease ended {:.1f} s ago, still registered",
+                                           key.second, key.first, held.lease_s, static_cast<double>(t - ends) / 1e9));
+      continue;
+    }
+    if (finite && ends - 2 * kNanosPerSecond < t) continue;  // about to end: either is right
+    if (it == img.services.end()) {
+      if (!rereg && !at_risk(held.acked_ns))
+        bad("sa-state-kept", fmt::format("service {} of client {} (registered at {:.3f} s) is gone", key.second, key.first,
+                                         static_cast<double>(held.acked_ns) / 1e9));
+      continue;
+    }
+    if (finite && it->expires_ns >= 0 && (it->expires_ns > ends + 2 * kNanosPerSecond || it->expires_ns < ends - 2 * kNanosPerSecond))
+      bad("leases-honoured", fmt::format("service {} of client {}: lease ends at {:.3f} s, should at {:.3f} s", key.second,
+                                         key.first, static_cast<double>(it->expires_ns) / 1e9, static_cast<double>(ends) / 1e9));
+  }
+  for (const auto& [key, held] : clients_->members) {
+    if (!in_subnet(key.second)) continue;
+    const std::uint64_t guid = clients_->client_port_guid(key.second);
+    const wire::Gid mgid = mgid_of(key.first);
+    bool found = false;
+    for (const auto& g : img.groups)
+      if (g.params.mgid == mgid)
+        found = found || std::any_of(g.members.begin(), g.members.end(),
+                                     [&](const madengine::sa::McMember& m) { return m.port_gid.guid.get() == guid; });
+    if (!found && !rereg && !at_risk(held.acked_ns))
+      bad("sa-state-kept", fmt::format("client {} joined group {} at {:.3f} s and is no longer a member", key.second,
+                                       key.first, static_cast<double>(held.acked_ns) / 1e9));
+  }
+  for (const auto& [client, acked] : clients_->subscriptions) {
+    if (!in_subnet(client)) continue;
+    const std::uint64_t guid = clients_->client_port_guid(client);
+    const bool found = std::any_of(img.subscriptions.begin(), img.subscriptions.end(),
+                                   [&](const madengine::sa::Subscription& sub) { return sub.subscriber.guid.get() == guid; });
+    if (!found && !rereg && !at_risk(acked))
+      bad("sa-state-kept", fmt::format("client {} subscribed at {:.3f} s and its subscription is gone", client,
+                                       static_cast<double>(acked) / 1e9));
+  }
+}
+
+void World::check_queries() {
+  unsigned reported = 0;
+  for (const Query& q : clients_->queries()) {
+    ++r_.stats.queries;
+    switch (q.outcome) {
+      case Outcome::kOk:
+      case Outcome::kSaError: ++r_.stats.answered; break;
+      case Outcome::kBusy: ++r_.stats.busy; break;
+      case Outcome::kNeverSent: ++r_.stats.refused; break;
+      case Outcome::kPending:
+      case Outcome::kLost: {
+        const Nanos from = q.first_sent_ns < 0 ? q.due_ns : q.first_sent_ns;
+        if (excused(from, q.done_ns > 0 ? q.done_ns : now())) {
+          ++r_.stats.excused;
+          break;
+        }
+        ++r_.stats.lost;
+        if (++reported <= 3)
+          violate("queries-answered", fmt::format("client {} {} (key {}) sent at {:.3f} s on a quiet fabric: {} after {} attempts",
+                                                  q.action.client, to_string(q.action.op), q.action.key,
+                                                  static_cast<double>(from) / 1e9, to_string(q.outcome), q.attempts));
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace madsim

@@ -1,0 +1,101 @@
+// A madsim scenario: everything one seed draws before the run starts, a
+// fabric, the SMs and their priorities, the client population and the fault
+// schedule. draw_scenario() is a pure function of (seed, size): the same
+// seed always gives the same scenario, and describe() prints it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "madengine/engine/clock.hpp"
+#include "sim/topology.hpp"
+#include "sm/sm.hpp"
+
+namespace madsim {
+
+using madengine::Nanos;
+
+enum class Size : std::uint8_t { kSmall, kMedium, kLarge };
+bool parse_size(const std::string& text, Size& out) noexcept;
+const char* to_string(Size s) noexcept;
+
+enum class FabricKind : std::uint8_t { kFatTree2, kFatTree3, kRandom, kTwoSubnets, kTorus, kMesh };
+const char* to_string(FabricKind k) noexcept;
+
+struct SmDraw {
+  std::uint32_t node = 0;  // a CA of the topology
+  std::uint8_t priority = 0;
+};
+
+enum class FaultKind : std::uint8_t {
+  kSmpLoss,        // rate over [at, at + length), attr 0 = every attribute
+  kLinkFlap,       // port a (switch-to-switch or host link) down for `length`
+  kLinkFlapInPhase,// the same, when the master enters `phase`
+  kSwitchReboot,   // node a reset (tables cleared, LID lost)
+  kSmaMute,        // node a's SMA silent for `length`
+  kSmaResetting,   // node a reset `count` times, `length` apart
+  kMasterKill,     // the master dies when it (or a standby copying from it) enters `phase`
+  kMasterKillJournal,  // the master dies writing its SA journal, before `step`
+  kSmPortBounce,   // SM a's port vanishes for `length` (its node dies and returns)
+  kJoinSubnets,    // the two subnets are cabled together
+};
+inline constexpr unsigned kFaultKindCount = 10;
+const char* to_string(FaultKind k) noexcept;
+
+struct FaultDraw {
+  FaultKind kind = FaultKind::kSmpLoss;
+  Nanos at_ns = 0;      // not before this
+  Nanos length_ns = 0;
+  std::uint32_t a = 0;  // port, node or SM index, by kind
+  std::uint16_t attr = 0;
+  double rate = 0.0;
+  unsigned count = 0;
+  madengine::sm::SmPhase phase = madengine::sm::SmPhase::kDiscovery;
+  unsigned step = 0;    // kMasterKillJournal: a DurableStep
+  bool restart = true;  // kMasterKill*: the dead SM comes back (after `length`)
+};
+
+enum class ClientOp : std::uint8_t {
+  kPathRecord,     // Get by SLID/DLID (both ends are clients' or any hosts')
+  kGetTable,       // NodeRecord or PortInfoRecord table
+  kServiceSet,     // register with a lease
+  kServiceDelete,
+  kMcJoin,
+  kMcLeave,
+  kInformSubscribe,
+};
+const char* to_string(ClientOp op) noexcept;
+
+struct ClientAction {
+  Nanos at_ns = 0;
+  unsigned client = 0;     // index into Scenario::clients
+  ClientOp op = ClientOp::kPathRecord;
+  std::uint32_t peer = 0;  // kPathRecord: the destination host node
+  std::uint32_t key = 0;   // service or group number
+  std::uint32_t lease_s = 0;  // kServiceSet: 0xffffffff = infinite
+  std::uint16_t table = 0;    // kGetTable: attribute
+  bool verify = false;        // kPathRecord sent once the fabric settled: checked against the LFT walk
+};
+
+struct Scenario {
+  std::uint64_t seed = 0;
+  Size size = Size::kSmall;
+  FabricKind fabric_kind = FabricKind::kFatTree2;
+  std::string fabric_spec;  // human-readable, e.g. "ft2 k=6 leaves=4"
+  madengine::sim::Topology topo;
+  // Two subnets: the cable that joins them (node, port each), -1 otherwise.
+  std::uint32_t join_a = madengine::sim::kNoNode, join_b = madengine::sim::kNoNode;
+  std::uint8_t join_a_port = 0, join_b_port = 0;
+  std::vector<SmDraw> sms;
+  std::vector<std::uint32_t> clients;  // host nodes with an SA client
+  std::vector<ClientAction> actions;   // by time
+  std::vector<FaultDraw> faults;       // by time
+  Nanos faults_end_ns = 0;             // no fault starts after this
+  Nanos run_ns = 0;                    // faults and clients; then the fabric settles and is checked
+};
+
+Scenario draw_scenario(std::uint64_t seed, Size size);
+std::string describe(const Scenario& s);
+
+}  // namespace madsim
