@@ -109,19 +109,4 @@ struct Outcome {
   std::string err;
 };
 
-// Under the shim saquery now and then dies of SIGSEGV before printing
-// anything (seen against madengine, 1 to 3 of ~75 queries a run); such a
-// run is repeated, at most twice, and counted in `crashes`.
-inline constexpr int kShellSegv = 128 + 11;
-
-inline Outcome run_saquery(const IbsimFabric& f, const std::string& args, const char* host, int& crashes) {
-  RunResult r;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    r = f.run("saquery " + args, host, std::chrono::seconds(20));
-    if (r.timed_out || r.exit_code != kShellSegv) break;
-    ++crashes;
-  }
-  return {r.timed_out ? -1 : r.exit_code, r.out, r.err};
-}
-
 }  // namespace madengine::ibsim

@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 
+#include "conformance.hpp"
 #include "ibsim_harness.hpp"
 #include "madengine_rig.hpp"
 #include "routing_ibsim.hpp"
@@ -78,11 +79,10 @@ void bring_up_and_check(const Case& c) {
   for (const auto e : snap->fabric.end_ports())
     if (!snap->fabric.nodes[e.node].is_switch()) lids.push_back(snap->fabric.lid_of(e));
   std::mt19937 rng(7);
-  int crashes = 0;
   for (int i = 0; i < 12; ++i) {
     const std::uint16_t s = lids[rng() % lids.size()], d = lids[rng() % lids.size()];
-    const auto r = ibsim::run_saquery(fabric, "PR --slid " + std::to_string(s) + " --dlid " + std::to_string(d),
-                                      c.diag_host, crashes);
+    const auto r = ibsim::conformance::saquery_once(
+        fabric, "PR --slid " + std::to_string(s) + " --dlid " + std::to_string(d), c.diag_host);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const auto m = ibsim::parse_dotted(r.out);
     ASSERT_TRUE(m.count("sl")) << r.out;
