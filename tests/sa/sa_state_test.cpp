@@ -108,7 +108,7 @@ TEST_F(SaState, ServiceKeyOnlyWithTheSmKey) {
   const auto plain = ask(m::kGetTable, a::kServiceRecord, scm::kServiceId, q, lids_[1]);
   ASSERT_TRUE(plain);
   ASSERT_EQ(plain->records<wire::ServiceRecord>().size(), 1u);
-  const auto& hidden = plain->records<wire::ServiceRecord>()[0].service_key;
+  const auto hidden = plain->records<wire::ServiceRecord>()[0].service_key;  // a copy: records() is a temporary
   EXPECT_TRUE(std::all_of(hidden.begin(), hidden.end(), [](std::uint8_t b) { return b == 0; }));
   EXPECT_EQ(plain->records<wire::ServiceRecord>()[0].name(), "keyed") << "the rest of the record is there";
   MadBuf req = sa_request(m::kGetTable, a::kServiceRecord, scm::kServiceId, q, ++tid_, lids_[1]);
