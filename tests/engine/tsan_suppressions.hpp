@@ -6,7 +6,9 @@
 // pair (see ring.hpp). Include it in exactly one file of a test binary.
 #pragma once
 
-extern "C" const char* __tsan_default_suppressions() {
+// Default visibility: the runtime finds it by name, and the build hides
+// symbols by default (-fvisibility=hidden).
+extern "C" __attribute__((visibility("default"))) const char* __tsan_default_suppressions() {
   return "race:boost/lockfree/\n"
          "race:__rte_ring_do_hts_enqueue_elem\n"
          "race:__rte_ring_do_hts_dequeue_elem\n";
