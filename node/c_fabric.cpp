@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "madengine/fabric/link_rate.hpp"
 #include "node/c_api.hpp"
 
 namespace madengine::capi {
@@ -157,6 +158,30 @@ int me_fabric_port(const me_fabric* f, std::uint32_t node, std::uint8_t port, st
     out->link_width = p.link_width;
     out->link_speed = p.link_speed;
     out->mtu = p.mtu;
+    return ME_OK;
+  });
+}
+
+int me_fabric_port_link(const me_fabric* f, std::uint32_t node, std::uint8_t port, struct me_port_link* out) {
+  return capi::guard([&]() -> int {
+    const fabric::Node* n = capi::node_at(f, node);
+    if (n == nullptr) return ME_ERR_INVALID;
+    if (out == nullptr) return fail(ME_ERR_INVALID, "null port link");
+    if (port > n->num_ports() || port >= n->ports.size() || (port == 0 && !n->is_switch()))
+      return fail(ME_ERR_INVALID, "node " + std::to_string(node) + " has no port " + std::to_string(port));
+    const fabric::Port& p = n->ports[port];
+    const wire::LinkSpeed s = fabric::link_speed_of(*n, port);
+    *out = me_port_link{};
+    out->width = p.link_width;
+    out->speed = s.speed;
+    out->speed_ext = s.ext;
+    out->speed_ext2 = s.ext2;
+    out->port_rate = fabric::port_rate_code(*n, port);
+    out->link_rate = fabric::link_rate_code(f->view.fabric(), node, port);
+    out->mtu_cap = p.mtu;
+    out->vl_cap = p.vl_cap;
+    out->op_vls = static_cast<std::uint8_t>(p.info.operational_vls());
+    out->data_mbps = wire::link_mbps(p.link_width, s);
     return ME_OK;
   });
 }

@@ -255,6 +255,23 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     s.get("m_key_lease_period", c.sm.m_key_lease_period, 0, 65535);
     s.get("m_key_protection_level", c.sm.m_key_protection_level, 0, 3);
     s.get("guid2mkey", c.sm.guid2mkey);
+    sm::PortSettings& ps = c.sm.ports;
+    s.get("max_op_vls", ps.max_op_vls, 1, 5);
+    s.get("packet_life_time", ps.packet_life_time, 0, 31);
+    s.get("head_of_queue_lifetime", ps.head_of_queue_lifetime, 0, 31);
+    s.get("leaf_head_of_queue_lifetime", ps.leaf_head_of_queue_lifetime, 0, 31);
+    s.get("vl_stall_count", ps.vl_stall_count, 0, 7);
+    s.get("leaf_vl_stall_count", ps.leaf_vl_stall_count, 0, 7);
+    s.get("force_link_width", ps.force_link_width, 0, 255);
+    if (ps.force_link_width > 31 && ps.force_link_width != 255)
+      fail(name, *root["sm"]["force_link_width"].node(), "sm.force_link_width must be 0, a width mask 1..31, or 255");
+    s.get("force_link_speed", ps.force_link_speed, 0, 15);
+    if (ps.force_link_speed > 7 && ps.force_link_speed != 15)
+      fail(name, *root["sm"]["force_link_speed"].node(), "sm.force_link_speed must be 0, a speed mask 1..7, or 15");
+    s.get("force_link_speed_ext", ps.force_link_speed_ext, 0, 31);
+    if (ps.force_link_speed_ext > 15 && ps.force_link_speed_ext < 30)
+      fail(name, *root["sm"]["force_link_speed_ext"].node(),
+           "sm.force_link_speed_ext must be 0, an extended speed mask 1..15, 30 or 31");
     s.reject_unknown();
   }
   {

@@ -8,6 +8,7 @@
 
 #include "madengine/node/config.hpp"
 #include "sim/generators.hpp"
+#include "sim/link_profiles.hpp"
 
 namespace madengine::node {
 
@@ -32,17 +33,10 @@ std::vector<unsigned> numbers(const std::string& spec, std::size_t first) {
   return out;
 }
 
-}  // namespace
-
-sim::Topology make_topology(const std::string& generate, const std::string& topology_file) {
-  if (!topology_file.empty()) {
-    try {
-      return sim::load_topology(topology_file);
-    } catch (const std::exception& e) {
-      throw ConfigError(e.what());
-    }
-  }
-  const std::string usage = "ft2:RADIX[:LEAVES[:HOSTS_PER_LEAF]] | ft3:RADIX[:PODS] | random:SWITCHES:DEGREE:HOSTS[:SEED]";
+sim::Topology generate_topology(const std::string& generate) {
+  const std::string usage =
+      "ft2:RADIX[:LEAVES[:HOSTS_PER_LEAF]] | ft3:RADIX[:PODS] | random:SWITCHES:DEGREE:HOSTS[:SEED], then "
+      "@PROFILE for the links (" + std::string(sim::kLinkProfileNames) + ")";
   const auto colon = generate.find(':');
   const std::string kind = generate.substr(0, colon);
   const auto n = colon == std::string::npos ? std::vector<unsigned>{} : numbers(generate, colon + 1);
@@ -71,6 +65,29 @@ sim::Topology make_topology(const std::string& generate, const std::string& topo
     return sim::make_random(s);
   }
   throw ConfigError(fmt::format("fabric spec '{}': expected {}", generate, usage));
+}
+
+}  // namespace
+
+sim::Topology make_topology(const std::string& spec, const std::string& topology_file) {
+  if (topology_file.empty()) {
+    // "ft2:64@ndr200": the generator, then the link profile (sim/link_profiles.hpp).
+    const auto at = spec.find('@');
+    sim::Topology topo = generate_topology(spec.substr(0, at));
+    if (at != std::string::npos) {
+      try {
+        sim::apply_link_profile(topo, spec.substr(at + 1));
+      } catch (const std::invalid_argument& e) {
+        throw ConfigError(fmt::format("fabric spec '{}': {}", spec, e.what()));
+      }
+    }
+    return topo;
+  }
+  try {
+    return sim::load_topology(topology_file);
+  } catch (const std::exception& e) {
+    throw ConfigError(e.what());
+  }
 }
 
 }  // namespace madengine::node

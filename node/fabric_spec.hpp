@@ -1,5 +1,6 @@
 // Generator specs for the sim transport ("ft2:36", "ft3:36:4",
-// "random:16:4:4:7") and topology files, turned into a sim::Topology.
+// "random:16:4:4:7", each optionally with a link profile: "ft2:64@ndr200")
+// and topology files, turned into a sim::Topology.
 #pragma once
 
 #include <string>

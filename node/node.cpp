@@ -65,6 +65,7 @@ sm::SmConfig sm_config(const NodeConfig& c) {
   s.m_key_lease_period = static_cast<std::uint16_t>(c.sm.m_key_lease_period);
   s.m_key_protect_bits = static_cast<std::uint8_t>(c.sm.m_key_protection_level);
   s.guid2mkey_path = c.sm.guid2mkey;
+  s.ports = c.sm.ports;
   if (c.sm.qos) {
     std::string err;
     auto q = sm::build_qos_config(qos_options(c.sm), err);

@@ -1,7 +1,7 @@
 // Snapshot indexes (see snapshot.hpp).
 #include "sa/snapshot.hpp"
 
-#include "sa/paths/link_rate.hpp"
+#include "madengine/wire/link_rate.hpp"
 
 namespace madengine::sa {
 
@@ -28,7 +28,7 @@ void Snapshot::index() {
     if (info.is_switch && !node.ports.empty()) {
       const wire::PortInfo& pi = node.ports[0].info;
       info.port0_mtu = pi.mtu_cap();
-      info.port0_rate = rate_code(link_mbps(pi.link_width_active, pi.link_speed_active(), pi.link_speed_ext_active()));
+      info.port0_rate = wire::port_rate_code(pi, pi);
     }
     const PortTables* t = tables(e.node, e.port);
     for (unsigned i = 0; i < count && base != 0 && base + i < by_lid.size(); ++i) {

@@ -9,7 +9,10 @@
 #   3. fails (exit 1, with the reason) when any answer is wrong, any query
 #      timed out, stayed BUSY or was lost, or the counts do not add up.
 # Options (after the command):
-#   --fabric SPEC     another fabric: ft2:RADIX | ft3:RADIX[:PODS] | random:SW:DEGREE:HOSTS
+#   --fabric SPEC     another fabric: ft2:RADIX | ft3:RADIX[:PODS] | random:SW:DEGREE:HOSTS,
+#                     each with @PROFILE for its links: sdr (default) qdr fdr edr hdr ndr
+#                     xdr, ndr200 (NDR, host links split to 2x), hdr-ndr (HDR leaves,
+#                     NDR spines); e.g. --fabric ft2:64:16@ndr200
 #   --ibsim           also run the same storm on ibsim against OpenSM 3.3.23
 #                     and madengine side by side (perf/madstorm/ibsim_side_by_side.sh)
 #   --madstorm PATH   use this madstorm binary: no installing, no building (tests)

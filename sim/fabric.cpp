@@ -105,6 +105,10 @@ Fabric::Fabric(const Topology& topo, const FabricConfig& config) : config_(confi
     node_type_[i] = static_cast<std::uint8_t>(tn.type);
     num_ports_[i] = tn.num_ports;
     node_flags_[i] = tn.hosts_sm ? kHostsSm : 0;
+    for (const TopoPort& tp : tn.ports)
+      if ((tp.speed_ext_enabled & link_speed_ext::kNdr) != 0 || tp.speed_ext2_enabled != 0) node_flags_[i] |= kCurrent;
+    for (const TopoPort& tp : tn.ports)
+      if (tp.speed_ext2_enabled != 0) node_flags_[i] |= kXdr;
     node_guid_[i] = tn.node_guid;
     sys_guid_[i] = tn.system_guid;
     vendor_id_[i] = tn.vendor_id;
@@ -128,6 +132,7 @@ Fabric::Fabric(const Topology& topo, const FabricConfig& config) : config_(confi
       c.width_enabled = tp.width_enabled;
       c.speed_enabled = tp.speed_enabled;
       c.speed_ext_enabled = tp.speed_ext_enabled;
+      c.speed_ext2_enabled = tp.speed_ext2_enabled;
       c.width_active = link_width::k4x;  // ibsim's values on an unlinked port
       c.speed_active = link_speed::kSdr;
       c.lmc = tp.lmc;
@@ -160,6 +165,7 @@ Fabric::Fabric(const Topology& topo, const FabricConfig& config) : config_(confi
       cfg_[a].width_active = active_width(cfg_[a].width_enabled, pc.width_enabled);
       cfg_[a].speed_active = active_speed(cfg_[a].speed_enabled, pc.speed_enabled);
       cfg_[a].speed_ext_active = active_speed_ext(cfg_[a].speed_ext_enabled, pc.speed_ext_enabled);
+      cfg_[a].speed_ext2_active = active_speed_ext2(cfg_[a].speed_ext2_enabled, pc.speed_ext2_enabled);
     }
   }
   for (std::uint32_t i = 0; i < n; ++i)
@@ -206,6 +212,7 @@ Fabric::LinkState Fabric::link_state(PortIdx p) const noexcept {
   l.width_active = c.width_active;
   l.speed_active = c.speed_active;
   l.speed_ext_active = c.speed_ext_active;
+  l.speed_ext2_active = c.speed_ext2_active;
   l.op_vls = c.op_vls;
   l.lmc = c.lmc;
   l.vl_high_limit = c.vl_high_limit;
@@ -931,6 +938,7 @@ void Fabric::link_up(PortIdx p) noexcept {
     cfg_[a].width_active = active_width(cfg_[a].width_enabled, cfg_[b].width_enabled);
     cfg_[a].speed_active = active_speed(cfg_[a].speed_enabled, cfg_[b].speed_enabled);
     cfg_[a].speed_ext_active = active_speed_ext(cfg_[a].speed_ext_enabled, cfg_[b].speed_ext_enabled);
+    cfg_[a].speed_ext2_active = active_speed_ext2(cfg_[a].speed_ext2_enabled, cfg_[b].speed_ext2_enabled);
   }
 }
 

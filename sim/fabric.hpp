@@ -149,7 +149,7 @@ class Fabric {
   struct LinkState {
     std::uint8_t neighbor_mtu = 0;  // MTU code the port sends with (set by the SM)
     std::uint8_t mtu_cap = 0;       // MTU code the port can take
-    std::uint8_t width_active = 0, speed_active = 0, speed_ext_active = 0;
+    std::uint8_t width_active = 0, speed_active = 0, speed_ext_active = 0, speed_ext2_active = 0;
     std::uint8_t op_vls = 0;        // OperationalVLs code (1: VL0, 2: VL0-1, 3: VL0-3, 4: VL0-7, 5: VL0-14)
     std::uint8_t lmc = 0;
     std::uint8_t vl_high_limit = 0;
@@ -269,6 +269,7 @@ class Fabric {
     std::uint8_t width_enabled = 0, width_active = 0;
     std::uint8_t speed_enabled = 0, speed_active = 0;
     std::uint8_t speed_ext_enabled = 0, speed_ext_active = 0;
+    std::uint8_t speed_ext2_enabled = 0, speed_ext2_active = 0;
     std::uint8_t link_down_default = 2;  // Polling
     std::uint8_t neighbor_mtu = 4;
     std::uint8_t op_vls = 4;
@@ -389,7 +390,12 @@ class Fabric {
   std::vector<Endpoint> endpoints_;
   std::unordered_map<PortIdx, std::vector<EndpointId>> port_endpoints_;
 
-  static constexpr std::uint8_t kMuted = 1, kDead = 2, kHostsSm = 4;
+  // kCurrent: a node of NDR or later hardware (a port enables NDR or XDR):
+  // today's capability masks and MTU 4096, and extended speeds reported
+  // only to an SM that sets SMSupportExtendedSpeeds. Other nodes answer as
+  // ibsim 0.10 does.
+  static constexpr std::uint8_t kMuted = 1, kDead = 2, kHostsSm = 4, kCurrent = 8, kXdr = 16;
+  bool current_hardware(std::uint32_t node) const noexcept { return (node_flags_[node] & kCurrent) != 0; }
 };
 
 }  // namespace madengine::sim

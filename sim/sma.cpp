@@ -28,6 +28,10 @@ constexpr std::uint32_t kCaCapMask = 0x0010c048;        // Trap, SLMapping, ExtS
 constexpr std::uint32_t kCaCapMaskLinked = 0x0050c048;  // ibsim 0.10 adds CapabilityMaskNotice on linked ports
 constexpr std::uint32_t kSwitchPort0CapMask = 0x0000c048;
 constexpr std::uint16_t kCapMask2 = 0x0030;        // LinkWidth2x, LinkSpeedHDR
+// Today's hardware adds NDR, and XDR with the second extended speeds.
+constexpr std::uint16_t kCapMask2Ndr = kCapMask2 | wire::port_cap2::kIsLinkSpeedNDRSupported;
+constexpr std::uint16_t kCapMask2Xdr =
+    kCapMask2Ndr | wire::port_cap2::kIsExtendedSpeeds2Supported | wire::port_cap2::kIsLinkSpeedXDRSupported;
 constexpr std::uint8_t kWidthSupported = 0x1f;     // 1x 4x 8x 12x 2x
 constexpr std::uint8_t kSpeedSupported = 0x07;     // SDR DDR QDR
 constexpr std::uint8_t kSpeedExtSupported = 0x07;  // FDR EDR HDR (ibsim 0.10)
@@ -154,12 +158,17 @@ std::uint16_t Fabric::sma_node_info(std::uint32_t node, PortIdx in, std::uint8_t
 
 std::uint16_t Fabric::sma_port_info(bool set, std::uint32_t node, PortIdx in, std::uint32_t mod, std::uint8_t *data,
                                     bool show_mkey) noexcept {
+  // Bit 31, SMSupportExtendedSpeeds, is the SM's word that it reads the
+  // extended speed fields; the rest is the port number.
+  const bool sm_ext_speeds = (mod & wire::kSmSupportsExtendedSpeeds) != 0;
+  mod &= ~wire::kSmSupportsExtendedSpeeds;
   if (mod > num_ports_[node]) return st::kInvalidField;
   PortIdx p = (mod == 0 && !is_switch(node)) ? in : port(node, static_cast<std::uint8_t>(mod));
   if (p == kNoPortIdx) return st::kInvalidField;
   const bool port0 = is_switch(node) && p == first_port_[node];
   const bool mgmt = !is_switch(node) || port0;
   PortCfg &c = cfg_[p];
+  const bool current = current_hardware(node), xdr = (node_flags_[node] & kXdr) != 0;
   std::uint16_t set_status = st::kOk;
 
   if (set) {
@@ -193,7 +202,7 @@ std::uint16_t Fabric::sma_port_info(bool set, std::uint32_t node, PortIdx in, st
         if (new_phys != 0 && new_phys != 2 && new_phys != 3) return st::kInvalidField;
       }
       if (req.operational_vls() > config_.vl_cap) return st::kInvalidField;
-      if (req.neighbor_mtu() > config_.mtu_cap) return st::kInvalidField;
+      if (req.neighbor_mtu() > std::max(config_.mtu_cap, mtu_cap_of(p))) return st::kInvalidField;
       if (req.lmc() > 7) return st::kInvalidField;
       if (we != 0 && we != 0xff && (we & ~kWidthSupported)) return st::kInvalidField;
       if (se != 0 && se != 15 && (se & ~kSpeedSupported)) return st::kInvalidField;
@@ -234,11 +243,20 @@ std::uint16_t Fabric::sma_port_info(bool set, std::uint32_t node, PortIdx in, st
         c.part_enforce = static_cast<std::uint8_t>(req.partition_enforcement_inbound() |
                                                    req.partition_enforcement_outbound() << 1);
       if (!port0) {
-        if (we) c.width_enabled = we == 0xff ? kWidthSupported : we;
-        if (se) c.speed_enabled = se == 15 ? kSpeedSupported : se;
+        // An explicit mask retrains the link; "set to supported" (0xff, 15,
+        // 31, 7) and "disable extended speeds" (30) change nothing, as in
+        // ibsim: the topology's masks are the hardware's.
+        const std::uint8_t ee = req.link_speed_ext_enabled(), ee2 = req.link_speed_ext_enabled2();
+        if (we && we != wire::link_width::kSetToSupported) c.width_enabled = we;
+        if (se && se != wire::link_speed::kSetToSupported) c.speed_enabled = se;
+        if (ee != 0 && ee < 16) c.speed_ext_enabled = ee;
+        if (ee2 != 0 && ee2 != wire::link_speed_ext2::kSetToSupported) c.speed_ext2_enabled = ee2 & link_speed_ext2::kXdr;
         if (q != kNoPortIdx) {
           c.width_active = cfg_[q].width_active = active_width(c.width_enabled, cfg_[q].width_enabled);
           c.speed_active = cfg_[q].speed_active = active_speed(c.speed_enabled, cfg_[q].speed_enabled);
+          c.speed_ext_active = cfg_[q].speed_ext_active = active_speed_ext(c.speed_ext_enabled, cfg_[q].speed_ext_enabled);
+          c.speed_ext2_active = cfg_[q].speed_ext2_active =
+              active_speed_ext2(c.speed_ext2_enabled, cfg_[q].speed_ext2_enabled);
         }
         if (new_phys == 3) {  // Disabled: the link goes down and stays down
           link_down(p);
@@ -270,7 +288,7 @@ std::uint16_t Fabric::sma_port_info(bool set, std::uint32_t node, PortIdx in, st
     pi.lid = wire::be16::from(lid_[p]);
     pi.master_sm_lid = wire::be16::from(c.sm_lid);
     std::uint32_t cap = port0 ? kSwitchPort0CapMask : (linked ? kCaCapMaskLinked : kCaCapMask);
-    if (!port0 && config_.ca_client_reregistration) cap |= wire::port_cap::kIsClientReregistrationSupported;
+    if (!port0 && (config_.ca_client_reregistration || current)) cap |= wire::port_cap::kIsClientReregistrationSupported;
     if (auto it = port_endpoints_.find(p); it != port_endpoints_.end())
       for (EndpointId e : it->second)
         if (endpoints_[e].spec.is_sm && endpoints_[e].device_present) cap |= wire::port_cap::kIsSM;
@@ -282,7 +300,7 @@ std::uint16_t Fabric::sma_port_info(bool set, std::uint32_t node, PortIdx in, st
     pi.guid_cap = port0 ? 1 : config_.ca_guid_cap;
     pi.set_subnet_timeout(c.subnet_timeout);
     pi.set_resp_time_value(port0 ? 8 : 0);
-    pi.capability_mask2 = wire::be16::from(kCapMask2);
+    pi.capability_mask2 = wire::be16::from(!current ? kCapMask2 : xdr ? kCapMask2Xdr : kCapMask2Ndr);
   }
   pi.local_port_num = port_num_of(in);
   pi.link_width_enabled = c.width_enabled;
@@ -306,10 +324,18 @@ std::uint16_t Fabric::sma_port_info(bool set, std::uint32_t node, PortIdx in, st
   pi.set_partition_enforcement_inbound(c.part_enforce & 1);
   pi.set_partition_enforcement_outbound((c.part_enforce >> 1) & 1);
   pi.m_key_violations = wire::be16::from(mgmt ? c.m_key_violations : 0);
-  if (c.speed_ext_active) {
+  // NDR and later ports tell their extended speeds only to an SM that says
+  // it reads them (what OpenSM's NDR support works around); older ones
+  // report them always, as ibsim.
+  if (c.speed_ext_active && (!current || sm_ext_speeds)) {
     pi.set_link_speed_ext_active(c.speed_ext_active);
-    pi.set_link_speed_ext_supported(kSpeedExtSupported);
+    pi.set_link_speed_ext_supported(kSpeedExtSupported | (c.speed_ext_enabled & link_speed_ext::kNdr));
     pi.set_link_speed_ext_enabled(c.speed_ext_enabled);
+  }
+  if (xdr && sm_ext_speeds) {
+    pi.set_link_speed_ext_active2(c.speed_ext2_active);
+    pi.set_link_speed_ext_supported2(c.speed_ext2_enabled);
+    pi.set_link_speed_ext_enabled2(c.speed_ext2_enabled);
   }
   return set_status;
 }
@@ -424,6 +450,7 @@ std::uint16_t Fabric::sma_pkey(bool set, std::uint32_t node, PortIdx in, std::ui
 
 std::uint8_t Fabric::mtu_cap_of(PortIdx p) const noexcept {
   const std::uint32_t node = port_node_[p];
+  if (current_hardware(node)) return 5;  // 4096
   return is_switch(node) && p == first_port_[node] ? 3 : config_.mtu_cap;  // a switch's port 0: 2048
 }
 

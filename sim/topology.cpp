@@ -88,6 +88,9 @@ std::uint8_t active_speed(std::uint8_t a, std::uint8_t b) noexcept {
   static constexpr std::uint8_t kOrder[] = {link_speed::kQdr, link_speed::kDdr, link_speed::kSdr};
   return pick_best(static_cast<std::uint8_t>(a & b), kOrder);
 }
+std::uint8_t active_speed_ext2(std::uint8_t a, std::uint8_t b) noexcept {
+  return static_cast<std::uint8_t>(a & b & link_speed_ext2::kXdr);
+}
 std::uint8_t active_speed_ext(std::uint8_t a, std::uint8_t b) noexcept {
   static constexpr std::uint8_t kOrder[] = {link_speed_ext::kNdr, link_speed_ext::kHdr, link_speed_ext::kEdr,
                                             link_speed_ext::kFdr};
@@ -455,7 +458,7 @@ class TopologyParser {
     return ec == std::errc{} && p == s.data() + s.size() && !s.empty();
   }
 
-  // "w=3 s=1 e=0" (ibsim's per-port enable masks).
+  // "w=3 s=1 e=0" (ibsim's per-port enable masks), and "x=1" for XDR.
   void parse_port_options(std::string_view opts, TopoPort& tp) {
     for (std::size_t eq = opts.find('='); eq != std::string_view::npos; eq = opts.find('=', eq + 1)) {
       if (eq == 0) fail("port option: missing name before '='");
@@ -475,6 +478,10 @@ class TopologyParser {
         case 'e':
           if (v > 15) fail("port option e=: extended speed mask must be 0..15");
           tp.speed_ext_enabled = static_cast<std::uint8_t>(v);
+          break;
+        case 'x':
+          if (v > 1) fail("port option x=: second extended speed mask must be 0..1 (1 = XDR)");
+          tp.speed_ext2_enabled = static_cast<std::uint8_t>(v);
           break;
         default:
           fail(std::string("unknown port option '") + name + "='");
@@ -545,11 +552,12 @@ class TopologyParser {
     } else if (speed == "HDR") {
       tp.speed_enabled = kSdrDdrQdr;
       tp.speed_ext_enabled = link_speed_ext::kFdr | link_speed_ext::kEdr | link_speed_ext::kHdr;
-    } else if (speed == "NDR") {
+    } else if (speed == "NDR" || speed == "XDR") {
       tp.speed_enabled = kSdrDdrQdr;
       tp.speed_ext_enabled = link_speed_ext::kFdr | link_speed_ext::kEdr | link_speed_ext::kHdr | link_speed_ext::kNdr;
+      if (speed == "XDR") tp.speed_ext2_enabled = link_speed_ext2::kXdr;
     } else {
-      fail("port comment: unknown link speed '" + std::string(speed) + "' (SDR DDR QDR FDR10 FDR EDR HDR NDR)");
+      fail("port comment: unknown link speed '" + std::string(speed) + "' (SDR DDR QDR FDR10 FDR EDR HDR NDR XDR)");
     }
   }
 
@@ -683,6 +691,10 @@ std::string write_topology(const Topology& topo) {
       }
       if (tp.speed_ext_enabled != kDefaultSpeedExtEnabled) {
         std::snprintf(buf, sizeof buf, "\te=%u", tp.speed_ext_enabled);
+        out += buf;
+      }
+      if (tp.speed_ext2_enabled != link_speed_ext2::kNone) {
+        std::snprintf(buf, sizeof buf, "\tx=%u", tp.speed_ext2_enabled);
         out += buf;
       }
       out += '\n';

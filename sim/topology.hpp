@@ -21,7 +21,8 @@ inline constexpr std::uint32_t kNoNode = 0xffffffffu;
 
 // PortInfo enable masks (IBA 14.2.5.6): LinkWidthEnabled 1=1x 2=4x 4=8x 8=12x
 // 16=2x; LinkSpeedEnabled 1=SDR 2=DDR 4=QDR; LinkSpeedExtEnabled 1=FDR 2=EDR
-// 4=HDR 8=NDR. Defaults are ibsim's (4x, SDR, no extended speed).
+// 4=HDR 8=NDR; LinkSpeedExtEnabled2 1=XDR. Defaults are ibsim's (4x, SDR, no
+// extended speed).
 namespace link_width {
 inline constexpr std::uint8_t k1x = 1, k4x = 2, k8x = 4, k12x = 8, k2x = 16;
 }
@@ -30,6 +31,9 @@ inline constexpr std::uint8_t kSdr = 1, kDdr = 2, kQdr = 4;
 }
 namespace link_speed_ext {
 inline constexpr std::uint8_t kNone = 0, kFdr = 1, kEdr = 2, kHdr = 4, kNdr = 8;
+}
+namespace link_speed_ext2 {
+inline constexpr std::uint8_t kNone = 0, kXdr = 1;
 }
 inline constexpr std::uint8_t kDefaultWidthEnabled = link_width::k4x;
 inline constexpr std::uint8_t kDefaultSpeedEnabled = link_speed::kSdr;
@@ -40,6 +44,7 @@ inline constexpr std::uint8_t kDefaultSpeedExtEnabled = link_speed_ext::kNone;
 std::uint8_t active_width(std::uint8_t a_enabled, std::uint8_t b_enabled) noexcept;
 std::uint8_t active_speed(std::uint8_t a_enabled, std::uint8_t b_enabled) noexcept;
 std::uint8_t active_speed_ext(std::uint8_t a_enabled, std::uint8_t b_enabled) noexcept;
+std::uint8_t active_speed_ext2(std::uint8_t a_enabled, std::uint8_t b_enabled) noexcept;
 
 struct TopoPort {
   std::uint32_t peer_node = kNoNode;
@@ -47,6 +52,7 @@ struct TopoPort {
   std::uint8_t width_enabled = kDefaultWidthEnabled;
   std::uint8_t speed_enabled = kDefaultSpeedEnabled;
   std::uint8_t speed_ext_enabled = kDefaultSpeedExtEnabled;
+  std::uint8_t speed_ext2_enabled = link_speed_ext2::kNone;  // "x=" (no ibsim has XDR)
   std::uint16_t lid = 0;  // a LID the file pre-assigns (ibnetdiscover output); 0 = none
   std::uint8_t lmc = 0;
   std::uint64_t guid = 0;  // port GUID (switch ports share the node GUID)

@@ -30,6 +30,21 @@ fabric::Fabric to_sm_fabric(const Topology& t, const SmFabricOptions& opts) {
       port.link_width = active_width(tp.width_enabled, other.width_enabled);
       port.link_speed = active_speed(tp.speed_enabled, other.speed_enabled);
       port.state = 4;  // ACTIVE
+      // The extended speeds as discovery reads them (the rates need them).
+      port.info.link_width_active = port.link_width;
+      port.info.set_link_speed_active(port.link_speed);
+      port.info.set_link_speed_ext_active(active_speed_ext(tp.speed_ext_enabled, other.speed_ext_enabled));
+      port.info.set_link_speed_ext_active2(active_speed_ext2(tp.speed_ext2_enabled, other.speed_ext2_enabled));
+    }
+    // Every port advertises extended speeds (as ibsim's do), and the second
+    // ones where the node has XDR; a switch's through port 0.
+    bool xdr = false;
+    for (const TopoPort& tp : tn.ports) xdr = xdr || tp.speed_ext2_enabled != 0;
+    for (std::uint8_t p = 0; p <= tn.num_ports; ++p) {
+      wire::PortInfo& pi = n.ports[p].info;
+      pi.capability_mask = wire::be32::from(wire::port_cap::kIsExtendedSpeedsSupported |
+                                            wire::port_cap::kIsCapabilityMask2Supported);
+      if (xdr) pi.capability_mask2 = wire::be16::from(wire::port_cap2::kIsExtendedSpeeds2Supported);
     }
     f.nodes.push_back(std::move(n));
   }

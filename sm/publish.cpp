@@ -30,7 +30,7 @@ RoutingOptions SubnetManager::routing_options() const {
   ropts.chain = cfg_.routing_chain;
   ropts.root_guids = cfg_.root_guids;
   ropts.threads = std::max(1u, cfg_.routing_threads);
-  ropts.vls_max = data_vls_of_cap(cfg_.operational_vls);  // the data VLs bring-up enables
+  ropts.vls_max = data_vls_of_cap(cfg_.ports.max_op_vls);  // the data VLs bring-up enables
   return ropts;
 }
 

@@ -108,13 +108,7 @@ struct SmConfig {
   // the SA's GIDs use it, and accept it and link-local fe80::/10.
   std::uint64_t subnet_prefix = wire::kDefaultSubnetPrefix;
   std::uint8_t subnet_timeout = 18;
-  std::uint8_t life_time_value = 18;
-  std::uint8_t operational_vls = 4;  // VL0-7 code, capped per port by VLCap
-  // Switch external ports, OpenSM's names and defaults (bringup.hpp).
-  std::uint8_t head_of_queue_lifetime = 0x12;
-  std::uint8_t leaf_head_of_queue_lifetime = 0x10;
-  std::uint8_t vl_stall_count = 7;
-  std::uint8_t leaf_vl_stall_count = 7;
+  PortSettings ports;  // VLs, timeouts, link widths and speeds (bringup/port_settings.hpp)
   sa::McGroupProvider* mcast = nullptr;  // optional; must outlive the SM
   // Partitions (OpenSM's partitions.conf, parsed: sm/partitions); null: no
   // file (the default partition, every port full). set_partitions() replaces it.

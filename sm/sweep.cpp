@@ -221,12 +221,7 @@ Task<void> SubnetManager::heavy_sweep() {
   bc.sm_sl = cfg_.sm_sl;
   bc.subnet_prefix = cfg_.subnet_prefix;
   bc.subnet_timeout = cfg_.subnet_timeout;
-  bc.life_time_value = cfg_.life_time_value;
-  bc.operational_vls = cfg_.operational_vls;
-  bc.head_of_queue_lifetime = cfg_.head_of_queue_lifetime;
-  bc.leaf_head_of_queue_lifetime = cfg_.leaf_head_of_queue_lifetime;
-  bc.vl_stall_count = cfg_.vl_stall_count;
-  bc.leaf_vl_stall_count = cfg_.leaf_vl_stall_count;
+  bc.ports = cfg_.ports;
   bc.m_key = cfg_.m_key;
   bc.m_key_lease_period = cfg_.m_key_lease_period;
   bc.m_key_protect_bits = cfg_.m_key_protect_bits;

@@ -168,6 +168,24 @@ struct me_port_info {
   uint64_t reserved[2];
 };
 
+/* The link at a port with today's speeds: the extended speed fields count
+ * where the port's capability masks advertise them (a switch's port 0's for
+ * all of its ports), as the SA reads them for PathRecord rates. */
+struct me_port_link {
+  uint8_t width;        /* LinkWidthActive: 1 1x, 16 2x, 2 4x, 4 8x, 8 12x */
+  uint8_t speed;        /* LinkSpeedActive: 1 SDR, 2 DDR, 4 QDR (FDR10 reports QDR) */
+  uint8_t speed_ext;    /* LinkSpeedExtActive: 1 FDR, 2 EDR, 4 HDR, 8 NDR; 0 none */
+  uint8_t speed_ext2;   /* LinkSpeedExtActive2: 1 XDR; 0 none */
+  uint8_t port_rate;    /* IBA rate code of this port (PathRecord rate codes, up to 24 = 1200 Gb/s) */
+  uint8_t link_rate;    /* of the link: the lesser of its two ends */
+  uint8_t mtu_cap;      /* IBA code */
+  uint8_t vl_cap;       /* VLCap code */
+  uint8_t op_vls;       /* OperationalVLs code */
+  uint32_t data_mbps;   /* this port's data rate, Mb/s (width x lane rate) */
+  uint64_t reserved[2];
+};
+MADENGINE_API int me_fabric_port_link(const me_fabric *fabric, uint32_t node, uint8_t port, struct me_port_link *out);
+
 /* The current epoch, kept alive until me_fabric_release; NULL (and
  * ME_ERR_NO_SUBNET in me_last_error) before the first publication. */
 MADENGINE_API me_fabric *me_node_fabric(me_node *node);

@@ -60,7 +60,7 @@ Fixture& fabric(const std::string& spec) {
       r.pkey = wire::be16::from(0xffff);
       r.set_mtu(w.mtu);
       std::uint8_t code = 2;
-      while (code < 22 && madstorm::rate_code_x10(code) != w.rate_x10) ++code;
+      while (code < madengine::wire::rate_code::kMax && madstorm::rate_code_x10(code) != w.rate_x10) ++code;
       r.set_rate(code);
       r.set_reversible(true);
       f.records.push_back(r);

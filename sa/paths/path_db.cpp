@@ -12,7 +12,7 @@
 #include <unordered_map>
 
 #include "engine/parallel_for.hpp"
-#include "sa/paths/link_rate.hpp"
+#include "madengine/fabric/link_rate.hpp"
 
 namespace madengine::sa {
 
@@ -35,7 +35,7 @@ struct RateOrder {
   std::array<std::uint32_t, 256> mbps{};
   std::array<std::uint8_t, 256> rank{}, code{};  // code -> rank, rank -> code
   RateOrder() {
-    for (unsigned c = 0; c < 256; ++c) mbps[c] = rate_mbps(static_cast<std::uint8_t>(c));
+    for (unsigned c = 0; c < 256; ++c) mbps[c] = wire::rate_mbps(static_cast<std::uint8_t>(c));
     mbps[kUnlimited] = ~0u;
     std::array<std::uint8_t, 256> by_speed{};
     for (unsigned c = 0; c < 256; ++c) by_speed[c] = static_cast<std::uint8_t>(c);
@@ -59,8 +59,6 @@ PathAttrs join_ranked(PathAttrs rest, std::uint8_t mtu, std::uint8_t rate_rank, 
   rest.rate = std::min(rest.rate, rate_rank);
   return rest;
 }
-
-std::uint8_t link_rate(const fabric::Port& p) noexcept { return rate_code(link_mbps(p.link_width, p.link_speed)); }
 
 PathAttrs join(PathAttrs rest, std::uint8_t mtu, std::uint8_t rate, bool switch_hop) noexcept {
   if (!rest.routed()) return rest;
@@ -106,7 +104,7 @@ class LidWalker {
         if (!out.linked()) continue;
         Hop& h = row[p];
         h.mtu = out.mtu;
-        h.rate = kRateOrder.rank[link_rate(out)];
+        h.rate = kRateOrder.rank[fabric::link_rate_code(f, lfts[s].node, static_cast<std::uint8_t>(p))];
         if (!f.nodes[out.peer].is_switch()) h.kind = Hop::kExit;
         else if (out.peer < index.size() && index[out.peer] != ~0u) h.kind = Hop::kSwitch, h.next = index[out.peer];
       }
@@ -297,7 +295,7 @@ PathDb PathDb::build(const fabric::Fabric& fabric, const std::vector<fabric::Lft
       const fabric::Port& p = n.ports[e.port];
       a.switch_index = p.linked() ? index_of(p.peer) : ~0u;
       a.mtu = p.mtu;
-      a.rate = link_rate(p);
+      a.rate = fabric::link_rate_code(fabric, e.node, e.port);
       a.lid_count = static_cast<std::uint8_t>(1u << n.lmc);
     }
     for (unsigned i = 0; i < a.lid_count && base + i <= top_lid; ++i) db.attach_[base + i] = a;
@@ -468,7 +466,8 @@ bool PathDb::reuse(const PathDb& db, const fabric::Fabric& then, const fabric::F
     for (std::size_t p = 0; p < x.ports.size(); ++p) {
       const fabric::Port& u = x.ports[p];
       const fabric::Port& v = y.ports[p];
-      if (u.linked() != v.linked() || u.mtu != v.mtu || u.link_width != v.link_width || u.link_speed != v.link_speed)
+      if (u.linked() != v.linked() || u.mtu != v.mtu || u.link_width != v.link_width || u.link_speed != v.link_speed ||
+          fabric::port_rate_code(x, static_cast<std::uint8_t>(p)) != fabric::port_rate_code(y, static_cast<std::uint8_t>(p)))
         return false;
       if (u.linked() && (old_of[u.peer] != v.peer || u.peer_port != v.peer_port)) return false;
     }

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <array>
 
-#include "sa/paths/link_rate.hpp"
+#include "madengine/fabric/link_rate.hpp"
 
 namespace madengine::sa {
 namespace {
@@ -29,16 +29,12 @@ std::uint8_t select_mtu(std::uint8_t path, std::uint8_t sel_byte_sel, std::uint8
 
 std::uint8_t select_rate(std::uint8_t path, std::uint8_t s, std::uint8_t req, bool given) noexcept {
   if (!given) return path;
-  const std::uint32_t p = rate_mbps(path), r = rate_mbps(req);
+  const std::uint32_t p = wire::rate_mbps(path), r = wire::rate_mbps(req);
   switch (s) {
     case sel::kGreaterThan: return p > r ? path : 0;
     case sel::kLessThan: {
       if (p < r) return path;
-      // The fastest rate below the requested one (a lower rate is always feasible).
-      std::uint8_t best = 0;
-      for (std::uint8_t c = 2; c <= 22; ++c)
-        if (rate_mbps(c) != 0 && rate_mbps(c) < r && (best == 0 || rate_mbps(c) > rate_mbps(best))) best = c;
-      return best;
+      return wire::rate_code_below(r);  // a lower rate is always feasible
     }
     case sel::kExactly: return p >= r && r != 0 ? req : 0;
     default: return path;
@@ -167,20 +163,19 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
     const auto& node = s.fabric.nodes[si.node];
     const wire::PortInfo& pi = node.ports[si.port].info;
     path_mtu = pi.mtu_cap() != 0 ? pi.mtu_cap() : std::uint8_t{1};
-    const std::uint8_t r = rate_code(link_mbps(pi.link_width_active, pi.link_speed_active(), pi.link_speed_ext_active()));
-    path_rate = r != 0 ? r : wire::rate_code::k2_5Gbps;
+    path_rate = wire::port_rate_code(pi, node.is_switch() ? node.ports[0].info : pi);
   }
   // A switch's port 0 ends the path inside the switch: OpenSM bounds the
   // path by that port's own MTUCap and active rate, and so do we.
   for (const LidEntry* li : {&si, &di}) {
     if (!li->is_switch) continue;
     if (li->port0_mtu != 0) path_mtu = std::min(path_mtu, li->port0_mtu);
-    if (li->port0_rate != 0 && rate_mbps(li->port0_rate) < rate_mbps(path_rate)) path_rate = li->port0_rate;
+    if (li->port0_rate != 0) path_rate = wire::rate_min(path_rate, li->port0_rate);
   }
   // A QoS level's limits come before the query's selectors (OpenSM's order).
   if (level != nullptr) {
     if (level->mtu_set) path_mtu = std::min(path_mtu, level->mtu_limit);
-    if (level->rate_set && rate_mbps(level->rate_limit) < rate_mbps(path_rate)) path_rate = level->rate_limit;
+    if (level->rate_set && wire::rate_mbps(level->rate_limit) < wire::rate_mbps(path_rate)) path_rate = level->rate_limit;
   }
   const std::uint8_t mtu = select_mtu(path_mtu, q.mtu_selector(), q.mtu(), (mask & cm::kMtu) != 0 && (mask & cm::kMtuSelector) != 0);
   if (mtu == 0) return false;

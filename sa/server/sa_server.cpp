@@ -13,7 +13,7 @@
 #include "madengine/wire/class_port_info.hpp"
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/sa/get_table.hpp"
-#include "sa/paths/link_rate.hpp"
+#include "madengine/fabric/link_rate.hpp"
 #include "sa/server/components.hpp"
 #include "sa/server/path_query.hpp"
 #include "sa/server/records.hpp"
@@ -914,8 +914,8 @@ class SaServer::CoreWorker final : public Poller {
         for (std::size_t p = 1; p < n.ports.size(); ++p) {
           if (!n.ports[p].linked()) continue;
           if (n.ports[p].mtu != 0) mc_mtu_ = std::min(mc_mtu_, n.ports[p].mtu);
-          const std::uint8_t rc = rate_code(link_mbps(n.ports[p].link_width, n.ports[p].link_speed));
-          if (rc != 0 && (mc_rate_ == 0 || rate_mbps(rc) < rate_mbps(mc_rate_))) mc_rate_ = rc;
+          const std::uint8_t rc = fabric::port_rate_code(n, static_cast<std::uint8_t>(p));
+          mc_rate_ = mc_rate_ == 0 ? rc : wire::rate_min(mc_rate_, rc);
         }
       }
       if (mc_rate_ == 0) mc_rate_ = wire::rate_code::k10Gbps;
@@ -930,8 +930,7 @@ class SaServer::CoreWorker final : public Poller {
     const auto& port = snap_->fabric.nodes[e.node].ports[e.port];
     c.port_guid = r.port_gid.guid.get();
     if (port.mtu != 0) c.port_mtu = port.mtu;
-    const std::uint8_t rc = rate_code(link_mbps(port.link_width, port.link_speed));
-    if (rc != 0) c.port_rate = rc;
+    c.port_rate = fabric::link_rate_code(snap_->fabric, e.node, e.port);
     const auto keys = port_pkeys(*snap_, e);
     c.port_pkeys.assign(keys.begin(), keys.end());
     c.requester_pkeys = requester_pkeys(who.lid);

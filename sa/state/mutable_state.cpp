@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "madengine/wire/smp/pkey_table.hpp"
-#include "sa/paths/link_rate.hpp"
+#include "madengine/wire/link_rate.hpp"
 #include "sa/server/components.hpp"
 
 namespace madengine::sa {
@@ -36,15 +36,12 @@ const RecordLayout& layout_of(std::uint16_t attr) noexcept { return *record_layo
 // selectors as in 15.2.5.16), within the creator's link rate; rates compare
 // by bandwidth (their codes are not ordered). 0: no rate satisfies it.
 std::uint8_t group_rate(std::uint8_t sel, std::uint8_t req, std::uint8_t port) noexcept {
-  const std::uint32_t p = rate_mbps(port), r = rate_mbps(req);
+  const std::uint32_t p = wire::rate_mbps(port), r = wire::rate_mbps(req);
   switch (sel) {
     case wire::selector::kGreaterThan: return p > r ? port : 0;
     case wire::selector::kLessThan: {
       if (p < r) return port;
-      std::uint8_t best = 0;  // the fastest rate below the requested one
-      for (std::uint8_t c = 2; c <= 22; ++c)
-        if (rate_mbps(c) != 0 && rate_mbps(c) < r && (best == 0 || rate_mbps(c) > rate_mbps(best))) best = c;
-      return best;
+      return wire::rate_code_below(r);
     }
     case wire::selector::kExactly: return r != 0 && r <= p ? req : 0;
     default: return port;  // largest available
@@ -267,7 +264,7 @@ std::uint16_t McastStore::join(const wire::McMemberRecord& r, std::uint64_t mask
       }
       if (mtu == 0) return st::kReqInvalid;
     }
-    std::uint8_t rate = rate_mbps(ctx.default_rate) < rate_mbps(ctx.port_rate) ? ctx.default_rate : ctx.port_rate;
+    std::uint8_t rate = wire::rate_mbps(ctx.default_rate) < wire::rate_mbps(ctx.port_rate) ? ctx.default_rate : ctx.port_rate;
     if ((mask & mcm::kRate) != 0) {
       const std::uint8_t sel = (mask & mcm::kRateSelector) != 0 ? r.rate_selector() : wire::selector::kExactly;
       rate = group_rate(sel, r.rate(), ctx.port_rate);
@@ -303,7 +300,7 @@ std::uint16_t McastStore::join(const wire::McMemberRecord& r, std::uint64_t mask
     if (!holds_partition(ctx.port_pkeys, g->params.pkey.get())) return st::kReqInvalid;
     if (r.proxy_join() && !holds_partition(ctx.requester_pkeys, g->params.pkey.get())) return st::kReqInvalid;
     // The port's link must carry the group's MTU and rate (OpenSM checks the same).
-    if (g->params.mtu() > ctx.port_mtu || rate_mbps(g->params.rate()) > rate_mbps(ctx.port_rate)) return st::kReqInvalid;
+    if (g->params.mtu() > ctx.port_mtu || wire::rate_mbps(g->params.rate()) > wire::rate_mbps(ctx.port_rate)) return st::kReqInvalid;
   }
 
   auto m = std::find_if(g->members.begin(), g->members.end(), [&](const McMember& x) { return x.port_gid == r.port_gid; });

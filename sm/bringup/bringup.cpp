@@ -9,6 +9,7 @@
 #include <cstring>
 #include <memory>
 
+#include "madengine/fabric/link_rate.hpp"
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/smp/pkey_table.hpp"
 #include "sm/qos/qos_program.hpp"
@@ -79,7 +80,7 @@ class Programmer {
       ++rep_.smps;
       sent = true;
       const auto key = port_key(n.node_guid, port);
-      q_.submit(make_dr_request(wire::method::kSet, wire::smp_attr::kPortInfo, wire::port_info_modifier(port), path,
+      q_.submit(make_dr_request(wire::method::kSet, wire::smp_attr::kPortInfo, wire::port_info_modifier(port, fabric::extended_speeds(n, port)), path,
                                 cfg_.port_num, wire::as_bytes(want), holds),
                 [this, id, port, guid, key, want](const TxnResult& r) {
                   const auto got = smp_response_ok(r) ? wire::decode<wire::PortInfo>(smp_data(r.response)) : std::nullopt;
@@ -176,14 +177,14 @@ class Programmer {
               if (b < s.blocks.size()) s.blocks[b] = hash;
             });
       }
-      if (read.linear_fdb_top.get() == top && read.life_time_value() == cfg_.life_time_value) {
+      if (read.linear_fdb_top.get() == top && read.life_time_value() == cfg_.ports.packet_life_time) {
         sw.top = top;
         return;
       }
       wire::SwitchInfo want = read;
       want.prepare_for_set(false);  // never clear a PortStateChange we have not handled
       want.linear_fdb_top = wire::be16::from(top);
-      want.set_life_time_value(cfg_.life_time_value);
+      want.set_life_time_value(cfg_.ports.packet_life_time);
       const NodeId id = lft.node;
       set(wire::smp_attr::kSwitchInfo, 0, n.dr_path, wire::as_bytes(want), [this, id, top](const TxnResult& r) {
         const auto got = smp_response_ok(r) ? wire::decode<wire::SwitchInfo>(smp_data(r.response)) : std::nullopt;
@@ -221,14 +222,20 @@ class Programmer {
       w.set_m_key_protect_bits(cfg_.m_key_protect_bits);
     }
     if (p.linked()) {
+      const PortSettings& ps = cfg_.ports;
+      const fabric::Node& peer = d_.fabric.nodes[p.peer];
       // The high-priority VLArb limit of the port's class (QoS, IBA 14.2.5.6).
       if (cfg_.qos != nullptr) w.vl_high_limit = cfg_.qos->of(qos_class_of(n, port)).high_limit;
       if (p.mtu != 0) w.set_neighbor_mtu(p.mtu);
-      if (p.vl_cap != 0) w.set_operational_vls(std::min(cfg_.operational_vls, p.vl_cap));
+      // Both ends run the VLs both can hold (OpenSM's max_op_vls bounds them).
+      std::uint8_t vls = p.vl_cap != 0 ? std::min(ps.max_op_vls, p.vl_cap) : 0;
+      if (const std::uint8_t far = peer.ports[p.peer_port].vl_cap; vls != 0 && far != 0) vls = std::min(vls, far);
+      if (vls != 0) w.set_operational_vls(vls);
+      set_link_enables(w, n, port);
       if (n.is_switch() && port != 0) {
-        const bool leaf = !d_.fabric.nodes[p.peer].is_switch();
-        w.set_hoq_life(leaf ? cfg_.leaf_head_of_queue_lifetime : cfg_.head_of_queue_lifetime);
-        w.set_vl_stall_count(leaf ? cfg_.leaf_vl_stall_count : cfg_.vl_stall_count);
+        const bool leaf = !peer.is_switch();
+        w.set_hoq_life(leaf ? ps.leaf_head_of_queue_lifetime : ps.head_of_queue_lifetime);
+        w.set_vl_stall_count(leaf ? ps.leaf_vl_stall_count : ps.vl_stall_count);
         // Partition enforcement toward CAs only (OpenSM clears it between switches).
         const bool enforce = leaf && enforces(n, p);
         const PartEnforce e = cfg_.part_enforce;
@@ -239,6 +246,29 @@ class Programmer {
     return w;
   }
 
+  // LinkWidthEnabled, LinkSpeedEnabled and LinkSpeedExtEnabled as OpenSM
+  // writes them (osm_link_mgr): a forced value, or "set to supported" where
+  // enabled and supported differ; 2x only where the port has it, extended
+  // speeds only where both ends advertise them.
+  void set_link_enables(wire::PortInfo& w, const fabric::Node& n, std::uint8_t port) const {
+    const PortSettings& ps = cfg_.ports;
+    const wire::PortInfo& caps = n.is_switch() ? n.ports[0].info : n.ports[port].info;
+    const bool has_2x = caps.has_cap(wire::port_cap::kIsCapabilityMask2Supported) &&
+                        (caps.capability_mask2.get() & wire::port_cap2::kIsLinkWidth2xSupported) != 0;
+    if (ps.force_link_width != 0 && (ps.force_link_width < wire::link_width::k2x || has_2x) &&
+        (ps.force_link_width != wire::link_width::kSetToSupported || w.link_width_enabled != w.link_width_supported))
+      w.link_width_enabled = ps.force_link_width;
+    if (ps.force_link_speed != 0 &&
+        (ps.force_link_speed != wire::link_speed::kSetToSupported || w.link_speed_enabled() != w.link_speed_supported()))
+      w.set_link_speed_enabled(ps.force_link_speed);
+    const fabric::Port& p = n.ports[port];
+    if (ps.force_link_speed_ext != 0 && fabric::extended_speeds(n, port) &&
+        fabric::extended_speeds(d_.fabric.nodes[p.peer], p.peer_port) &&
+        (ps.force_link_speed_ext != wire::link_speed_ext::kSetToSupported ||
+         w.link_speed_ext_enabled() != w.link_speed_ext_supported()))
+      w.set_link_speed_ext_enabled(ps.force_link_speed_ext);
+  }
+
   static bool same_config(const wire::PortInfo& a, const wire::PortInfo& b) noexcept {
     return a.lid == b.lid && a.lmc() == b.lmc() && a.gid_prefix == b.gid_prefix && a.master_sm_lid == b.master_sm_lid &&
            a.master_sm_sl() == b.master_sm_sl() && a.subnet_timeout() == b.subnet_timeout() &&
@@ -247,7 +277,18 @@ class Programmer {
            a.operational_vls() == b.operational_vls() && a.hoq_life() == b.hoq_life() &&
            a.vl_stall_count() == b.vl_stall_count() &&
            a.partition_enforcement_inbound() == b.partition_enforcement_inbound() &&
-           a.partition_enforcement_outbound() == b.partition_enforcement_outbound() && a.vl_high_limit == b.vl_high_limit;
+           a.partition_enforcement_outbound() == b.partition_enforcement_outbound() && a.vl_high_limit == b.vl_high_limit &&
+           same_enables(a, b);
+  }
+
+  // "Set to supported" alone sends no Set: it rides with the port's next
+  // one (on ibsim and in the sim it changes nothing, so a port would be
+  // written again at every start). A forced mask is written at once.
+  static bool same_enables(const wire::PortInfo& read, const wire::PortInfo& want) noexcept {
+    const auto same = [](unsigned r, unsigned w, unsigned to_supported) { return r == w || w == to_supported; };
+    return same(read.link_width_enabled, want.link_width_enabled, wire::link_width::kSetToSupported) &&
+           same(read.link_speed_enabled(), want.link_speed_enabled(), wire::link_speed::kSetToSupported) &&
+           same(read.link_speed_ext_enabled(), want.link_speed_ext_enabled(), wire::link_speed_ext::kSetToSupported);
   }
 
   // ---- P_Keys -----------------------------------------------------------------
@@ -401,7 +442,7 @@ class Programmer {
         }
         if (arm_now) payload.set_state(wire::PortState::kArmed);
         const std::size_t idx = ports_.size() - 1;
-        set(wire::smp_attr::kPortInfo, wire::port_info_modifier(port), ref.path, wire::as_bytes(payload),
+        set(wire::smp_attr::kPortInfo, wire::port_info_modifier(port, fabric::extended_speeds(n, port)), ref.path, wire::as_bytes(payload),
             [this, idx, arm_now](const TxnResult& r) {
               on_port_set(idx, r, false);
               const fabric::Port& pp = d_.fabric.nodes[ports_[idx].node].ports[ports_[idx].port];
@@ -445,7 +486,8 @@ class Programmer {
       if (!p.linked() || p.state != static_cast<std::uint8_t>(from)) return false;
       wire::PortInfo payload = ref.want;
       payload.set_state(to);
-      set(wire::smp_attr::kPortInfo, wire::port_info_modifier(ref.port), ref.path, wire::as_bytes(payload),
+      set(wire::smp_attr::kPortInfo, wire::port_info_modifier(ref.port, fabric::extended_speeds(n, ref.port)), ref.path,
+          wire::as_bytes(payload),
           [this, idx, to, &counter](const TxnResult& r) {
             on_port_set(idx, r, true);
             const fabric::Port& pp = d_.fabric.nodes[ports_[idx].node].ports[ports_[idx].port];

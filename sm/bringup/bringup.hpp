@@ -17,6 +17,7 @@
 #include "engine/task.hpp"
 #include "madengine/wire/smp/lft.hpp"
 #include "sm/discovery/discovery.hpp"
+#include "madengine/sm/port_settings.hpp"
 #include "sm/mkeys/mkey_book.hpp"
 #include "sm/partitions/partition_plan.hpp"
 #include "sm/qos/qos_options.hpp"
@@ -31,14 +32,7 @@ struct BringupConfig {
   std::uint8_t sm_sl = 0;
   std::uint64_t subnet_prefix = wire::kDefaultSubnetPrefix;  // PortInfo.GIDPrefix of every end port
   std::uint8_t subnet_timeout = 18;   // 4.096 us * 2^18 ~ 1 s, OpenSM's default
-  std::uint8_t life_time_value = 18;  // switch packet lifetime, OpenSM's default
-  std::uint8_t operational_vls = 4;   // VL0-7 code, capped by each port's VLCap
-  // Switch external ports (IBA 14.2.5.6 HOQLife, VLStallCount), OpenSM's
-  // options and defaults: toward a switch, and toward a CA ("leaf").
-  std::uint8_t head_of_queue_lifetime = 0x12;
-  std::uint8_t leaf_head_of_queue_lifetime = 0x10;
-  std::uint8_t vl_stall_count = 7;
-  std::uint8_t leaf_vl_stall_count = 7;
+  PortSettings ports;
   std::uint64_t m_key = 0;
   std::uint16_t m_key_lease_period = 0;
   std::uint8_t m_key_protect_bits = 0;

@@ -197,8 +197,11 @@ class Sweep {
     }
   }
 
+  // Every PortInfo Get says the SM reads the extended speeds (modifier bit
+  // 31): ports past HDR report their true speeds only then. One Get, where
+  // OpenSM asks again once a port shows it has them.
   void get_port_info(NodeId id, std::uint8_t port, const wire::DrPath& path, std::uint64_t guid) {
-    get(wire::smp_attr::kPortInfo, wire::port_info_modifier(port), path, [this, id, port, path, guid](const TxnResult& r) {
+    get(wire::smp_attr::kPortInfo, wire::port_info_modifier(port, true), path, [this, id, port, path, guid](const TxnResult& r) {
       if (!smp_response_ok(r)) {
         ++out_.errors;
         return;

@@ -107,7 +107,7 @@ void submit_reads(SmpQueue& q, std::vector<SwitchRead>& reads, const std::vector
              });
     for (std::uint8_t p = 1; p < r->ports.size(); ++p) {
       ++smps;
-      q.submit(make_dr_request(wire::method::kGet, wire::smp_attr::kPortInfo, wire::port_info_modifier(p), r->path,
+      q.submit(make_dr_request(wire::method::kGet, wire::smp_attr::kPortInfo, wire::port_info_modifier(p, true), r->path,
                                opts.port_num, {}, opts.m_key),
                [r, p](const TxnResult& res) {
                  const auto pi = smp_response_ok(res) ? wire::decode<wire::PortInfo>(smp_data(res.response)) : std::nullopt;
@@ -313,7 +313,7 @@ Task<Rediscovery> rediscover(SmpQueue& q, const fabric::Fabric& last, NodeId loc
   for (std::size_t i = 0; i < far_ends.size(); ++i) {
     const auto [n, p] = far_ends[i];
     ++d->smps;
-    q.submit(make_dr_request(wire::method::kGet, wire::smp_attr::kPortInfo, wire::port_info_modifier(p),
+    q.submit(make_dr_request(wire::method::kGet, wire::smp_attr::kPortInfo, wire::port_info_modifier(p, true),
                              f.nodes[n].dr_path, opts.port_num, {}, opts.m_key),
              [slot = &(*far)[i]](const TxnResult& res) {
                if (smp_response_ok(res)) *slot = wire::decode<wire::PortInfo>(smp_data(res.response));

@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "madengine/wire/link_rate.hpp"
+
 namespace madengine::sm {
 
 namespace {
@@ -165,7 +167,9 @@ class Parser {
     if (abbreviates(t.name, "mtu")) {
       if (value(5, false, v)) g.mtu = static_cast<std::uint8_t>(v);
     } else if (abbreviates(t.name, "rate")) {
-      if (value(0x3f, false, v)) g.rate = static_cast<std::uint8_t>(v);
+      if (value(wire::rate_code::kMax, false, v) && wire::rate_mbps(static_cast<std::uint8_t>(v)) != 0)
+        g.rate = static_cast<std::uint8_t>(v);
+      else if (v != 0) warn(line_, "flag 'rate': " + std::to_string(v) + " is no IBA rate code (2..24): skipped");
     } else if (abbreviates(t.name, "scope")) {
       if (value(15, false, v)) g.scope_mask = static_cast<std::uint16_t>(g.scope_mask | 1u << v);
     } else if (abbreviates(t.name, "Q_Key")) {

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "madengine/wire/link_rate.hpp"
+
 namespace madengine::sm {
 
 namespace {
@@ -160,7 +162,11 @@ class Parser {
         if (k == "name") return (l.name = unquote(v)), true;
         if (k == "sl") return small(v, 15, l.sl, "sl");
         if (k == "mtu-limit") return small(v, 5, l.mtu_limit, "mtu-limit");
-        if (k == "rate-limit") return small(v, 0x3f, l.rate_limit, "rate-limit");
+        if (k == "rate-limit") {
+          if (!small(v, wire::rate_code::kMax, l.rate_limit, "rate-limit")) return false;
+          if (wire::rate_mbps(*l.rate_limit) == 0) return fail(line_, "rate-limit " + std::string(v) + " is no IBA rate code (2..24)");
+          return true;
+        }
         if (k == "packet-life") return small(v, 0x3f, l.packet_life, "packet-life");
         if (k == "pkey") return ranges(v, 0xffff, l.pkeys, "pkey");
         if (k == "path-bits") return fail(line_, "path-bits is not supported");

@@ -126,6 +126,11 @@ std::vector<std::string> record_queries(const Lids& l, int ports_per_switch) {
   for (std::size_t i = 0; i < l.all.size() && i < 2; ++i)
     for (const int d : l.all)
       q.push_back("PR --slid " + std::to_string(l.all[i]) + " --dlid " + std::to_string(d));
+  // Every host to every host on a small fabric (rates and MTUs along each path).
+  if (l.cas.size() <= 6)
+    for (const int a : l.cas)
+      for (const int b : l.cas)
+        if (a != b) q.push_back("PR --slid " + std::to_string(a) + " --dlid " + std::to_string(b));
   for (const auto& e : kExpectedErrors) q.push_back(e.query);
   return q;
 }
@@ -256,6 +261,14 @@ TEST(SaConformance, Chain3SaquerySeesWhatOpenSmAnswers) {
 constexpr Normalised kFatTreeRules[] = {
     {"LFTR", "row *", "equal-cost ports: each SM balances its own way; madengine's are all shortest (checked)"},
 };
+
+// FDR, EDR and HDR links, 1x, 2x, 4x and 12x wide, hosts and switch links
+// of different rates: every record, PathRecords' rates and MTUs included,
+// as OpenSM answers them (both SMs read the extended speeds).
+TEST(SaConformance, MixedSpeedsSaquerySeesWhatOpenSmAnswers) {
+  SKIP_WITHOUT_SHIM();
+  run_conformance(ibsim::topology_path("speeds.topo"), "H1", "H6", 9, 4);
+}
 
 TEST(SaConformance, FatTreeSaquerySeesWhatOpenSmAnswers) {
   SKIP_WITHOUT_SHIM();

@@ -182,7 +182,7 @@ TEST(EmbeddedOracle, RefusesEachWrongField) {
   good.pkey = wire::be16::from(0xffff);
   good.set_mtu(w.mtu);
   std::uint8_t code = 2;
-  while (code <= 22 && rate_code_x10(code) != w.rate_x10) ++code;
+  while (code <= madengine::wire::rate_code::kMax && rate_code_x10(code) != w.rate_x10) ++code;
   ASSERT_LE(code, 22) << "the walk's rate has a code";
   good.set_rate(code);
   good.set_reversible(true);

@@ -10,7 +10,7 @@
 #include <random>
 
 #include "fabric_builders.hpp"
-#include "sa/paths/link_rate.hpp"
+#include "madengine/wire/link_rate.hpp"
 #include "sa/paths/path_db.hpp"
 #include "sm/lids/lid_assign.hpp"
 #include "sm/routing/routing.hpp"
@@ -54,11 +54,15 @@ void mixed_links(fabric::Fabric& f, std::uint32_t seed, unsigned slow_one_in) {
     }
 }
 
-std::uint8_t rate_of(const fabric::Port& p) { return rate_code(link_mbps(p.link_width, p.link_speed)); }
 std::uint8_t slower(std::uint8_t a, std::uint8_t b) {
   if (a == kNone) return b;
   if (b == kNone) return a;
-  return rate_mbps(a) <= rate_mbps(b) ? a : b;
+  return wire::rate_mbps(a) <= wire::rate_mbps(b) ? a : b;
+}
+std::uint8_t port_rate(const fabric::Port& p) { return wire::rate_code_for(wire::link_mbps(p.link_width, {p.link_speed, 0, 0})); }
+// A link's rate is the lesser of its two ends' (both ports are crossed).
+std::uint8_t rate_of(const fabric::Fabric& f, const fabric::Port& p) {
+  return slower(port_rate(p), port_rate(f.nodes[p.peer].ports[p.peer_port]));
 }
 
 // What a full table holds for (switch node, LID): follow the LFTs from the
@@ -75,7 +79,7 @@ PathAttrs walk(const Routed& x, const std::vector<std::size_t>& index, std::size
     if (port == 0) return a;
     const fabric::Port& out = node.ports[port];
     a.mtu = std::min(a.mtu, out.mtu);
-    a.rate = slower(a.rate, rate_of(out));
+    a.rate = slower(a.rate, rate_of(x.f, out));
     if (!x.f.nodes[out.peer].is_switch()) return a;
     ++a.hops;
     sw = index[out.peer];
@@ -124,7 +128,7 @@ std::vector<Source> sources(const Routed& x) {
     const auto& n = x.f.nodes[e.node];
     Source src;
     const fabric::NodeId at = n.is_switch() ? e.node : n.ports[e.port].peer;
-    if (!n.is_switch()) src.mtu = n.ports[e.port].mtu, src.rate = rate_of(n.ports[e.port]);
+    if (!n.is_switch()) src.mtu = n.ports[e.port].mtu, src.rate = rate_of(x.f, n.ports[e.port]);
     for (std::size_t i = 0; i < x.r.lfts.size(); ++i)
       if (x.r.lfts[i].node == at) src.sw = i;
     const unsigned count = n.is_switch() ? 1u : 1u << n.lmc;

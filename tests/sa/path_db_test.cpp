@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include "fabric_builders.hpp"
-#include "sa/paths/link_rate.hpp"
 #include "sm/lids/lid_assign.hpp"
 #include "sm/routing/routing.hpp"
 
@@ -31,14 +30,6 @@ std::vector<std::uint16_t> lids(const fabric::Fabric& f) {
   std::vector<std::uint16_t> out;
   for (auto e : f.end_ports()) out.push_back(f.lid_of(e));
   return out;
-}
-
-TEST(LinkRate, CodesFollowTheSpecTable) {
-  EXPECT_EQ(rate_code(link_mbps(2, 1)), 3);   // 4x SDR 10 Gb/s
-  EXPECT_EQ(rate_code(link_mbps(2, 4)), 7);   // 4x QDR 40 Gb/s
-  EXPECT_EQ(rate_code(link_mbps(8, 4)), 10);  // 12x QDR 120 Gb/s
-  EXPECT_EQ(rate_code(link_mbps(2, 0, 2)), 16);  // 4x EDR 100 Gb/s
-  EXPECT_EQ(rate_code(link_mbps(1, 1)), 2);   // 1x SDR 2.5 Gb/s
 }
 
 TEST(PathDb, HopsMatchTheRoutedWalk) {

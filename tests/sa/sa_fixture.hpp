@@ -16,7 +16,7 @@
 #include "engine/engine.hpp"
 #include "engine/rmpp.hpp"
 #include "madengine/wire/sa_records.hpp"
-#include "sa/paths/link_rate.hpp"
+#include "madengine/wire/link_rate.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sa/snapshot.hpp"
 #include "sm/lids/lid_assign.hpp"

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "madengine/sm/port_settings.hpp"
+
 #include "madengine/export.h"
 
 namespace madengine::node {
@@ -105,6 +107,11 @@ struct SmSection {
   // Ports' M_Keys kept across restarts (OpenSM's guid2mkey format); empty:
   // none. The daemon defaults it beside guid2lid with the umad transport.
   std::string guid2mkey;
+  // VLs, timeouts and link widths and speeds written to every port, with
+  // OpenSM's key names (max_op_vls, packet_life_time, head_of_queue_lifetime,
+  // leaf_head_of_queue_lifetime, vl_stall_count, leaf_vl_stall_count,
+  // force_link_width, force_link_speed, force_link_speed_ext).
+  sm::PortSettings ports;
 };
 
 struct SaSection {

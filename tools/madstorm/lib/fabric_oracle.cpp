@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "madengine/wire/sa/common.hpp"
 #include "madengine/wire/smp/lft.hpp"
 #include "madengine/wire/smp/pkey_table.hpp"
 #include "madengine/wire/smp/port_info.hpp"
@@ -36,8 +37,10 @@ unsigned data_vls(std::uint8_t op_vls) noexcept {
   }
 }
 
-// Lane rate x10 Gb/s of an active speed: LinkSpeedExtActive wins when set.
-unsigned lane_x10(std::uint8_t speed, std::uint8_t speed_ext) noexcept {
+// Lane rate x10 Gb/s of an active speed: LinkSpeedExtActive2 (XDR), then
+// LinkSpeedExtActive win when set.
+unsigned lane_x10(std::uint8_t speed, std::uint8_t speed_ext, std::uint8_t speed_ext2) noexcept {
+  if (speed_ext2 == 1) return 2000;  // XDR
   switch (speed_ext) {
     case 1: return 140;   // FDR
     case 2: return 250;   // EDR
@@ -68,7 +71,7 @@ unsigned lanes(std::uint8_t width) noexcept {
 // bandwidth, else the fastest code below it.
 std::uint16_t reportable_x10(std::uint16_t x10) noexcept {
   std::uint16_t best = 0;
-  for (std::uint8_t c = 2; c <= 22; ++c) {
+  for (std::uint8_t c = 2; c <= wire::rate_code::kMax; ++c) {
     const std::uint16_t r = rate_code_x10(c);
     if (r <= x10 && r > best) best = r;
   }
@@ -76,7 +79,7 @@ std::uint16_t reportable_x10(std::uint16_t x10) noexcept {
 }
 
 std::uint16_t rate_of(const madengine::sim::Fabric::LinkState& l) noexcept {
-  return static_cast<std::uint16_t>(lanes(l.width_active) * lane_x10(l.speed_active, l.speed_ext_active));
+  return static_cast<std::uint16_t>(lanes(l.width_active) * lane_x10(l.speed_active, l.speed_ext_active, l.speed_ext2_active));
 }
 
 bool active(const madengine::sim::Fabric& f, PortIdx p) noexcept {
@@ -116,9 +119,9 @@ const char* to_string(PathVerdict v) noexcept {
 }
 
 std::uint16_t rate_code_x10(std::uint8_t code) noexcept {
-  static constexpr std::array<std::uint16_t, 23> kX10 = {0,   0,   25,   100,  300,  50,   200,  400,
-                                                          600, 800, 1200, 140,  560,  1120, 1680, 250,
-                                                          1000, 2000, 3000, 280, 500, 4000, 6000};
+  static constexpr std::array<std::uint16_t, 25> kX10 = {0,    0,    25,   100,  300,  50,   200,  400,  600,
+                                                          800,  1200, 140,  560,  1120, 1680, 250,  1000, 2000,
+                                                          3000, 280,  500,  4000, 6000, 8000, 12000};
   return code < kX10.size() ? kX10[code] : 0;
 }
 

@@ -47,6 +47,9 @@ inline constexpr std::uint8_t k28Gbps = 19;
 inline constexpr std::uint8_t k50Gbps = 20;
 inline constexpr std::uint8_t k400Gbps = 21;
 inline constexpr std::uint8_t k600Gbps = 22;
+inline constexpr std::uint8_t k800Gbps = 23;
+inline constexpr std::uint8_t k1200Gbps = 24;
+inline constexpr std::uint8_t kMax = k1200Gbps;
 }  // namespace rate_code
 
 // MCMemberRecord JoinState bits (IBA 15.2.5.17).

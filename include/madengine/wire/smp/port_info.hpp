@@ -80,6 +80,16 @@ inline constexpr std::uint8_t kDisable = 30;
 inline constexpr std::uint8_t kSetToSupported = 31;
 }  // namespace link_speed_ext
 
+// LinkSpeedExt{Active,Supported}2 bits (2 bits) and LinkSpeedExtEnabled2
+// (3 bits): the second extended speeds, valid when CapabilityMask2 has
+// kIsExtendedSpeeds2Supported. Enabled2 0 is no change, 7 sets it to
+// LinkSpeedExtSupported2.
+namespace link_speed_ext2 {
+inline constexpr std::uint8_t kNone = 0;
+inline constexpr std::uint8_t k200 = 1;  // XDR
+inline constexpr std::uint8_t kSetToSupported = 7;
+}  // namespace link_speed_ext2
+
 // VLCap and OperationalVLs codes (OperationalVLs 0 = no change).
 namespace vl_cap {
 inline constexpr std::uint8_t kVl0 = 1;
@@ -132,6 +142,9 @@ inline constexpr std::uint16_t kIsVirtualizationSupported = 1u << 2;
 inline constexpr std::uint16_t kIsSwitchPortStateTableSupported = 1u << 3;
 inline constexpr std::uint16_t kIsLinkWidth2xSupported = 1u << 4;
 inline constexpr std::uint16_t kIsLinkSpeedHDRSupported = 1u << 5;
+inline constexpr std::uint16_t kIsLinkSpeedNDRSupported = 1u << 10;
+inline constexpr std::uint16_t kIsExtendedSpeeds2Supported = 1u << 11;
+inline constexpr std::uint16_t kIsLinkSpeedXDRSupported = 1u << 12;
 }  // namespace port_cap2
 
 struct PortInfo {
@@ -157,7 +170,7 @@ struct PortInfo {
   std::uint8_t guid_cap;      // 50: GUIDInfo entries
   std::array<std::uint8_t, 3> bits51_;   // 51..53
   be16 max_credit_hint;       // 54
-  std::array<std::uint8_t, 4> bits56_;   // 56 reserved, 57..59 LinkRoundTripLatency
+  std::array<std::uint8_t, 4> bits56_;   // 56 LinkSpeedExt*2, 57..59 LinkRoundTripLatency
   be16 capability_mask2;      // 60: port_cap2 bits
   std::array<std::uint8_t, 2> bits62_;   // 62..63
 
@@ -190,6 +203,9 @@ struct PortInfo {
   MADENGINE_WIRE_BITS(resp_time_value, 52, 3, 5);  // 4.096 us * 2^value
   MADENGINE_WIRE_BITS(local_phy_errors, 53, 0, 4);
   MADENGINE_WIRE_BITS(overrun_errors, 53, 4, 4);
+  MADENGINE_WIRE_BITS(link_speed_ext_active2, 56, 1, 2);     // link_speed_ext2 codes
+  MADENGINE_WIRE_BITS(link_speed_ext_supported2, 56, 3, 2);
+  MADENGINE_WIRE_BITS(link_speed_ext_enabled2, 56, 5, 3);
   MADENGINE_WIRE_BITS(link_round_trip_latency, 57, 0, 24);  // nanoseconds
   MADENGINE_WIRE_BITS(link_speed_ext_active, 62, 0, 4);
   MADENGINE_WIRE_BITS(link_speed_ext_supported, 62, 4, 4);
@@ -220,7 +236,16 @@ static_assert(offsetof(PortInfo, capability_mask2) == 60);
 static_assert(offsetof(PortInfo, bits62_) == 62);
 
 // PortInfo's attribute modifier is the port number (0 = a switch's
-// management port, or the port the SMP arrived on at a CA).
-constexpr std::uint32_t port_info_modifier(std::uint8_t port) noexcept { return port; }
+// management port, or the port the SMP arrived on at a CA). Bit 31,
+// SMSupportExtendedSpeeds, tells the port that the SM reads and writes the
+// extended speed fields: ports past HDR report their true speeds only then.
+inline constexpr std::uint32_t kSmSupportsExtendedSpeeds = 1u << 31;
+constexpr std::uint32_t port_info_modifier(std::uint8_t port, bool extended_speeds = false) noexcept {
+  return port | (extended_speeds ? kSmSupportsExtendedSpeeds : 0u);
+}
+// The port number a PortInfo attribute modifier names.
+constexpr std::uint8_t port_info_port(std::uint32_t modifier) noexcept {
+  return static_cast<std::uint8_t>(modifier & 0xff);
+}
 
 }  // namespace madengine::wire
