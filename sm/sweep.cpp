@@ -241,9 +241,12 @@ Task<void> SubnetManager::heavy_sweep() {
   unreachable_ = unreachable_ || (mkeys_in_use() && st.bringup.errors != 0);
   st.mft_blocks_written = co_await program_mcast(d.fabric);
   mcast_dirty_.store(false, std::memory_order_relaxed);
-  // QoS after bring-up (OperationalVLs are final), before the tables are read.
-  if (cfg_.qos != nullptr)
-    st.qos = co_await program_qos(*queue_, d, *cfg_.qos, QosProgramOptions{.port_num = lp.port_num, .m_key = cfg_.m_key},
+  // QoS after bring-up (OperationalVLs are final), before the tables are
+  // read; without QoS a layered routing still needs its SL2VL on every port.
+  static const QosConfig kLayeredSl2Vl = layered_sl2vl_config();
+  const QosConfig* vl_tables = cfg_.qos != nullptr ? cfg_.qos.get() : routes.layers.layered() ? &kLayeredSl2Vl : nullptr;
+  if (vl_tables != nullptr)
+    st.qos = co_await program_qos(*queue_, d, *vl_tables, QosProgramOptions{.port_num = lp.port_num, .m_key = cfg_.m_key},
                                   qos_programmed_);
   // After bring-up: OperationalVLs are final, and only changed ports are read.
   const Nanos t_tables = clock.now_ns();
@@ -286,9 +289,10 @@ Task<void> SubnetManager::heavy_sweep() {
                st.mft_blocks_written, b.errors);
   spdlog::info("sm: tables: {} ports read, {} kept, {} SMPs, {} errors, {:.6f} s; {} GID traps", tables.ports_read,
                tables.ports_kept, tables.smps, tables.errors, st.tables_s, st.gid_traps);
-  if (cfg_.qos != nullptr)
-    spdlog::info("sm: QoS: {} SL2VL and {} VLArb tables written, {} as wanted, {} errors", st.qos.sl2vl_sets,
-                 st.qos.vlarb_sets, st.qos.kept, st.qos.errors);
+  if (vl_tables != nullptr)
+    spdlog::info("sm: {}: {} SL2VL and {} VLArb tables written, {} as wanted, {} errors",
+                 cfg_.qos != nullptr ? "QoS" : "layered routing's SL2VL", st.qos.sl2vl_sets, st.qos.vlarb_sets,
+                 st.qos.kept, st.qos.errors);
   spdlog::info("sm: subnet up (epoch {}): {} nodes, {} switches, {} CAs, {} links, top LID {}, SM LID {}, {} SMPs; "
                "discovery {:.6f} s, LIDs {:.6f} s, routing {:.6f} s, path db {:.6f} s, programming {:.6f} s, total {:.6f} s",
                epoch_, st.nodes, st.switches, st.cas, st.links, st.top_lid, sm_lid_, st.smps, st.discovery_s, st.lids_s,

@@ -4,7 +4,9 @@
 #include "sm/qos/qos_options.hpp"
 
 #include <charconv>
+#include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace madengine::sm {
@@ -119,6 +121,37 @@ std::uint16_t QosConfig::valid_sl_mask() const noexcept {
     for (std::uint8_t sl = 0; sl < wire::kSlCount; ++sl)
       if (t->sl2vl.get_vl(sl) == wire::kVl15) mask = static_cast<std::uint16_t>(mask & ~(1u << sl));
   return mask;
+}
+
+QosConfig layered_sl2vl_config() {
+  QosConfig c;
+  c.vlarb = false;
+  for (QosTables* t : {&c.ca, &c.sw0, &c.swe, &c.rtr})
+    for (std::uint8_t sl = 0; sl < wire::kSlCount; ++sl) t->sl2vl.set_vl(sl, sl % 8);
+  return c;
+}
+
+bool sl2vl_keeps_layers(const QosConfig& c, std::uint8_t layers, std::string& error) {
+  static constexpr std::pair<const char*, QosTables QosConfig::*> kClasses[] = {
+      {"qos_ca_sl2vl", &QosConfig::ca}, {"qos_sw0_sl2vl", &QosConfig::sw0},
+      {"qos_swe_sl2vl", &QosConfig::swe}, {"qos_rtr_sl2vl", &QosConfig::rtr}};
+  for (const auto& [name, table] : kClasses) {
+    const wire::Sl2VlTable& t = (c.*table).sl2vl;
+    for (std::uint8_t a = 0; a < layers && a < wire::kSlCount; ++a) {
+      if (t.get_vl(a) == wire::kVl15) {
+        error = std::string(name) + " (or qos_sl2vl) drops SL" + std::to_string(a) + ", which a layered routing uses";
+        return false;
+      }
+      for (std::uint8_t b = 0; b < a; ++b)
+        if (t.get_vl(a) == t.get_vl(b)) {
+          error = std::string(name) + " (or qos_sl2vl) maps SL" + std::to_string(b) + " and SL" + std::to_string(a) +
+                  " to VL" + std::to_string(t.get_vl(a)) + ": a layered routing puts each layer on its own VL (SL i), "
+                  "and two layers on one VL can deadlock; give SL0.." + std::to_string(layers - 1) + " distinct VLs";
+          return false;
+        }
+    }
+  }
+  return true;
 }
 
 std::optional<QosConfig> build_qos_config(const QosOptions& opts, std::string& error) {

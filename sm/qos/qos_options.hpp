@@ -50,6 +50,7 @@ enum class QosPortClass : std::uint8_t { kCa, kSwitchPort0, kSwitchExternal, kRo
 
 struct QosConfig {
   QosTables ca, sw0, swe, rtr;
+  bool vlarb = true;  // false: SL2VL tables only (layered routing without QoS)
   const QosTables& of(QosPortClass c) const noexcept {
     switch (c) {
       case QosPortClass::kCa: return ca;
@@ -67,5 +68,17 @@ struct QosConfig {
 // the option ("qos_ca_vlarb_low: ..."). OpenSM's syntax: "VL:weight" pairs
 // separated by commas (up to 64; the rest 0:0), 16 comma-separated VLs.
 std::optional<QosConfig> build_qos_config(const QosOptions& opts, std::string& error);
+
+// What a routing that splits paths into virtual-lane layers (dfsssp, nue,
+// dor: the layer is the path's SL) needs on every port when QoS is off:
+// SL i to VL i mod 8 (OpenSM's default qos_sl2vl), no VLArb tables. Without
+// it a switch keeps its own SL2VL, and the layers' deadlock freedom holds
+// only in the SA's SL field.
+QosConfig layered_sl2vl_config();
+
+// With QoS on, a layered routing needs SLs 0..layers-1 on distinct VLs
+// (none dropped) in every class's SL2VL: true, or false with `error`
+// naming the option and the SLs it merges.
+bool sl2vl_keeps_layers(const QosConfig& c, std::uint8_t layers, std::string& error);
 
 }  // namespace madengine::sm

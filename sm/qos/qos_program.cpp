@@ -124,7 +124,7 @@ void program_node(Writer& w, const DiscoveryResult& d, fabric::NodeId id, const 
       const wire::DrPath& path = d.ca_port_paths[id][p];
       const QosTables& t = cfg.of(qos_class_of(n, p));
       // A CA's SMA answers for the port the SMP arrives on: modifier port 0.
-      w.vlarb(n.node_guid, p, 0, path, port.info, t);
+      if (cfg.vlarb) w.vlarb(n.node_guid, p, 0, path, port.info, t);
       if (port.info.has_cap(wire::port_cap::kIsSLMappingSupported))
         w.set(n.node_guid, p, wire::smp_attr::kSl2VlTable, 0, path, sl2vl_block(t.sl2vl, port.info.operational_vls()));
     }
@@ -133,7 +133,7 @@ void program_node(Writer& w, const DiscoveryResult& d, fabric::NodeId id, const 
   if (n.ports.empty()) return;
   const bool enhanced0 = n.switch_info.enhanced_port0() != 0;
   for (std::uint8_t out = 1; out < n.ports.size(); ++out)
-    if (!port_down(n.ports[out])) w.vlarb(n.node_guid, out, out, n.dr_path, n.ports[out].info, cfg.swe);
+    if (cfg.vlarb && !port_down(n.ports[out])) w.vlarb(n.node_guid, out, out, n.dr_path, n.ports[out].info, cfg.swe);
   if (n.ports[0].info.has_cap(wire::port_cap::kIsSLMappingSupported)) {
     // Every input port (port 0 too: the switch's own packets) for every output port not down.
     for (std::uint8_t out = enhanced0 ? 0 : 1; out < n.ports.size(); ++out) {
@@ -145,7 +145,7 @@ void program_node(Writer& w, const DiscoveryResult& d, fabric::NodeId id, const 
   }
   if (enhanced0) {
     const fabric::Port& p0 = n.ports[0];
-    w.vlarb(n.node_guid, 0, 0, n.dr_path, p0.info, cfg.sw0);
+    if (cfg.vlarb) w.vlarb(n.node_guid, 0, 0, n.dr_path, p0.info, cfg.sw0);
     if (p0.info.has_cap(wire::port_cap::kIsSLMappingSupported))
       w.set(n.node_guid, 0, wire::smp_attr::kSl2VlTable, wire::sl2vl_modifier(0, 0), n.dr_path,
             sl2vl_block(cfg.sw0.sl2vl, p0.info.operational_vls()));

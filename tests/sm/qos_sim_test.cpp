@@ -144,6 +144,42 @@ TEST(QosSim, OffWritesNoTable) {
             (std::array<std::uint8_t, 8>{0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xe7}));
 }
 
+// A layered routing without QoS: every port still gets the SL2VL the layers
+// need (SL i -> VL i mod 8, limited to the port's VLs), no VLArb table;
+// the simulator's default would otherwise stay (what a switch holds after
+// reset is its vendor's choice, not the routing's).
+TEST(QosSim, LayeredRoutingWritesSl2VlWithoutQos) {
+  const auto g = sim::make_torus({.dims = {4, 4, 1}, .wrap = {true, true, false}, .hosts_per_switch = 1});
+  testing::SimSaRig rig(g.topo, 5);
+  auto& node = rig.add(rig.fabric.find_node("host-0-0-0-0"), [](sm::SmConfig& c) {
+    c.routing = sm::RoutingAlgo::kDfsssp;
+    c.routing_chain = {sm::RoutingAlgo::kDfsssp};
+  });
+  ASSERT_TRUE(rig.run_until([&] { return node.sm().status().subnet_up; }, 30'000));
+  const auto st = node.sm().status().last_heavy;
+  ASSERT_GT(st.routing_vls, 1u) << "a torus needs more than one layer";
+  EXPECT_EQ(st.qos.errors, 0u);
+  EXPECT_GT(st.qos.sl2vl_sets, 0u);
+  EXPECT_EQ(st.qos.vlarb_sets, 0u);
+  const auto& f = rig.fabric;
+  constexpr std::array<std::uint8_t, 8> kLayers{0x01, 0x23, 0x45, 0x67, 0x01, 0x23, 0x45, 0x67};
+  std::size_t tables = 0;
+  for (std::uint32_t n = 0; n < f.node_count(); ++n) {
+    if (!f.is_switch(n)) continue;
+    for (std::uint8_t out = 1; out <= f.num_ports(n); ++out) {
+      if (f.peer(f.port(n, out)) == sim::kNoPortIdx) continue;
+      for (std::uint8_t in = 0; in <= f.num_ports(n); ++in, ++tables)
+        ASSERT_EQ(f.sl2vl(f.port(n, out), in), kLayers) << "switch " << n << " in " << int(in) << " out " << int(out);
+    }
+  }
+  EXPECT_GT(tables, 0u);
+  EXPECT_EQ(f.sl2vl(f.port(f.find_node("host-1-1-0-0"), 1), 0), kLayers);
+  // Written once: an unchanged re-sweep sends none.
+  node.sm().request_heavy_sweep();
+  ASSERT_TRUE(rig.run_until([&] { return node.sm().status().heavy_sweeps >= 2; }, 10'000));
+  EXPECT_EQ(node.sm().status().last_heavy.qos.sl2vl_sets, 0u);
+}
+
 // The subset of qos-policy.conf, with OpenSM's own example's keywords.
 TEST(QosPolicy, SubsetReadsAndRefusesWhatItLeavesOut) {
   sm::FileIssue err;

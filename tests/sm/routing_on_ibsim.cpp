@@ -2,8 +2,10 @@
 // a torus with the "dor,dfsssp" chain and a fat tree with 10 % of its cables
 // cut with dfsssp; the LFTs read back from ibsim's switches with ibroute
 // equal the SM's, and with each path's SL as the SA serves it they deliver
-// every pair and have no dependency cycle on any VL; saquery's PathRecords
-// from another host carry those SLs.
+// every pair and have no dependency cycle on any VL; the SL2VL tables read
+// back with smpquery, with those SLs, make a channel dependency graph
+// without a cycle (deadlock freedom on the switches, not only in the SA's
+// SL field); saquery's PathRecords from another host carry those SLs.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -73,6 +75,23 @@ void bring_up_and_check(const Case& c) {
   ::testing::Test::RecordProperty(c.name, st.routing_engine + " on " + std::to_string(check.vls_used) +
                                               " VLs, routes per link max " + std::to_string(check.max_routes) +
                                               " mean " + std::to_string(check.mean_routes));
+
+  // Deadlock freedom on the switches: the SL2VL tables read back from them
+  // (the SM writes them for a layered routing, QoS or not) with each
+  // path's SL give a channel dependency graph without a cycle.
+  const testing::Sl2VlReadBack vls = testing::read_back_sl2vl(fabric, c.diag_host, rb);
+  ASSERT_TRUE(vls.error.empty()) << vls.error;
+  if (st.routing_vls > 1) {
+    EXPECT_GT(st.qos.sl2vl_sets, 0u) << "the layered routing's SL2VL tables were written";
+  }
+  std::map<fabric::NodeId, std::size_t> index_of;
+  for (std::size_t i = 0; i < rb.routes.lfts.size(); ++i) index_of[rb.routes.lfts[i].node] = i;
+  std::size_t channels = 0;
+  const std::string cdg = testing::check_cdg(
+      rb, vls, [&](fabric::NodeId sw, std::uint16_t dlid) { return rb.routes.layers.at(index_of.at(sw), dlid); },
+      &channels);
+  EXPECT_EQ(cdg, "");
+  EXPECT_GT(channels, 0u);
 
   // PathRecords as a client sees them: the SL of the path.
   std::vector<std::uint16_t> lids;
