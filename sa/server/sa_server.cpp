@@ -919,6 +919,12 @@ class SaServer::CoreWorker final : public Poller {
         }
       }
       if (mc_rate_ == 0) mc_rate_ = wire::rate_code::k10Gbps;
+      // The MLIDs every switch can forward (OpenSM: the least MulticastFDBCap).
+      std::uint32_t mft_cap = std::uint32_t{kMlidLast} - kMlidFirst + 1;
+      for (const auto& n : snap_->fabric.nodes)
+        if (n.is_switch() && n.switch_info.multicast_fdb_cap.get() != 0)
+          mft_cap = std::min<std::uint32_t>(mft_cap, n.switch_info.multicast_fdb_cap.get());
+      server_.groups_.set_mlid_last(static_cast<std::uint16_t>(kMlidFirst + mft_cap - 1));
       mc_defaults_valid_ = true;
     }
     c.default_mtu = mc_mtu_;
@@ -952,7 +958,8 @@ class SaServer::CoreWorker final : public Poller {
     c.capability_mask = wire::be16::from(wire::cpi_cap::kTrap | wire::cpi_cap::kCapMask2 |
                                          wire::cpi_cap::kSaOptionalRecords | wire::cpi_cap::kSaMultiPath);
     c.set_cap_mask2(wire::cpi_cap2::kSaFullPortInfoRecord | wire::cpi_cap2::kSaExtendedSpeeds |
-                    wire::cpi_cap2::kSaMulticastFdbTop);
+                    wire::cpi_cap2::kSaMulticastFdbTop | wire::cpi_cap2::kSaSendOnlyFullMember |
+                    wire::cpi_cap2::kSaLinkWidth2x | wire::cpi_cap2::kSaLinkSpeedHdr | wire::cpi_cap2::kSaLinkSpeedNdr);
     c.set_resp_time_value(cfg_.resp_time_value);
     // No redirection: the redirect and trap targets are QP1 with the GSI Q_Key (as OpenSM fills them).
     c.redirect_qp = wire::be32::from(1);
@@ -1186,7 +1193,7 @@ class SaServer::Provider final : public McGroupProvider {
 void SaServer::notify_mcast_change() noexcept { provider_->notify(); }
 
 SaServer::SaServer(Engine& engine, const SnapshotStore& store, SaServerConfig cfg)
-    : store_(store), cfg_(cfg), groups_(cfg.mc_groups_max) {
+    : store_(store), cfg_(cfg), groups_(cfg.mc_groups_max, cfg.consolidate_ipv6_snm_req) {
   if (engine.running()) throw std::invalid_argument("SaServer: the engine is already running");
   if (cfg_.state_core >= engine.cores()) throw std::invalid_argument("SaServer: state_core out of range");
   if (cfg_.queue_max == 0 || cfg_.burst_max == 0 || cfg_.requester_queued_max == 0)

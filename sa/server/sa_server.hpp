@@ -39,6 +39,7 @@ struct SaServerConfig {
   RmppConfig rmpp{.transfers_max = 16, .segments_max = 4096};
   RequestOptions report{.timeout_ms = 200, .retries = 3};
   std::uint32_t mc_groups_max = 16384;
+  bool consolidate_ipv6_snm_req = false;  // OpenSM's option: solicited-node groups share an MLID (mutable_state.hpp)
   bool install_response_hooks = true;
   // Traps 64/65 from the difference between published epochs. An owner whose
   // SM sends them through forward_notice (SmConfig::on_notice) turns this off

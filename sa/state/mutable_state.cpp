@@ -150,7 +150,7 @@ std::size_t McastStore::set_well_known(const std::vector<wire::McMemberRecord>& 
   for (const auto& r : well_known_) {
     const bool have = std::any_of(groups_.begin(), groups_.end(), [&](const McGroupEntry& g) { return g.params.mgid == r.mgid; });
     if (have || groups_.size() >= groups_max_) continue;
-    const std::uint16_t mlid = allocate_mlid();
+    const std::uint16_t mlid = mlid_for(r.mgid);
     if (mlid == 0) break;
     McGroupEntry g;
     g.params = r;
@@ -175,7 +175,13 @@ std::size_t McastStore::restore(std::vector<McGroupEntry> groups) {
     const std::uint16_t mlid = g.params.mlid.get();
     const bool empty_ok = g.members.empty() && well_known(g.params.mgid);
     if (kept.size() >= groups_max_ || (g.members.empty() && !empty_ok) || mlid < kMlidFirst || mlid > kMlidLast) continue;
-    if (mlid_used[mlid - kMlidFirst]) continue;
+    // An MLID held twice is an image error, but where consolidated
+    // solicited-node groups share it.
+    const bool shared_ok = consolidate_ipv6_snm_ && ipv6_solicited_node(g.params.mgid) &&
+                           std::any_of(kept.begin(), kept.end(), [&](const McGroupEntry& k) {
+                             return k.params.mlid.get() == mlid && same_solicited_node_set(k.params.mgid, g.params.mgid);
+                           });
+    if (mlid_used[mlid - kMlidFirst] && !shared_ok) continue;
     mlid_used[mlid - kMlidFirst] = true;
     kept.push_back(std::move(g));
   }
@@ -191,8 +197,26 @@ void McastStore::publish() {
   generation_.fetch_add(1, std::memory_order_acq_rel);  // pairs with the acquire in generation()
 }
 
+bool ipv6_solicited_node(const wire::Gid& mgid) noexcept {
+  // ff1S:601b:PPPP:0000 / 0000:0001:ffXX:XXXX (any scope S and P_Key P).
+  return (mgid.prefix.get() & 0xff10ffff0000ffffull) == 0xff10601b00000000ull &&
+         (mgid.guid.get() & 0xfffffff1ff000000ull) == 0x00000001ff000000ull;
+}
+
+bool same_solicited_node_set(const wire::Gid& a, const wire::Gid& b) noexcept {
+  // All but the address's last 24 bits (OpenSM compares the first 13 bytes).
+  return a.prefix == b.prefix && (a.guid.get() >> 24) == (b.guid.get() >> 24);
+}
+
+std::uint16_t McastStore::mlid_for(const wire::Gid& mgid) const noexcept {
+  if (consolidate_ipv6_snm_ && ipv6_solicited_node(mgid))
+    for (const auto& g : groups_)
+      if (ipv6_solicited_node(g.params.mgid) && same_solicited_node_set(g.params.mgid, mgid)) return g.params.mlid.get();
+  return allocate_mlid();
+}
+
 std::uint16_t McastStore::allocate_mlid() const noexcept {
-  for (std::uint32_t mlid = kMlidFirst; mlid <= kMlidLast; ++mlid) {
+  for (std::uint32_t mlid = kMlidFirst; mlid <= mlid_last_; ++mlid) {
     bool used = false;
     for (const auto& g : groups_) used = used || g.params.mlid.get() == mlid;
     if (!used) return static_cast<std::uint16_t>(mlid);
@@ -232,7 +256,10 @@ std::uint16_t McastStore::join(const wire::McMemberRecord& r, std::uint64_t mask
     // Creation needs the group's parameters (OpenSM's REQUIRED_MC_CREATE_COMP_MASK).
     constexpr std::uint64_t kCreate = mcm::kQKey | mcm::kTClass | mcm::kPKey | mcm::kFlowLabel | mcm::kSl;
     if ((mask & kCreate) != kCreate) return st::kReqInsufficientComponents;
-    if ((r.join_state() & wire::join_state::kFullMember) == 0) return st::kReqInvalid;  // only full members create
+    // Only full members create: FullMember or SendOnlyFullMember (IBA 1.3,
+    // IPoIB's send-only joins), as OpenSM (o15.0.1.9).
+    if ((r.join_state() & (wire::join_state::kFullMember | wire::join_state::kSendOnlyFullMember)) == 0)
+      return st::kReqInvalid;
     if (!zero_mgid && (r.mgid.prefix.get() >> 56) != 0xff) return st::kReqInvalid;
     // The flags nibble of a multicast GID is 000T: the upper three bits are reserved (IBA 4.1.1).
     if (!zero_mgid && ((r.mgid.prefix.get() >> 52) & 0xeu) != 0) return st::kReqInvalid;
@@ -247,7 +274,7 @@ std::uint16_t McastStore::join(const wire::McMemberRecord& r, std::uint64_t mask
                                                           : static_cast<std::uint8_t>((r.mgid.prefix.get() >> 48) & 0xfu);
     ng.params.mgid = zero_mgid ? allocate_mgid(scope, r.pkey.get()) : r.mgid;
     ng.params.qkey = r.qkey;
-    ng.params.mlid = wire::be16::from(allocate_mlid());
+    ng.params.mlid = wire::be16::from(mlid_for(ng.params.mgid));
     if (ng.params.mlid.get() == 0) return st::kNoResources;
     ng.params.tclass = r.tclass;
     ng.params.pkey = wire::be16::from(static_cast<std::uint16_t>(r.pkey.get() | wire::kPKeyMembershipBit));

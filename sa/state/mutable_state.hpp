@@ -6,6 +6,7 @@
 // standby hand-over) by walking view().
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -103,9 +104,22 @@ bool holds_partition(const std::vector<std::uint16_t>& table, std::uint16_t pkey
 inline constexpr std::uint16_t kMlidFirst = 0xc000;
 inline constexpr std::uint16_t kMlidLast = 0xfffe;  // 0xffff is the permissive LID
 
+// IPv6 solicited-node groups (MGID ff1S:601b:PKEY::1:ffXX:XXXX, one per
+// address): with consolidation they share one MLID per scope and P_Key
+// (OpenSM's consolidate_ipv6_snm_req), so thousands of hosts use one MFT
+// entry instead of one each.
+bool ipv6_solicited_node(const wire::Gid& mgid) noexcept;
+bool same_solicited_node_set(const wire::Gid& a, const wire::Gid& b) noexcept;
+
 class McastStore {
  public:
-  explicit McastStore(std::uint32_t groups_max = 16384) : groups_max_(groups_max) {}
+  explicit McastStore(std::uint32_t groups_max = 16384, bool consolidate_ipv6_snm = false)
+      : groups_max_(groups_max), consolidate_ipv6_snm_(consolidate_ipv6_snm) {}
+  // The last MLID a new group may take: 0xc000 + the least MulticastFDBCap
+  // of the subnet's switches - 1 (OpenSM's bound): an MLID past a switch's
+  // MFT cannot be forwarded there. Beyond it a create is ERR_NO_RESOURCES.
+  void set_mlid_last(std::uint16_t last) noexcept { mlid_last_ = std::clamp<std::uint16_t>(last, kMlidFirst, kMlidLast); }
+  std::uint16_t mlid_last() const noexcept { return mlid_last_; }
   // Join (Set): creates the group when the MGID is zero or unknown and the
   // creation components are present. Returns an SA status; `out` is the
   // member's record as the SA answers it.
@@ -134,10 +148,13 @@ class McastStore {
  private:
   void publish();
   std::uint16_t allocate_mlid() const noexcept;
+  std::uint16_t mlid_for(const wire::Gid& mgid) const noexcept;  // consolidation's shared MLID, else a free one
   wire::Gid allocate_mgid(std::uint8_t scope, std::uint16_t pkey) noexcept;
   std::vector<McGroupEntry> groups_;
   Published<McGroupEntry> pub_;
   std::uint32_t groups_max_;
+  bool consolidate_ipv6_snm_ = false;
+  std::uint16_t mlid_last_ = kMlidLast;
   std::uint64_t mgid_counter_ = 0;
   std::vector<wire::McMemberRecord> well_known_;
   std::atomic<std::uint64_t> generation_{0};

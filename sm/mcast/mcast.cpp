@@ -2,6 +2,7 @@
 #include "sm/mcast/mcast.hpp"
 
 #include <deque>
+#include <map>
 #include <unordered_map>
 
 namespace madengine::sm {
@@ -30,7 +31,17 @@ std::map<NodeId, SwitchMft> compute_mfts(const fabric::Fabric& f, const std::vec
   std::vector<NodeId> parent(f.nodes.size());
   std::vector<std::uint8_t> parent_port(f.nodes.size()), up_port(f.nodes.size());
   std::vector<char> seen(f.nodes.size()), on_tree(f.nodes.size());
+  // One tree per MLID: groups that share one (consolidated solicited-node
+  // groups) forward to all their members, and two trees on one MLID could
+  // make a loop.
+  std::map<std::uint16_t, sa::McGroup> by_mlid;
   for (const sa::McGroup& g : groups) {
+    sa::McGroup& m = by_mlid[g.mlid];
+    m.mlid = g.mlid;
+    m.member_port_guids.insert(m.member_port_guids.end(), g.member_port_guids.begin(), g.member_port_guids.end());
+  }
+  for (const auto& entry : by_mlid) {
+    const sa::McGroup& g = entry.second;
     if (g.mlid < wire::kMulticastLidBase || g.mlid == 0xffff) continue;
     // Members as (switch, port toward the member); a switch member is its port 0.
     std::vector<std::pair<NodeId, std::uint8_t>> attach;

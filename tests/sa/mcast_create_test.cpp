@@ -1,8 +1,11 @@
 // Creating multicast groups in McastStore: the rate a creator's selector
 // picks (bounded by its link, as a joiner's link must carry the group's), the
 // scope a requested MGID carries, and the reserved flag bits of a requested MGID. Found comparing with OpenSM on
-// ibsim (tests/ibsim/sa_state_conformance_test.cpp).
+// ibsim (tests/ibsim/sa_state_conformance_test.cpp); IPv6 solicited-node
+// groups on one MLID, and the MLID budget of the switches' MFTs.
 #include <gtest/gtest.h>
+
+#include <vector>
 
 #include "madengine/wire/sa_records.hpp"
 #include "sa/state/mutable_state.hpp"
@@ -20,7 +23,7 @@ constexpr std::uint64_t kCreateMask = mcm::kMGid | mcm::kPortGid | mcm::kQKey | 
 struct Create {
   McastStore store;
   McJoinContext ctx;
-  Create() {
+  explicit Create(bool consolidate_ipv6_snm = false) : store(16384, consolidate_ipv6_snm) {
     ctx.who.gid = {wire::be64::from(0xfe80'0000'0000'0000ull), wire::be64::from(0x10'0003ull)};
     ctx.who.lid = 3;
     ctx.port_guid = 0x10'0003ull;
@@ -97,6 +100,54 @@ TEST(McastCreate, ReservedMgidFlagsAreRefused) {
   EXPECT_EQ(c.create(c.request(0xff32'5a5a'0000'0000ull, wire::selector::kExactly, rc::k10Gbps), out), st::kReqInvalid);
   EXPECT_EQ(c.store.groups(), 0u);
   ASSERT_EQ(c.create(c.request(0xff02'5a5a'0000'0000ull, wire::selector::kExactly, rc::k10Gbps), out), 0);  // permanent
+}
+
+// IPv6 solicited-node groups, one per host address: with OpenSM's
+// consolidate_ipv6_snm_req they share one MLID per P_Key and scope (each
+// keeps its own MGID and members); without it each takes its own.
+TEST(McastCreate, SolicitedNodeGroupsShareAnMlidWhenConsolidated) {
+  for (const bool consolidate : {false, true}) {
+    Create c(consolidate);
+    std::vector<std::uint16_t> mlids;
+    for (std::uint64_t addr = 1; addr <= 3; ++addr) {
+      wire::McMemberRecord r = c.request(0xff12'601b'ffff'0000ull, wire::selector::kExactly, rc::k10Gbps);
+      r.mgid.guid = wire::be64::from(0x0000'0001'ff00'0000ull | addr);
+      ASSERT_TRUE(ipv6_solicited_node(r.mgid));
+      wire::McMemberRecord out{};
+      ASSERT_EQ(c.create(r, out), 0);
+      mlids.push_back(out.mlid.get());
+    }
+    // Another P_Key's solicited-node group, and a plain group: MLIDs of their own.
+    wire::McMemberRecord other = c.request(0xff12'601b'8001'0000ull, wire::selector::kExactly, rc::k10Gbps);
+    other.pkey = wire::be16::from(0x8001);
+    other.mgid.guid = wire::be64::from(0x0000'0001'ff00'0001ull);
+    c.ctx.port_pkeys = {0xffff, 0x8001};
+    wire::McMemberRecord out{};
+    ASSERT_EQ(c.create(other, out), 0);
+    EXPECT_NE(out.mlid.get(), mlids[0]);
+    EXPECT_EQ(c.store.groups(), 4u);
+    if (consolidate) {
+      EXPECT_EQ(mlids[1], mlids[0]);
+      EXPECT_EQ(mlids[2], mlids[0]);
+    } else {
+      EXPECT_NE(mlids[1], mlids[0]);
+      EXPECT_NE(mlids[2], mlids[1]);
+    }
+  }
+  EXPECT_FALSE(ipv6_solicited_node({wire::be64::from(0xff12'401b'ffff'0000ull), wire::be64::from(0xffff'ffffull)}));
+}
+
+// MLIDs stop where the least MulticastFDBCap of the switches does.
+TEST(McastCreate, MlidsStayWithinTheSwitchesMfts) {
+  Create c;
+  c.store.set_mlid_last(kMlidFirst + 1);
+  wire::McMemberRecord out{};
+  ASSERT_EQ(c.create(c.request(0xff12'5a5a'0000'0000ull, wire::selector::kExactly, rc::k10Gbps), out), 0);
+  EXPECT_EQ(out.mlid.get(), kMlidFirst);
+  ASSERT_EQ(c.create(c.request(0xff12'5a5a'0000'0001ull, wire::selector::kExactly, rc::k10Gbps), out), 0);
+  EXPECT_EQ(out.mlid.get(), kMlidFirst + 1);
+  EXPECT_EQ(c.create(c.request(0xff12'5a5a'0000'0002ull, wire::selector::kExactly, rc::k10Gbps), out),
+            st::kNoResources);
 }
 
 }  // namespace

@@ -140,6 +140,26 @@ constexpr std::uint64_t kIpoibMask = mcm::kMGid | mcm::kPortGid | mcm::kQKey | m
                                      mcm::kTClass | mcm::kPKey | mcm::kRateSelector | mcm::kRate | mcm::kSl |
                                      mcm::kFlowLabel | mcm::kJoinState;
 
+// IPoIB's send-only joins (IBA 1.3 SendOnlyFullMember) may create a group,
+// as OpenSM lets them; a non-member may not. ClassPortInfo says so.
+TEST_F(SaState, SendOnlyFullMemberCreatesAGroup) {
+  auto r = ask(m::kGet, a::kClassPortInfo, 0, wire::ClassPortInfo{}, lids_[0]);
+  ASSERT_TRUE(r);
+  EXPECT_NE(r->record<wire::ClassPortInfo>().cap_mask2() & wire::cpi_cap2::kSaSendOnlyFullMember, 0u);
+  auto join = ipoib_join(gid(lids_[0]));
+  join.mgid = {wire::be64::from(0xff12601bffff0000ull), wire::be64::from(0x0000000000000001ull)};
+  join.set_join_state(wire::join_state::kNonMember);
+  r = ask(m::kSet, a::kMcMemberRecord, kIpoibMask, join, lids_[0]);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status(), st::kReqInvalid) << "a non-member creates no group";
+  join.set_join_state(wire::join_state::kSendOnlyFullMember);
+  r = ask(m::kSet, a::kMcMemberRecord, kIpoibMask, join, lids_[0]);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status(), 0);
+  EXPECT_EQ(r->record<wire::McMemberRecord>().join_state(), wire::join_state::kSendOnlyFullMember);
+  EXPECT_GE(r->record<wire::McMemberRecord>().mlid.get(), 0xc000);
+}
+
 TEST_F(SaState, IpoibBroadcastGroupCreateJoinLeave) {
   int changes = 0;
   h_.server().mcast_provider().set_listener([](void* arg) noexcept { ++*static_cast<int*>(arg); }, &changes);

@@ -62,6 +62,36 @@ TEST(Mcast, TreeReachesEveryMemberAndOnlyThem) {
   EXPECT_EQ(edges_ends, 6u);
 }
 
+// Groups that share an MLID (consolidated solicited-node groups) get one
+// tree reaching all their members, not two trees ORed into a loop.
+TEST(Mcast, GroupsSharingAnMlidGetOneTree) {
+  fabric::Fabric f = testing::fat_tree2(4, 2, 2);
+  std::vector<std::uint64_t> hosts;
+  for (const auto& n : f.nodes)
+    if (!n.is_switch()) hosts.push_back(n.ports[1].guid);
+  ASSERT_GE(hosts.size(), 8u);
+  const std::uint16_t mlid = 0xc002;
+  // Members on leaves 0 and 3, and on leaves 1 and 2: one tree over all four.
+  const auto mfts = compute_mfts(f, {sa::McGroup{mlid, {hosts[0], hosts[7]}}, sa::McGroup{mlid, {hosts[3], hosts[5]}}});
+  unsigned ends = 0;
+  for (fabric::NodeId s = 0; s < f.nodes.size(); ++s) {
+    if (!f.nodes[s].is_switch()) continue;
+    const std::uint16_t m = mask_of(mfts, s, mlid);
+    for (std::uint8_t p = 1; p <= f.nodes[s].num_ports(); ++p)
+      if ((m & (1u << p)) && f.nodes[f.nodes[s].ports[p].peer].is_switch()) ++ends;
+  }
+  EXPECT_EQ(ends, 8u) << "four leaves through one spine: 4 edges, both ends each (a tree)";
+  for (const std::size_t h : {0u, 3u, 5u, 7u}) {
+    const fabric::NodeId node = [&] {
+      for (fabric::NodeId i = 0; i < f.nodes.size(); ++i)
+        if (!f.nodes[i].is_switch() && f.nodes[i].ports[1].guid == hosts[h]) return i;
+      return fabric::kNoNode;
+    }();
+    const fabric::Port& p = f.nodes[node].ports[1];
+    EXPECT_NE(mask_of(mfts, p.peer, mlid) & (1u << p.peer_port), 0) << "host " << h;
+  }
+}
+
 TEST(Mcast, BadMlidsAndUnknownMembersAreIgnored) {
   fabric::Fabric f = testing::fat_tree2(2, 1, 1);
   EXPECT_TRUE(compute_mfts(f, {sa::McGroup{0x0010, {0x1}}}).empty());
