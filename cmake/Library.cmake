@@ -7,7 +7,7 @@
 #
 # MADENGINE_SOVERSION names the ABI. Bump it with every incompatible change
 # of the exported API, then refresh abi/libmadengine.abi (scripts/abi.sh).
-set(MADENGINE_SOVERSION 1)
+set(MADENGINE_SOVERSION 2)
 
 set(madengine_objects
   $<TARGET_OBJECTS:madengine_engine> $<TARGET_OBJECTS:madengine_sim> $<TARGET_OBJECTS:madengine_sa>

@@ -1,6 +1,6 @@
 # Debian packages from the install components (`cpack -G DEB` in a build
 # tree, see scripts/package.sh): madengine (the daemon, madstorm, madwire,
-# the example configuration), libmadengine1 (libmadengine.so.1) and
+# the example configuration), libmadengine2 (libmadengine.so.2) and
 # libmadengine-dev (headers, libmadengine.a, the .so link, the CMake package,
 # madengine.pc and the example vendor SM). Runtime dependencies come from
 # dpkg-shlibdeps.

@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <toml++/toml.h>
@@ -11,6 +12,7 @@
 #include "node/qos_keys.hpp"
 #include "sm/qos/qos_options.hpp"
 #include "sm/routing/routing.hpp"
+#include "sm/routing/switch_graph.hpp"
 
 namespace madengine::node {
 
@@ -255,6 +257,7 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     s.get("m_key_lease_period", c.sm.m_key_lease_period, 0, 65535);
     s.get("m_key_protection_level", c.sm.m_key_protection_level, 0, 3);
     s.get("guid2mkey", c.sm.guid2mkey);
+    s.get("consolidate_ipv6_snm_req", c.sm.consolidate_ipv6_snm_req);
     sm::PortSettings& ps = c.sm.ports;
     s.get("max_op_vls", ps.max_op_vls, 1, 5);
     s.get("packet_life_time", ps.packet_life_time, 0, 31);
@@ -272,6 +275,18 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     if (ps.force_link_speed_ext > 15 && ps.force_link_speed_ext < 30)
       fail(name, *root["sm"]["force_link_speed_ext"].node(),
            "sm.force_link_speed_ext must be 0, an extended speed mask 1..15, 30 or 31");
+    // A layered routing's SLs must stay on distinct VLs under QoS's SL2VL.
+    std::vector<sm::RoutingAlgo> chain;
+    sm::parse_routing_chain(c.sm.routing, chain);
+    const bool layered = std::any_of(chain.begin(), chain.end(), [](sm::RoutingAlgo a) {
+      return a == sm::RoutingAlgo::kDfsssp || a == sm::RoutingAlgo::kNue || a == sm::RoutingAlgo::kDor;
+    });
+    if (c.sm.qos && layered) {
+      std::string why;
+      const auto q = sm::build_qos_config(qos_options(c.sm), why);
+      if (q && !sm::sl2vl_keeps_layers(*q, sm::data_vls_of_cap(ps.max_op_vls), why))
+        throw ConfigError(fmt::format("{}: sm.{} (sm.routing = \"{}\")", name, why, c.sm.routing));
+    }
     s.reject_unknown();
   }
   {

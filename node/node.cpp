@@ -302,6 +302,7 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   sa::SaServerConfig sac;
   sac.queue_max = cfg.sa.queue_depth;
   sac.requester_queued_max = cfg.sa.requester_share_max;
+  sac.consolidate_ipv6_snm_req = cfg.sm.consolidate_ipv6_snm_req;
   sac.install_response_hooks = false;
   sac.gid_traps_from_epochs = false;  // the SM sends traps 64/65 (on_notice below)
   if (in.sa) in.sa(sac);

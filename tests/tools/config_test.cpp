@@ -256,6 +256,44 @@ TEST(Config, ShippedExampleEqualsTheDefaults) {
   EXPECT_EQ(file.sm.qos, defaults.sm.qos);
   EXPECT_EQ(file.sm.qos_policy_file, defaults.sm.qos_policy_file);
   EXPECT_EQ(file.sm.qos_all.high_limit, defaults.sm.qos_all.high_limit);
+  EXPECT_EQ(file.sm.consolidate_ipv6_snm_req, defaults.sm.consolidate_ipv6_snm_req);
+  EXPECT_EQ(file.sm.ports.max_op_vls, defaults.sm.ports.max_op_vls);
+  EXPECT_EQ(file.sm.ports.packet_life_time, defaults.sm.ports.packet_life_time);
+  EXPECT_EQ(file.sm.ports.head_of_queue_lifetime, defaults.sm.ports.head_of_queue_lifetime);
+  EXPECT_EQ(file.sm.ports.leaf_head_of_queue_lifetime, defaults.sm.ports.leaf_head_of_queue_lifetime);
+  EXPECT_EQ(file.sm.ports.vl_stall_count, defaults.sm.ports.vl_stall_count);
+  EXPECT_EQ(file.sm.ports.leaf_vl_stall_count, defaults.sm.ports.leaf_vl_stall_count);
+  EXPECT_EQ(file.sm.ports.force_link_width, defaults.sm.ports.force_link_width);
+  EXPECT_EQ(file.sm.ports.force_link_speed, defaults.sm.ports.force_link_speed);
+  EXPECT_EQ(file.sm.ports.force_link_speed_ext, defaults.sm.ports.force_link_speed_ext);
+}
+
+TEST(Config, PortKeysInOpenSmTerms) {
+  const NodeConfig c = parse_config(R"([sm]
+max_op_vls = 3
+force_link_width = 2
+force_link_speed = 0
+force_link_speed_ext = 30
+head_of_queue_lifetime = 20
+packet_life_time = 19
+)", "ports.toml");
+  EXPECT_EQ(c.sm.ports.max_op_vls, 3);
+  EXPECT_EQ(c.sm.ports.force_link_width, 2);
+  EXPECT_EQ(c.sm.ports.force_link_speed, 0);
+  EXPECT_EQ(c.sm.ports.force_link_speed_ext, 30);
+  EXPECT_EQ(c.sm.ports.head_of_queue_lifetime, 20);
+  EXPECT_EQ(c.sm.ports.packet_life_time, 19);
+  expect_error("[sm]\nforce_link_width = 64\n", "bad.toml:2: sm.force_link_width must be 0, a width mask 1..31, or 255");
+  expect_error("[sm]\nforce_link_speed = 9\n", "bad.toml:2: sm.force_link_speed must be");
+  expect_error("[sm]\nforce_link_speed_ext = 20\n", "bad.toml:2: sm.force_link_speed_ext must be");
+  expect_error("[sm]\nmax_op_vls = 6\n", "bad.toml:2: sm.max_op_vls = 6 is outside 1..5");
+  // A layered routing under QoS: SL2VL must keep its layers on distinct VLs.
+  expect_error("[sm]\nrouting = \"dfsssp\"\nqos = true\nqos_sl2vl = \"0,0,1,2,3,4,5,6,7,0,1,2,3,4,5,6\"\n",
+               "qos_ca_sl2vl (or qos_sl2vl) maps SL0 and SL1 to VL0: a layered routing");
+  EXPECT_NO_THROW(parse_config("[sm]\nrouting = \"minhop\"\nqos = true\nqos_sl2vl = \"0,0,1,2,3,4,5,6,7,0,1,2,3,4,5,6\"\n",
+                               "ok.toml"))
+      << "one layer: any SL2VL";
+  EXPECT_NO_THROW(parse_config("[sm]\nrouting = \"dfsssp\"\nqos = true\n", "ok.toml")) << "OpenSM's default SL2VL";
 }
 
 }  // namespace

@@ -112,6 +112,10 @@ struct SmSection {
   // leaf_head_of_queue_lifetime, vl_stall_count, leaf_vl_stall_count,
   // force_link_width, force_link_speed, force_link_speed_ext).
   sm::PortSettings ports;
+  // IPv6 solicited-node multicast groups share one MLID per partition and
+  // scope (OpenSM's consolidate_ipv6_snm_req): thousands of IPoIB hosts,
+  // one MFT entry. MLIDs stop at the least MulticastFDBCap of the switches.
+  bool consolidate_ipv6_snm_req = false;
 };
 
 struct SaSection {
