@@ -1,17 +1,22 @@
 // The daemon's configuration: defaults, every section parsed, bad input
-// rejected with a message naming the line, OpenSM's options file converted.
+// rejected with a message naming the line, OpenSM's options file converted,
+// and the key-by-key comparison a reload makes.
 #include "madengine/node/config.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <string>
 #include <vector>
+
+#include "node/config_diff.hpp"
 
 namespace madengine::node {
 namespace {
@@ -294,6 +299,38 @@ TEST(Config, OpenSmWrittenOptionsFileConverted) {
   EXPECT_EQ(c.sm.ha_poll_retries, 4u);
   EXPECT_EQ(c.sm.partition_config, "") << "/etc/opensm/partitions.conf does not exist here";
   EXPECT_NO_THROW(validate(c));
+}
+
+// A reload compares configurations key by key: every key of the shipped
+// example (which lists them all) is one the comparison knows.
+TEST(ConfigDiff, EveryKeyOfTheShippedExampleIsCompared) {
+  const std::vector<std::string> known = config_keys();
+  std::ifstream in(MADENGINE_EXAMPLE_CONFIG);
+  std::string section;
+  std::size_t checked = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, std::regex(R"(^\[(\w+)\].*)"))) section = m[1];
+    if (section == "metrics" || section == "admin") continue;  // the daemon's own (tools/madengine/service)
+    if (!std::regex_match(line, m, std::regex(R"(^#? ?(\w+) = .*)"))) continue;
+    const std::string key = section + "." + m[1].str();
+    EXPECT_NE(std::find(known.begin(), known.end(), key), known.end()) << key;
+    ++checked;
+  }
+  EXPECT_GT(checked, 40u);
+}
+
+TEST(ConfigDiff, NamesTheChangedKeys) {
+  const NodeConfig before;
+  NodeConfig after;
+  EXPECT_TRUE(changed_keys(before, after).empty());
+  after.sm.priority = 3;
+  after.sm.routing = "ftree";
+  after.sm.roots = {0x10};
+  after.sm.qos_swe.vlarb_low = "0:8";
+  after.log.level = "debug";
+  EXPECT_EQ(changed_keys(before, after),
+            (std::vector<std::string>{"sm.priority", "sm.routing", "sm.roots", "sm.qos_swe_vlarb_low", "log.level"}));
 }
 
 }  // namespace
