@@ -6,6 +6,7 @@
 #include <new>
 #include <stdexcept>
 
+#include "madengine_version.h"
 #include "node/c_api.hpp"
 
 namespace madengine::capi {
@@ -182,7 +183,7 @@ using capi::fail;
 extern "C" {
 
 const char* me_version(void) {
-  return "0.1.0";
+  return MADENGINE_VERSION_STRING;
 }
 
 const char* me_strerror(int status) {

@@ -73,12 +73,20 @@ class InternalNode : public Node {
   std::uint64_t commands_ran(std::uint16_t core) const noexcept;
 
   // SIGHUP: what can change while the node runs, from a freshly read
-  // configuration: the log level, then every reload hook (files another
-  // part of the node reads, e.g. partitions) in the order added. Returns
-  // one line per thing reloaded. Hooks run on the calling thread.
+  // configuration: the log level (log.file: the caller reopens its log),
+  // the SM's priority (on the SM's core, as the admin command sets it), the
+  // partitions and qos-policy files (re-read, from new paths too), then
+  // every reload hook in the order added. `applied`: one line per thing
+  // reloaded; `restart_needed`: every other key that changed, by its TOML
+  // name ("sm.routing"), which stays as the node started with it until a
+  // restart. Hooks run on the calling thread.
+  struct ReloadResult {
+    std::vector<std::string> applied;
+    std::vector<std::string> restart_needed;
+  };
   using ReloadHook = std::function<std::string(const NodeConfig&)>;
   void add_reload_hook(ReloadHook hook);
-  std::vector<std::string> reload(const NodeConfig& fresh);
+  ReloadResult reload(const NodeConfig& fresh);
   // Re-reads the files an operator edits while the SM runs (the partitions
   // file; the qos-policy file with QoS on): SIGHUP, and the admin command.
   // Good files are applied by the next heavy sweep, which is requested; a

@@ -13,6 +13,7 @@
 #include "engine/compute_pool.hpp"
 #include "engine/engine.hpp"
 #include "engine/umad/umad_transport.hpp"
+#include "node/config_diff.hpp"
 #include "node/event_hub.hpp"
 #include "node/fabric_spec.hpp"
 #include "node/internal_node.hpp"
@@ -363,15 +364,7 @@ Node::Node(const NodeConfig& cfg, NodeHooks hooks) : Node(assemble(cfg, std::mov
 Node::Node(std::unique_ptr<Parts> parts) noexcept : p_(std::move(parts)) {}
 
 InternalNode::InternalNode(const NodeConfig& cfg, NodeHooks hooks, const InternalOptions& options)
-    : Node(assemble(cfg, std::move(hooks), options)) {
-  // A reload (SIGHUP, the admin socket) re-reads the partitions and
-  // qos-policy files the node was started with.
-  if (!cfg.sm.partition_config.empty() || cfg.sm.qos)
-    add_reload_hook([this](const NodeConfig&) {
-      return std::string(reload_config_files() ? "partitions and qos-policy files re-read"
-                                               : "partitions or qos-policy file refused: the ones in use kept");
-    });
-}
+    : Node(assemble(cfg, std::move(hooks), options)) {}
 
 Node::~Node() {
   stop();
@@ -486,18 +479,54 @@ std::uint64_t InternalNode::commands_ran(std::uint16_t core) const noexcept {
 
 void InternalNode::add_reload_hook(ReloadHook hook) { parts().reload_hooks.push_back(std::move(hook)); }
 
-std::vector<std::string> InternalNode::reload(const NodeConfig& fresh) {
-  std::vector<std::string> done;
-  if (fresh.log.level != parts().cfg.log.level) {
+InternalNode::ReloadResult InternalNode::reload(const NodeConfig& fresh) {
+  ReloadResult r;
+  NodeConfig& now = parts().cfg;
+  if (fresh.log.level != now.log.level) {
     spdlog::set_level(spdlog::level::from_str(fresh.log.level));
-    done.push_back(fmt::format("log.level {} -> {}", parts().cfg.log.level, fresh.log.level));
-    parts().cfg.log.level = fresh.log.level;
+    r.applied.push_back(fmt::format("log.level {} -> {}", now.log.level, fresh.log.level));
+    now.log.level = fresh.log.level;
+  }
+  now.log.file = fresh.log.file;  // the log's sink is the caller's to reopen (the daemon does)
+  if (fresh.sm.priority != now.sm.priority) {
+    // As the admin command does it: on the SM's core; HA acts on it at once.
+    sm::SubnetManager& s = sm();
+    const auto priority = static_cast<std::uint8_t>(fresh.sm.priority);
+    if (post(sm_core(), [&s, priority] { s.set_priority(priority); })) {
+      r.applied.push_back(fmt::format("sm.priority {} -> {}", now.sm.priority, fresh.sm.priority));
+      now.sm.priority = fresh.sm.priority;
+    } else {
+      spdlog::warn("reload: sm.priority {} not applied: the SM's command queue is full (reload again)", fresh.sm.priority);
+    }
+  }
+  // The partitions and qos-policy files: re-read while in use, and from
+  // their new paths when those changed; a refused file keeps the old paths.
+  const bool files_in_use = !now.sm.partition_config.empty() || now.sm.qos;
+  if (files_in_use || fresh.sm.partition_config != now.sm.partition_config ||
+      fresh.sm.qos_policy_file != now.sm.qos_policy_file) {
+    const std::string partitions = now.sm.partition_config, policy = now.sm.qos_policy_file;
+    now.sm.partition_config = fresh.sm.partition_config;
+    now.sm.qos_policy_file = fresh.sm.qos_policy_file;
+    if (reload_config_files()) {
+      r.applied.push_back("partitions and qos-policy files re-read");
+    } else {
+      r.applied.push_back("partitions or qos-policy file refused: the ones in use kept");
+      now.sm.partition_config = partitions;
+      now.sm.qos_policy_file = policy;
+    }
   }
   for (const ReloadHook& h : parts().reload_hooks) {
     std::string what = h(fresh);
-    if (!what.empty()) done.push_back(std::move(what));
+    if (!what.empty()) r.applied.push_back(std::move(what));
   }
-  return done;
+  // Every other key is read once, at start: named, and kept as it is. The
+  // keys handled above are not (applied, refused or retried at the next reload).
+  NodeConfig handled = now;
+  handled.sm.priority = fresh.sm.priority;
+  handled.sm.partition_config = fresh.sm.partition_config;
+  handled.sm.qos_policy_file = fresh.sm.qos_policy_file;
+  r.restart_needed = changed_keys(handled, fresh);
+  return r;
 }
 
 }  // namespace madengine::node

@@ -1,14 +1,22 @@
-// The daemon's configuration: defaults, every section parsed, and bad input
-// rejected with a message naming the line.
+// The daemon's configuration: defaults, every section parsed, bad input
+// rejected with a message naming the line, OpenSM's options file converted,
+// and the key-by-key comparison a reload makes.
 #include "madengine/node/config.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <regex>
 #include <string>
+#include <vector>
+
+#include "node/config_diff.hpp"
 
 namespace madengine::node {
 namespace {
@@ -180,31 +188,50 @@ guid2mkey = "/tmp/g2m"
   EXPECT_EQ(umad.sm.guid2mkey, "/var/lib/madengine/guid2mkey");
 }
 
-// scripts/opensm_options_to_toml.awk on an OpenSM options file (the keys
-// as `opensm -c` writes them): the result is a madengine config with the
-// same settings; files that do not exist are left out.
-TEST(Config, OpenSmOptionsFileConverted) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("opensm-conv-" + std::to_string(::getpid()));
+// scripts/opensm_options_to_toml.awk on an OpenSM options file: the [sm] table it writes.
+std::string convert_opensm_options(const std::string& opts) {
+  const std::string cmd = "awk -f " MADENGINE_OPENSM_OPTIONS_TO_TOML " " + opts;
+  std::string toml = "[sm]\n";
+  FILE* out = ::popen(cmd.c_str(), "r");
+  if (out == nullptr) return {};
+  char buf[512];
+  while (std::fgets(buf, sizeof(buf), out) != nullptr) toml += buf;
+  if (::pclose(out) != 0) ADD_FAILURE() << cmd;
+  return toml;
+}
+
+std::filesystem::path temp_dir(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// An OpenSM options file (the keys as `opensm -c` writes them) converts to a
+// madengine config with the same settings, units converted; files that do
+// not exist and values madengine cannot take are left out; the priority is
+// OpenSM's default when the file has none.
+TEST(Config, OpenSmOptionsFileConverted) {
+  const std::filesystem::path dir = temp_dir("opensm-conv");
   const std::string partitions = (dir / "partitions.conf").string();
   std::ofstream(partitions) << "Default=0x7fff, ipoib : ALL=full ;\n";
+  const std::string roots = (dir / "roots").string();
+  std::ofstream(roots) << "0x0002c90300000001\n\n0x0002c90300000002\n";
   const std::string opts = (dir / "opensm.conf").string();
   std::ofstream(opts) << "#\n# DEVICE ATTRIBUTES OPTIONS\n#\nguid 0x0000000000000000\n\n"
                          "# M_Key value sent to all ports qualifying all Set(PortInfo)\nm_key 0xfedcba9876543210\n\n"
                          "m_key_lease_period 60\nm_key_protection_level 2\nm_key_lookup TRUE\n"
                          "sm_key 0x0000000000000007\nsa_key 0x0000000000000001\n"
+                         "subnet_prefix 0xfec0000000000000\nlmc 2\nsubnet_timeout 17\n"
                          "partition_config_file " << partitions << "\nno_partition_enforcement TRUE\npart_enforce in\n"
-                         "allow_both_pkeys TRUE\nkeep_pkey_indexes TRUE\nqos TRUE\n"
+                         "allow_both_pkeys TRUE\nkeep_pkey_indexes TRUE\nsweep_interval 5\n"
+                         "routing_engine lash,ftree,updn\nroot_guid_file " << roots << "\n"
+                         "sminfo_polling_timeout 500\npolling_retry_number 3\nmax_wire_smps 4\n"
+                         "transaction_timeout 300\ntransaction_retries 5\nqos TRUE\n"
                          "qos_policy_file " << (dir / "absent-qos-policy.conf").string() << "\n"
                          "qos_max_vls 0\nqos_high_limit -1\nqos_vlarb_high 0:4,1:0\nqos_vlarb_low (null)\n"
                          "qos_sl2vl 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,7\nqos_ca_high_limit 3\nqos_swe_vlarb_low 0:8,1:8\n";
-  const std::string cmd = "awk -f " MADENGINE_OPENSM_OPTIONS_TO_TOML " " + opts;
-  std::string toml = "[sm]\n";
-  FILE* out = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(out, nullptr);
-  char buf[512];
-  while (std::fgets(buf, sizeof(buf), out) != nullptr) toml += buf;
-  ASSERT_EQ(::pclose(out), 0) << cmd;
+  const std::string toml = convert_opensm_options(opts);
   std::filesystem::remove_all(dir);
   SCOPED_TRACE(toml);
   const NodeConfig c = parse_config(toml, "converted.toml");
@@ -212,9 +239,21 @@ TEST(Config, OpenSmOptionsFileConverted) {
   EXPECT_EQ(c.sm.m_key_lease_period, 60u);
   EXPECT_EQ(c.sm.m_key_protection_level, 2u);
   EXPECT_EQ(c.sm.sm_key, 7u);
+  EXPECT_EQ(c.sm.subnet_prefix, 0xfec0000000000000u);
+  EXPECT_EQ(c.sm.lmc, 2u);
+  EXPECT_EQ(c.sm.subnet_timeout, 17u);
   EXPECT_EQ(c.sm.partition_config, partitions);
   EXPECT_EQ(c.sm.part_enforce, "off") << "no_partition_enforcement TRUE wins, as in OpenSM";
   EXPECT_TRUE(c.sm.allow_both_pkeys);
+  EXPECT_EQ(c.sm.sweep_interval_ms, 5000u) << "OpenSM's seconds";
+  EXPECT_EQ(c.sm.routing, "ftree,updn") << "lash is not offered: left out of the chain";
+  EXPECT_EQ(c.sm.roots, (std::vector<std::uint64_t>{0x0002c90300000001u, 0x0002c90300000002u}));
+  EXPECT_EQ(c.sm.ha_poll_interval_ms, 500u);
+  EXPECT_EQ(c.sm.ha_poll_retries, 3u);
+  EXPECT_EQ(c.sm.smps_in_flight_max, NodeConfig{}.sm.smps_in_flight_max) << "max_wire_smps is OpenSM's engine's";
+  EXPECT_EQ(c.sm.transaction_timeout_ms, 300u);
+  EXPECT_EQ(c.sm.transaction_retries, 5u);
+  EXPECT_EQ(c.sm.priority, 0u) << "no sm_priority: OpenSM's default 0, not madengine's 15";
   EXPECT_TRUE(c.sm.qos);
   EXPECT_EQ(c.sm.qos_policy_file, "") << "a policy file that does not exist is left out";
   EXPECT_EQ(c.sm.qos_all.high_limit, -1);
@@ -224,6 +263,74 @@ TEST(Config, OpenSmOptionsFileConverted) {
   EXPECT_EQ(c.sm.qos_ca.high_limit, 3);
   EXPECT_EQ(c.sm.qos_swe.vlarb_low, "0:8,1:8");
   EXPECT_NO_THROW(validate(c));
+}
+
+// The file OpenSM itself writes (opensm -c), with a site's priority,
+// routing and sweep interval edited in, converts to a file madengine takes.
+TEST(Config, OpenSmWrittenOptionsFileConverted) {
+  if (std::system("command -v opensm >/dev/null 2>&1") != 0) GTEST_SKIP() << "no opensm to write its options file";
+  const std::filesystem::path dir = temp_dir("opensm-written");
+  const std::string opts = (dir / "opensm.conf").string();
+  ASSERT_EQ(std::system(("opensm -c '" + opts + "' >/dev/null 2>&1").c_str()), 0);
+  std::string text;
+  {
+    std::ifstream in(opts);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  const auto edit = [&text](const std::string& from, const std::string& to) {
+    const auto at = text.find("\n" + from + "\n");
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at + 1, from.size(), to);
+  };
+  edit("sm_priority 0", "sm_priority 11");
+  edit("routing_engine (null)", "routing_engine updn,minhop");
+  edit("sweep_interval 10", "sweep_interval 30");
+  std::ofstream(opts) << text;
+  const std::string toml = convert_opensm_options(opts);
+  std::filesystem::remove_all(dir);
+  SCOPED_TRACE(toml);
+  const NodeConfig c = parse_config(toml, "converted.toml");
+  EXPECT_EQ(c.sm.priority, 11u);
+  EXPECT_EQ(c.sm.routing, "updn,minhop");
+  EXPECT_EQ(c.sm.sweep_interval_ms, 30'000u);
+  EXPECT_EQ(c.sm.subnet_prefix, 0xfe80000000000000u);
+  EXPECT_EQ(c.sm.sm_key, 1u);
+  EXPECT_EQ(c.sm.ha_poll_interval_ms, 10'000u);
+  EXPECT_EQ(c.sm.ha_poll_retries, 4u);
+  EXPECT_EQ(c.sm.partition_config, "") << "/etc/opensm/partitions.conf does not exist here";
+  EXPECT_NO_THROW(validate(c));
+}
+
+// A reload compares configurations key by key: every key of the shipped
+// example (which lists them all) is one the comparison knows.
+TEST(ConfigDiff, EveryKeyOfTheShippedExampleIsCompared) {
+  const std::vector<std::string> known = config_keys();
+  std::ifstream in(MADENGINE_EXAMPLE_CONFIG);
+  std::string section;
+  std::size_t checked = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (std::regex_match(line, m, std::regex(R"(^\[(\w+)\].*)"))) section = m[1];
+    if (section == "metrics" || section == "admin") continue;  // the daemon's own (tools/madengine/service)
+    if (!std::regex_match(line, m, std::regex(R"(^#? ?(\w+) = .*)"))) continue;
+    const std::string key = section + "." + m[1].str();
+    EXPECT_NE(std::find(known.begin(), known.end(), key), known.end()) << key;
+    ++checked;
+  }
+  EXPECT_GT(checked, 40u);
+}
+
+TEST(ConfigDiff, NamesTheChangedKeys) {
+  const NodeConfig before;
+  NodeConfig after;
+  EXPECT_TRUE(changed_keys(before, after).empty());
+  after.sm.priority = 3;
+  after.sm.routing = "ftree";
+  after.sm.roots = {0x10};
+  after.sm.qos_swe.vlarb_low = "0:8";
+  after.log.level = "debug";
+  EXPECT_EQ(changed_keys(before, after),
+            (std::vector<std::string>{"sm.priority", "sm.routing", "sm.roots", "sm.qos_swe_vlarb_low", "log.level"}));
 }
 
 }  // namespace

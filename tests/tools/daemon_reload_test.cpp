@@ -2,12 +2,16 @@
 // start (a bad one stops the start with file:line), re-read by
 // reload_config_files() (what SIGHUP calls): a good file reaches the ports at
 // the next heavy sweep, a bad one is refused and the ports keep their tables.
+// reload() (SIGHUP's configuration) applies the priority and a new
+// partitions path, and names every other changed key as needing a restart.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "madengine/node/node.hpp"
 #include "madengine/wire/smp/pkey_table.hpp"
@@ -76,6 +80,46 @@ TEST_F(DaemonReload, GoodFileAppliesBadFileIsRefused) {
   ASSERT_TRUE(pump_until(d, [&] { return d.sm().status().heavy_sweeps > again; }, 10'000));
   EXPECT_EQ(pkey_at(f, host, 1), 0x800b) << "the refused file changed nothing";
   EXPECT_EQ(d.sm().status().last_heavy.bringup.pkey_sets, 0u);
+}
+
+bool contains(const std::vector<std::string>& lines, const std::string& line) {
+  for (const std::string& l : lines)
+    if (l == line) return true;
+  return false;
+}
+
+TEST_F(DaemonReload, ReloadAppliesWhatItCanAndNamesTheRest) {
+  write("Default=0x7fff, ipoib : ALL=full ;\n");
+  InternalNode d(cfg_);
+  ASSERT_TRUE(d.wait_subnet_up(std::chrono::seconds(30)));
+  sim::Fabric& f = *d.fabric();
+  const sim::PortIdx host = f.port(f.find_node("host-1-0"), 1);
+  NodeConfig fresh = cfg_;
+  fresh.sm.priority = 4;
+  fresh.sm.routing = "updn";
+  fresh.sm.sweep_interval_ms = 5000;
+  fresh.sm.partition_config = (dir_ / "other-partitions.conf").string();
+  std::ofstream(fresh.sm.partition_config) << "Default=0x7fff, ipoib : ALL=full ;\nblue=0x0b : ALL=full ;\n";
+  const std::uint64_t sweeps = d.sm().status().heavy_sweeps;
+  const InternalNode::ReloadResult r = d.reload(fresh);
+  EXPECT_EQ(r.restart_needed, (std::vector<std::string>{"sm.routing", "sm.sweep_interval_ms"}));
+  EXPECT_TRUE(contains(r.applied, "sm.priority 15 -> 4"));
+  EXPECT_TRUE(contains(r.applied, "partitions and qos-policy files re-read"));
+  ASSERT_TRUE(pump_until(d, [&] { return d.sm().status().heavy_sweeps > sweeps; }, 10'000));
+  EXPECT_EQ(d.sm().priority(), 4u);
+  EXPECT_EQ(pkey_at(f, host, 1), 0x800b) << "the new path's partitions";
+
+  // Again: the priority is in use now; what needs a restart still does.
+  const InternalNode::ReloadResult again = d.reload(fresh);
+  EXPECT_EQ(again.restart_needed, r.restart_needed);
+  EXPECT_FALSE(contains(again.applied, "sm.priority 15 -> 4"));
+
+  // A path that cannot be read is refused; the partitions in use stay.
+  NodeConfig missing = fresh;
+  missing.sm.partition_config = (dir_ / "missing.conf").string();
+  const InternalNode::ReloadResult refused = d.reload(missing);
+  EXPECT_TRUE(contains(refused.applied, "partitions or qos-policy file refused: the ones in use kept"));
+  EXPECT_FALSE(contains(refused.restart_needed, "sm.partition_config"));
 }
 
 TEST_F(DaemonReload, BadFileAtStartNamesTheLine) {

@@ -1,8 +1,10 @@
-// The madengine daemon and madstorm as processes, as systemd and an operator
-// see them (label sim): sd_notify on a NOTIFY_SOCKET the test reads (READY=1,
-// STATUS=, WATCHDOG=1), SIGHUP reloading the log level and reopening the
-// log, journald's format when stderr is the journal, and the metrics
-// endpoint's counters moving while madstorm storms the embedded madengine.
+// The madengine daemon, madengine-ctl and madstorm as processes, as systemd
+// and an operator see them (label sim): sd_notify on a NOTIFY_SOCKET the test
+// reads (READY=1, STATUS=, WATCHDOG=1), SIGHUP reloading the log level,
+// reopening the log and naming what waits for a restart, journald's format
+// when stderr is the journal, the metrics endpoint's counters moving while
+// madstorm storms the embedded madengine, exit status 2 on a bad flag or
+// value, --version, and an admin socket in a folder that does not exist.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -22,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "madengine_version.h"
 #include "service_helpers.hpp"
 
 namespace madengine::service {
@@ -135,6 +138,34 @@ TEST(ServiceDaemon, HangupReloadsTheLogLevelAndReopensTheLog) {
   std::filesystem::remove_all(dir);
 }
 
+// Keys the daemon cannot change while it runs are named in one warning;
+// the priority is applied (on the SM's core, as madengine-ctl priority).
+TEST(ServiceDaemon, HangupAppliesThePriorityAndNamesWhatNeedsARestart) {
+  const auto dir = st::temp_dir("sighup-restart");
+  const std::string cfg = (dir / "madengine.toml").string(), log = (dir / "madengine.log").string();
+  std::ofstream(cfg) << "[sm]\npriority = 15\n[log]\nfile = \"" << log << "\"\n";
+  const pid_t pid = spawn(daemon_args(cfg), {}, (dir / "out").string());
+  ASSERT_TRUE(wait_for_text(log, "subnet up", 30'000)) << slurp(log) << slurp(dir / "out");
+  std::ofstream(cfg) << "[sm]\npriority = 9\nrouting = \"updn\"\nlmc = 1\n[log]\nfile = \"" << log << "\"\n"
+                     << "[metrics]\nlisten = \"127.0.0.1:0\"\n";
+  ::kill(pid, SIGHUP);
+  EXPECT_TRUE(wait_for_text(log, "reloaded: sm.priority 15 -> 9", 10'000)) << slurp(log);
+  EXPECT_TRUE(wait_for_text(log, "sm: priority 15 -> 9", 10'000)) << slurp(log);
+  EXPECT_TRUE(wait_for_text(
+      log, "SIGHUP: not applied until a restart (the values in use are kept): sm.lmc, sm.routing, metrics.listen", 10'000))
+      << slurp(log);
+  // Back to what runs, but for the log level (a line in the reopened log):
+  // nothing waits for a restart any more, so no warning.
+  std::filesystem::rename(log, log + ".1");
+  std::ofstream(cfg) << "[sm]\npriority = 9\n[log]\nlevel = \"debug\"\nfile = \"" << log << "\"\n";
+  ::kill(pid, SIGHUP);
+  EXPECT_TRUE(wait_for_text(log, "reloaded: log.level info -> debug", 10'000)) << slurp(log);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(slurp(log).find("not applied until a restart"), std::string::npos) << slurp(log);
+  EXPECT_EQ(stop(pid), 0);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(ServiceDaemon, JournalFormatWhenStderrIsTheJournal) {
   const auto dir = st::temp_dir("journal");
   const std::string out = (dir / "out").string();
@@ -182,6 +213,61 @@ TEST(ServiceDaemon, MetricsMoveDuringAMadstormRun) {
   std::size_t rises = 0;
   for (std::size_t i = 1; i < seen.size(); ++i) rises += seen[i] > seen[i - 1];
   EXPECT_GE(rises, 2u) << "scrapes: " << seen.size();
+  std::filesystem::remove_all(dir);
+}
+
+// Bad flags and values exit 2 (the manual pages' usage error) with CLI11's
+// message, in each tool.
+TEST(ServiceDaemon, BadFlagsAndValuesExitTwo) {
+  const struct {
+    std::string cmd, says;
+  } cases[] = {
+      {std::string(MADENGINE_BIN) + " --no-such-flag", "--no-such-flag"},
+      {std::string(MADENGINE_BIN) + " --priority 16", "--priority"},
+      {std::string(MADENGINE_BIN) + " --transport ib", "--transport"},
+      {std::string(MADENGINE_BIN) + " --cores many", "--cores"},
+      {std::string(MADENGINE_CTL_BIN) + " --no-such-flag status", "--no-such-flag"},
+      {std::string(MADENGINE_CTL_BIN), "A command is required"},
+      {std::string(MADENGINE_CTL_BIN) + " frobnicate", "frobnicate"},
+      {std::string(MADENGINE_CTL_BIN) + " priority 16", "16"},
+      {std::string(MADENGINE_CTL_BIN) + " loglevel loud", "loud"},
+      {std::string(MADENGINE_CTL_BIN) + " paths 0", "LID"},
+      {std::string(MADSTORM_BIN) + " --no-such-flag", "--no-such-flag"},
+      {std::string(MADSTORM_BIN) + " --sl 16", "--sl"},
+      {std::string(MADSTORM_BIN) + " merge /nonexistent.json", "/nonexistent.json"},
+  };
+  for (const auto& c : cases) {
+    int rc = 0;
+    const std::string out = st::run(c.cmd + " 2>&1 >/dev/null", rc);  // stderr only
+    EXPECT_EQ(rc, 2) << c.cmd << "\n" << out;
+    EXPECT_NE(out.find(c.says), std::string::npos) << c.cmd << "\n" << out;
+    EXPECT_NE(out.find("--help"), std::string::npos) << c.cmd << "\n" << out;  // CLI11's pointer to the usage
+  }
+}
+
+TEST(ServiceDaemon, VersionIsTheProjectsVersion) {
+  for (const std::string tool : {MADENGINE_BIN, MADENGINE_CTL_BIN, MADSTORM_BIN}) {
+    int rc = 0;
+    const std::string out = st::run(tool + " --version 2>&1", rc);
+    const std::string name = std::filesystem::path(tool).filename().string();
+    EXPECT_EQ(rc, 0) << tool;
+    EXPECT_EQ(out, name + " " + MADENGINE_VERSION_STRING + "\n") << tool;
+  }
+}
+
+// A mistyped admin socket path is an error naming it; no folder is made.
+TEST(ServiceDaemon, AdminSocketInAMissingFolderIsAnError) {
+  const auto dir = st::temp_dir("admin-missing");
+  const std::string socket = (dir / "no-such-folder" / "admin.sock").string();
+  int rc = 0;
+  const std::string out = st::run(std::string(MADENGINE_BIN) + " --transport sim --generate ft2:4 --cores 1 --admin-socket '" +
+                                      socket + "' --exit-after-subnet-up 2>&1",
+                                  rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("admin.socket " + socket + ": directory " + (dir / "no-such-folder").string() + " does not exist"),
+            std::string::npos)
+      << out;
+  EXPECT_FALSE(std::filesystem::exists(dir / "no-such-folder"));
   std::filesystem::remove_all(dir);
 }
 

@@ -44,6 +44,7 @@ class Service : public ::testing::Test {
     cfg.log.level = "warn";
     node_ = new node::InternalNode(cfg);
     commands_ = new AdminCommands(*node_);
+    std::filesystem::create_directories(dir_ / "run");  // the daemon creates no directory (systemd's RuntimeDirectory= does)
     socket_ = (dir_ / "run" / "admin.sock").string();
     admin_ = new AdminServer(socket_, *commands_);
     renderer_ = new MetricsRenderer(*node_);

@@ -2,8 +2,8 @@
 //   madengine-ctl [--socket PATH] [--json] COMMAND [ARGS]
 // One JSON request line, one JSON reply line (docs/operations.md); the reply
 // printed as a table, or as it came with --json. Exit 0 when the daemon
-// said ok, 1 when it answered an error, 2 when it could not be asked.
-#include <CLI/CLI.hpp>
+// said ok, 1 when it answered an error, 2 when it could not be asked or the
+// command line was wrong (madengine-ctl(8)).
 #include <fmt/format.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/command_line.hpp"
 #include "service/admin.hpp"
 #include "service/service_config.hpp"
 
@@ -132,7 +133,7 @@ int main(int argc, char** argv) {
   bool as_json = false;
   app.add_option("-s,--socket", socket, "the daemon's admin socket (admin.socket)");
   app.add_flag("-j,--json", as_json, "print the daemon's JSON reply as it came");
-  app.require_subcommand(1, 1);
+  app.require_subcommand(0, 1);  // none is refused below: CLI11 would not name an unknown command then
   app.add_subcommand("status", "state, epoch, sweeps, ports, SA totals");
   app.add_subcommand("sweep", "request a heavy sweep now");
   unsigned priority = 0;
@@ -142,12 +143,22 @@ int main(int argc, char** argv) {
   app.add_subcommand("lfts", "every switch's LFT, in OpenSM's dump_lfts layout");
   auto* paths = app.add_subcommand("paths", "the paths to LID in the current epoch (from every end port, or --from)");
   unsigned lid = 0, from = 0;
-  paths->add_option("LID", lid, "destination LID")->required();
-  paths->add_option("--from", from, "one source LID, with the switches on the way");
+  // Unicast LIDs (IBA 4.1.3): a value outside them is a usage error here, not a question for the daemon.
+  paths->add_option("LID", lid, "destination LID")->required()->check(CLI::Range(1, 0xbfff));
+  paths->add_option("--from", from, "one source LID, with the switches on the way")->check(CLI::Range(1, 0xbfff));
   app.add_subcommand("counters", "SA counters by record type and method");
   std::string level;
-  app.add_subcommand("loglevel", "set the log level")->add_option("LEVEL", level, "trace|debug|info|warn|error")->required();
-  CLI11_PARSE(app, argc, argv);
+  app.add_subcommand("loglevel", "set the log level")
+      ->add_option("LEVEL", level, "trace|debug|info|warn|error")
+      ->required()
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  madengine::cli::add_version_flag(app, "madengine-ctl");
+  if (const auto rc = madengine::cli::parse(app, argc, argv)) return *rc;
+  if (app.get_subcommands().empty()) {
+    fmt::print(stderr, "A command is required: status, sweep, priority, handover, sms, lfts, paths, counters, loglevel\n"
+                       "Run with --help for more information.\n");
+    return madengine::cli::kExitUsage;
+  }
 
   const std::string cmd = app.get_subcommands().front()->get_name();
   json req{{"cmd", cmd}};

@@ -7,6 +7,7 @@
 // SIGHUP reloads what can change and reopens the log file.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -16,11 +17,11 @@
 #include <mutex>
 #include <optional>
 #include <csignal>
-#include <filesystem>
-#include <functional>
 #include <thread>
 #include <vector>
 
+#include "cli/command_line.hpp"
+#include "daemon_flags.hpp"
 #include "madengine/node/node.hpp"
 #include "node/internal_node.hpp"
 #include "sa/server/sa_server.hpp"
@@ -78,38 +79,22 @@ void log_status(node::InternalNode& d) {
                sa.received, sa.answered, sa.busy, sa.dropped);
 }
 
-// A flag bound to its own copy of a config field: after the file is read,
-// only the flags that were given overwrite it (so 0 or "" can be set too).
-class Overrides {
- public:
-  template <typename T>
-  CLI::Option* add(CLI::App& app, const std::string& name, T& field_in_file_config, const std::string& help) {
-    auto value = std::make_shared<T>();
-    CLI::Option* opt = app.add_option(name, *value, help);
-    applies_.push_back([opt, value, &field_in_file_config] {
-      if (opt->count() != 0) field_in_file_config = *value;
-    });
-    return opt;
-  }
-  void apply() const {
-    for (const auto& f : applies_) f();
-  }
-
- private:
-  std::vector<std::function<void()>> applies_;
-};
-
 // SIGHUP: the file read again (flags still win), the log reopened (after
-// logrotate moved it) at the file's level, then what the node can reload.
-void reload(node::InternalNode& d, const std::string& config_file, node::NodeConfig& cfg, const Overrides& flags) {
-  spdlog::info("SIGHUP: reloading{}", config_file.empty() ? " (no --config file: the log is reopened)" : " " + config_file);
+// logrotate moved it) at the file's level, then what the node can change
+// while it runs; every other changed key is named in one warning.
+void reload(node::InternalNode& d, const daemon_cli::CommandLine& cl, node::NodeConfig& cfg, const service::ServiceConfig& running) {
+  spdlog::info("SIGHUP: reloading{}", cl.config_file.empty() ? " (no --config file: the log is reopened)" : " " + cl.config_file);
   try {
-    if (!config_file.empty()) {
-      cfg = node::load_config_file(config_file);
-      flags.apply();
-    }
+    service::ServiceConfig svc;
+    daemon_cli::load_configuration(cl, cfg, svc);
     service::apply_daemon_log(cfg.log);
-    for (const std::string& what : d.reload(cfg)) spdlog::info("reloaded: {}", what);
+    node::InternalNode::ReloadResult r = d.reload(cfg);
+    for (const std::string& what : r.applied) spdlog::info("reloaded: {}", what);
+    // The metrics endpoint and the admin socket are opened once, at start.
+    if (svc.metrics_listen != running.metrics_listen) r.restart_needed.push_back("metrics.listen");
+    if (svc.admin_socket != running.admin_socket) r.restart_needed.push_back("admin.socket");
+    if (!r.restart_needed.empty())
+      spdlog::warn("SIGHUP: not applied until a restart (the values in use are kept): {}", fmt::join(r.restart_needed, ", "));
   } catch (const std::exception& e) {
     // A bad edit keeps everything as it was; the daemon runs on.
     spdlog::error("SIGHUP: not reloaded: {}", e.what());
@@ -121,76 +106,13 @@ void reload(node::InternalNode& d, const std::string& config_file, node::NodeCon
 int main(int argc, char** argv) {
   CLI::App app{"madengine: InfiniBand subnet manager and subnet administrator"};
   node::NodeConfig cfg;  // the file's values go here, then the flags that were given
-  Overrides flags;
-  std::string config_file, transport;
-  bool exit_after_up = false;
-  app.add_option("-c,--config", config_file, "TOML configuration file (see config/madengine.toml)");
-  CLI::Option* transport_opt = app.add_option("--transport", transport, "umad (HCA or ibsim; the default) or sim (in-process fabric)")
-                                   ->check(CLI::IsMember({"umad", "sim"}));
-  flags.add(app, "--ca", cfg.transport.ca, "umad: CA name (default: the CA of the first active IB port)");
-  flags.add(app, "--port", cfg.transport.port, "umad: port number (default: the first active port)")->check(CLI::Range(0, 254));
-  flags.add(app, "--topology", cfg.transport.topology, "sim: ibnetdiscover/ibsim topology file");
-  flags.add(app, "--generate", cfg.transport.generate, "sim: ft2:RADIX | ft3:RADIX[:PODS] | random:SW:DEGREE:HOSTS[:SEED]");
-  flags.add(app, "--sim-node", cfg.transport.sim_node, "sim: node (topology name) of our SM port");
-  flags.add(app, "--seed", cfg.transport.seed, "sim: seed");
-  flags.add(app, "--sim-speed", cfg.transport.sim_speed, "sim: simulated seconds per wall second (0 = as fast as possible)");
-  flags.add(app, "--cores", cfg.engine.cores, "engine cores")->check(CLI::Range(1, 256));
-  flags.add(app, "--priority", cfg.sm.priority, "SM priority 0..15")->check(CLI::Range(0, 15));
-  flags.add(app, "--routing", cfg.sm.routing, "engine or chain tried in order: minhop | updn | ftree | dfsssp | nue | dor, e.g. dfsssp,updn,minhop");
-  CLI::Option* guid2lid_opt = flags.add(app, "--guid2lid", cfg.sm.guid2lid,
-                                        "GUID-to-LID file kept across restarts (OpenSM's format; \"\" = none)");
-  std::string sa_journal;
-  CLI::Option* journal_opt =
-      app.add_option("--sa-journal", sa_journal,
-                     "SA state journal kept across restarts (\"\" = none; default: beside --guid2lid when that is given)");
-  flags.add(app, "--sweep-interval-ms", cfg.sm.sweep_interval_ms, "light sweep interval")->check(CLI::Range(100, 3'600'000));
-  flags.add(app, "--partition-config", cfg.sm.partition_config,
-            "OpenSM's partitions.conf (as opensm -P); SIGHUP re-reads it");
-  CLI::Option* guid2mkey_opt = flags.add(app, "--guid2mkey", cfg.sm.guid2mkey,
-                                         "ports' M_Keys kept across restarts (OpenSM's guid2mkey format; \"\" = none)");
-  flags.add(app, "--log-level", cfg.log.level, "trace | debug | info | warn | error")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
-  flags.add(app, "--log-file", cfg.log.file, "log to this file instead of stderr");
-  app.add_flag("--exit-after-subnet-up", exit_after_up, "exit 0 once the subnet is up (tests, demos)");
-  service::ServiceConfig svc;
-  std::string metrics_listen, admin_socket;
-  CLI::Option* metrics_opt =
-      app.add_option("--metrics-listen", metrics_listen, "serve Prometheus metrics on HOST:PORT (\"\" = off, the default)");
-  CLI::Option* admin_opt = app.add_option("--admin-socket", admin_socket,
-                                          fmt::format("admin socket path (\"\" = none; default {})", service::kDefaultAdminSocket));
-  CLI11_PARSE(app, argc, argv);
+  daemon_cli::CommandLine cl;
+  daemon_cli::add_flags(app, cl, cfg);
+  if (const auto rc = cli::parse(app, argc, argv)) return *rc;
 
+  service::ServiceConfig svc;
   try {
-    // The file's values, then the flags that were given on top.
-    if (!config_file.empty()) {
-      cfg = node::load_config_file(config_file);
-      svc = service::load_service_config(config_file);
-    }
-    flags.apply();
-    if (metrics_opt->count() != 0) svc.metrics_listen = metrics_listen;
-    if (admin_opt->count() != 0) {
-      svc.admin_socket = admin_socket;
-      svc.admin_socket_given = true;
-    }
-    std::string host, error;
-    unsigned port = 0;
-    if (!svc.metrics_listen.empty() && !service::parse_listen(svc.metrics_listen, host, port, error))
-      throw node::ConfigError(fmt::format("--metrics-listen \"{}\": {}", svc.metrics_listen, error));
-    if (transport_opt->count() != 0)
-      cfg.transport.kind = transport == "sim" ? node::TransportKind::kSim : node::TransportKind::kUmad;
-    service::apply_service_defaults(svc, cfg.transport.kind == node::TransportKind::kSim);
-    // The journal lives beside the GUID-to-LID map unless named.
-    if (journal_opt->count() != 0)
-      cfg.sa.journal = sa_journal;
-    else if (guid2lid_opt->count() != 0 && !cfg.sm.guid2lid.empty() && !cfg.given.contains("sa.journal"))
-      cfg.sa.journal = (std::filesystem::path(cfg.sm.guid2lid).parent_path() / "sa-state.journal").string();
-    // So are the ports' M_Keys.
-    const bool mkeys_beside = guid2mkey_opt->count() == 0 && guid2lid_opt->count() != 0 && !cfg.sm.guid2lid.empty() &&
-                              !cfg.given.contains("sm.guid2mkey");
-    if (mkeys_beside) cfg.sm.guid2mkey = (std::filesystem::path(cfg.sm.guid2lid).parent_path() / "guid2mkey").string();
-    node::apply_state_defaults(cfg, guid2lid_opt->count() != 0, journal_opt->count() != 0,
-                               guid2mkey_opt->count() != 0 || mkeys_beside);
-    node::validate(cfg);
+    daemon_cli::load_configuration(cl, cfg, svc);
   } catch (const node::ConfigError& e) {
     fmt::print(stderr, "madengine: {}\n", e.what());
     return 2;
@@ -226,9 +148,9 @@ int main(int argc, char** argv) {
     while (!g_stop.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       supervisor.tick();
-      if (g_reload.exchange(false)) reload(d, config_file, cfg, flags);
+      if (g_reload.exchange(false)) reload(d, cl, cfg, svc);
       const bool up = d.sm().status().subnet_up;
-      if (up && !was_up && exit_after_up) break;
+      if (up && !was_up && cl.exit_after_up) break;
       was_up = up;
       if (std::chrono::steady_clock::now() - last_status > std::chrono::seconds(30)) {
         log_status(d);

@@ -23,6 +23,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/command_line.hpp"
 #include "madengine/node/node.hpp"
 #include "node/internal_node.hpp"
 #include "service/metrics.hpp"
@@ -340,7 +341,8 @@ int real_main(int argc, char** argv) {
   merge->add_option("--plot", m.plot_path, "write the merged SVG");
   merge->add_option("--html", m.html_path, "write a self-contained HTML report");
   merge->add_flag("--strict", m.strict, "exit 4 on timeouts, BUSY, counts that do not add up or missing shards");
-  CLI11_PARSE(app, argc, argv);
+  madengine::cli::add_version_flag(app, "madstorm");
+  if (const auto rc = madengine::cli::parse(app, argc, argv)) return *rc;
 
   if (merge->parsed()) return run_merge(m);
   if (!o.compare_files.empty()) {

@@ -290,12 +290,16 @@ AdminServer::AdminServer(const std::string& path, AdminCommands& commands) : pat
     throw std::runtime_error(fmt::format("admin.socket \"{}\": empty or longer than {} bytes", path, sizeof(addr.sun_path) - 1));
   addr.sun_family = AF_UNIX;
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  // The directory is the operator's (under systemd RuntimeDirectory= makes
+  // /run/madengine, mode 0700): a missing one means a mistyped path, and a
+  // directory made here would have whatever mode and owner this process has.
   const std::filesystem::path dir = std::filesystem::path(path).parent_path();
   std::error_code ec;
-  if (!dir.empty() && !std::filesystem::exists(dir, ec)) {
-    std::filesystem::create_directories(dir, ec);
-    if (!ec) ::chmod(dir.c_str(), 0700);
-  }
+  if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
+    throw std::runtime_error(fmt::format("admin.socket {}: {}", path,
+                                         std::filesystem::exists(dir, ec)
+                                             ? fmt::format("{} is not a directory", dir.string())
+                                             : fmt::format("directory {} does not exist (madengine creates none)", dir.string())));
   // A socket file left by a daemon that died is replaced; one that answers is another daemon's.
   const int probe = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (probe >= 0) {

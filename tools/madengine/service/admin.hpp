@@ -48,8 +48,9 @@ class AdminCommands {
 
 class AdminServer {
  public:
-  // Binds `path` (its folder is created 0700 if missing; a stale socket is
-  // replaced, a live one is refused). Throws std::runtime_error.
+  // Binds `path` in a folder that must exist (none is created; a stale
+  // socket is replaced, a live one is refused). Throws std::runtime_error
+  // naming the path.
   AdminServer(const std::string& path, AdminCommands& commands);
   ~AdminServer();
   AdminServer(const AdminServer&) = delete;
