@@ -20,10 +20,22 @@ function emit(key, value) {
   if (!(key in out)) order[++keys] = key
   out[key] = value
 }
+# A decimal or 0x hex number (OpenSM writes both); -1 for anything else. By
+# hand: mawk, Debian's awk, has no strtonum.
+function number(s,    v, i, d) {
+  if (s ~ /^[0-9]+$/) return s + 0
+  if (s !~ /^0[xX][0-9a-fA-F]+$/) return -1
+  v = 0
+  for (i = 3; i <= length(s); ++i) {
+    d = index("0123456789abcdef", tolower(substr(s, i, 1))) - 1
+    v = v * 16 + d
+  }
+  return v
+}
 # An integer option as a madengine key in lo..hi, its value multiplied by `scale` (a unit change).
 function ranged(key, scale, lo, hi,    v) {
-  if ($2 !~ /^[0-9]+$/) { warn($1 " " $2 ": not a number: left out"); return 0 }
-  v = $2 * scale
+  if (number($2) < 0) { warn($1 " " $2 ": not a number: left out"); return 0 }
+  v = number($2) * scale
   if (v < lo || v > hi) { warn($1 " " $2 ": madengine's " key " takes " lo ".." hi ": left out"); return 0 }
   emit(key, v)
   return 1
@@ -38,6 +50,11 @@ $1 ~ /^qos_(ca_|sw0_|swe_|rtr_)?(max_vls|high_limit|vlarb_high|vlarb_low|sl2vl)$
   next
 }
 $1 == "sm_priority" { priority_seen = ranged("priority", 1, 0, 15); next }
+$1 ~ /^(max_op_vls)$/ { ranged($1, 1, 1, 5); next }
+$1 ~ /^(packet_life_time|head_of_queue_lifetime|leaf_head_of_queue_lifetime)$/ { ranged($1, 1, 0, 31); next }
+$1 ~ /^(vl_stall_count|leaf_vl_stall_count)$/ { ranged($1, 1, 0, 7); next }
+$1 ~ /^(force_link_speed|force_link_speed_ext|force_link_width)$/ { ranged($1, 1, 0, 255); next }
+$1 == "consolidate_ipv6_snm_req" { emit($1, toml($2)); next }
 $1 == "lmc" { ranged("lmc", 1, 0, 7); next }
 $1 == "subnet_timeout" { ranged("subnet_timeout", 1, 0, 31); next }
 $1 == "transaction_timeout" { ranged("transaction_timeout_ms", 1, 1, 60000); next }

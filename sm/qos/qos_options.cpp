@@ -127,7 +127,7 @@ QosConfig layered_sl2vl_config() {
   QosConfig c;
   c.vlarb = false;
   for (QosTables* t : {&c.ca, &c.sw0, &c.swe, &c.rtr})
-    for (std::uint8_t sl = 0; sl < wire::kSlCount; ++sl) t->sl2vl.set_vl(sl, sl % 8);
+    for (std::uint8_t sl = 0; sl < wire::kSlCount; ++sl) t->sl2vl.set_vl(sl, sl < 15 ? sl : 7);
   return c;
 }
 

@@ -71,7 +71,9 @@ std::optional<QosConfig> build_qos_config(const QosOptions& opts, std::string& e
 
 // What a routing that splits paths into virtual-lane layers (dfsssp, nue,
 // dor: the layer is the path's SL) needs on every port when QoS is off:
-// SL i to VL i mod 8 (OpenSM's default qos_sl2vl), no VLArb tables. Without
+// SL i to VL i, SL15 to VL7 (OpenSM's default qos_sl2vl; programming limits
+// it to each port's VLs, and routing uses no more layers than the ports
+// have VLs), no VLArb tables. Without
 // it a switch keeps its own SL2VL, and the layers' deadlock freedom holds
 // only in the SA's SL field.
 QosConfig layered_sl2vl_config();

@@ -40,17 +40,23 @@ void uniform_links(fabric::Fabric& f) {
     for (auto& p : n.ports) p.mtu = 5, p.link_width = 2, p.link_speed = 4;  // 4x QDR, 4096
 }
 
-// Every port its own MTU and rate, so paths through different links differ.
+// Every port its own MTU and every link its own width and speed (both ends
+// of a link run at one), so paths through different links differ.
 void mixed_links(fabric::Fabric& f, std::uint32_t seed, unsigned slow_one_in) {
   std::mt19937 rng(seed);
   uniform_links(f);
-  static constexpr std::uint8_t kWidths[] = {1, 2, 8}, kSpeeds[] = {1, 2, 4};
-  for (auto& n : f.nodes)
-    for (auto& p : n.ports) {
+  static constexpr std::uint8_t kWidths[] = {1, 16, 2, 8}, kSpeeds[] = {1, 2, 4};
+  for (fabric::NodeId i = 0; i < f.nodes.size(); ++i)
+    for (std::size_t pn = 0; pn < f.nodes[i].ports.size(); ++pn) {
+      fabric::Port& p = f.nodes[i].ports[pn];
       if (rng() % slow_one_in != 0) continue;
       p.mtu = static_cast<std::uint8_t>(1 + rng() % 5);
-      p.link_width = kWidths[rng() % 3];
+      if (!p.linked() || p.peer < i || (p.peer == i && p.peer_port < pn)) continue;  // the link's other end set it
+      p.link_width = kWidths[rng() % 4];
       p.link_speed = kSpeeds[rng() % 3];
+      fabric::Port& q = f.nodes[p.peer].ports[p.peer_port];
+      q.link_width = p.link_width;
+      q.link_speed = p.link_speed;
     }
 }
 
@@ -255,7 +261,7 @@ TEST(PathDbExact, CorruptedForwardingTables) {
 TEST(PathDbExact, MoreValuesThanThePaletteHolds) {
   // A long, thin fabric with every link different: hundreds of distinct
   // {hops, MTU, rate} switch-to-switch values.
-  auto f = testing::random_fabric(200, 2, 1, 5);
+  auto f = testing::random_fabric(400, 2, 1, 5);
   mixed_links(f, 5, 1);
   const auto x = route(std::move(f), 0);
   const PathDb db = PathDb::build(x.f, x.r.lfts, x.r.top_lid, 2, 2);

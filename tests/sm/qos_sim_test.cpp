@@ -145,19 +145,19 @@ TEST(QosSim, OffWritesNoTable) {
 }
 
 // A layered routing without QoS: every port still gets the SL2VL the layers
-// need (SL i -> VL i mod 8, limited to the port's VLs), no VLArb table;
+// need (SL i -> VL i, limited to the port's VLs: VL0-7 here), no VLArb table;
 // the simulator's default would otherwise stay (what a switch holds after
 // reset is its vendor's choice, not the routing's).
 TEST(QosSim, LayeredRoutingWritesSl2VlWithoutQos) {
-  const auto g = sim::make_torus({.dims = {4, 4, 1}, .wrap = {true, true, false}, .hosts_per_switch = 1});
+  const auto g = sim::make_torus({.dims = {5, 5, 1}, .wrap = {true, true, false}, .hosts_per_switch = 1});
   testing::SimSaRig rig(g.topo, 5);
   auto& node = rig.add(rig.fabric.find_node("host-0-0-0-0"), [](sm::SmConfig& c) {
-    c.routing = sm::RoutingAlgo::kDfsssp;
-    c.routing_chain = {sm::RoutingAlgo::kDfsssp};
+    c.routing = sm::RoutingAlgo::kDor;
+    c.routing_chain = {sm::RoutingAlgo::kDor};
   });
   ASSERT_TRUE(rig.run_until([&] { return node.sm().status().subnet_up; }, 30'000));
   const auto st = node.sm().status().last_heavy;
-  ASSERT_GT(st.routing_vls, 1u) << "a torus needs more than one layer";
+  ASSERT_GT(st.routing_vls, 1u) << "dor on a torus: dateline layers";
   EXPECT_EQ(st.qos.errors, 0u);
   EXPECT_GT(st.qos.sl2vl_sets, 0u);
   EXPECT_EQ(st.qos.vlarb_sets, 0u);
