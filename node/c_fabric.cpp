@@ -140,13 +140,32 @@ int me_fabric_node(const me_fabric* f, std::uint32_t node, struct me_node_info* 
   });
 }
 
+namespace {
+
+// The node that has `port` (1..N, and 0 on a switch), or null with `err`
+// set and the reason recorded.
+const fabric::Node* port_node(const me_fabric* f, std::uint32_t node, std::uint8_t port, bool has_out, int& err) {
+  err = ME_ERR_INVALID;
+  const fabric::Node* n = capi::node_at(f, node);
+  if (n == nullptr) return nullptr;
+  if (!has_out) {
+    err = fail(ME_ERR_INVALID, "null output");
+    return nullptr;
+  }
+  if (port > n->num_ports() || port >= n->ports.size() || (port == 0 && !n->is_switch())) {
+    err = fail(ME_ERR_INVALID, "node " + std::to_string(node) + " has no port " + std::to_string(port));
+    return nullptr;
+  }
+  return n;
+}
+
+}  // namespace
+
 int me_fabric_port(const me_fabric* f, std::uint32_t node, std::uint8_t port, struct me_port_info* out) {
   return capi::guard([&]() -> int {
-    const fabric::Node* n = capi::node_at(f, node);
-    if (n == nullptr) return ME_ERR_INVALID;
-    if (out == nullptr) return fail(ME_ERR_INVALID, "null port info");
-    if (port > n->num_ports() || port >= n->ports.size() || (port == 0 && !n->is_switch()))
-      return fail(ME_ERR_INVALID, "node " + std::to_string(node) + " has no port " + std::to_string(port));
+    int err = ME_OK;
+    const fabric::Node* n = port_node(f, node, port, out != nullptr, err);
+    if (n == nullptr) return err;
     const fabric::Port& p = n->ports[port];
     *out = me_port_info{};
     out->port_guid = p.guid;
@@ -164,11 +183,9 @@ int me_fabric_port(const me_fabric* f, std::uint32_t node, std::uint8_t port, st
 
 int me_fabric_port_link(const me_fabric* f, std::uint32_t node, std::uint8_t port, struct me_port_link* out) {
   return capi::guard([&]() -> int {
-    const fabric::Node* n = capi::node_at(f, node);
-    if (n == nullptr) return ME_ERR_INVALID;
-    if (out == nullptr) return fail(ME_ERR_INVALID, "null port link");
-    if (port > n->num_ports() || port >= n->ports.size() || (port == 0 && !n->is_switch()))
-      return fail(ME_ERR_INVALID, "node " + std::to_string(node) + " has no port " + std::to_string(port));
+    int err = ME_OK;
+    const fabric::Node* n = port_node(f, node, port, out != nullptr, err);
+    if (n == nullptr) return err;
     const fabric::Port& p = n->ports[port];
     const wire::LinkSpeed s = fabric::link_speed_of(*n, port);
     *out = me_port_link{};
