@@ -5,9 +5,10 @@
 # (find_package(madengine) -> madengine::madengine, madengine::madengine_static)
 # and madengine.pc. The daemon and the tests link the module libraries.
 #
-# MADENGINE_SOVERSION names the ABI. Bump it with every incompatible change
-# of the exported API, then refresh abi/libmadengine.abi (scripts/abi.sh).
-set(MADENGINE_SOVERSION 2)
+# MADENGINE_SOVERSION names the ABI: the project's major version. Bump that
+# (CMakeLists.txt) with every incompatible change of the exported API, then
+# refresh abi/libmadengine.abi (scripts/abi.sh).
+set(MADENGINE_SOVERSION ${PROJECT_VERSION_MAJOR})
 
 set(madengine_objects
   $<TARGET_OBJECTS:madengine_engine> $<TARGET_OBJECTS:madengine_sim> $<TARGET_OBJECTS:madengine_sa>

@@ -60,7 +60,7 @@ void on_sm_state(void* user, std::int32_t, std::int32_t to) {
 }
 
 TEST(CApi, VersionAndErrors) {
-  EXPECT_STREQ(me_version(), "0.1.0");
+  EXPECT_STREQ(me_version(), MADENGINE_TEST_PROJECT_VERSION);
   EXPECT_STREQ(me_strerror(ME_ERR_NO_PATH), "no path");
   char err[256];
   EXPECT_EQ(me_node_create("[sm]\npriority = 99\n", err, sizeof err), nullptr);
