@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "madengine/wire/sa.hpp"
+#include "madengine/wire/sa/port_info_record.hpp"
 
 namespace madengine::sa {
 namespace {
@@ -113,19 +114,30 @@ const RecordLayout* record_layout(std::uint16_t attr_id) noexcept {
   return nullptr;
 }
 
-bool components_equal(const RecordLayout& layout, std::uint64_t mask, const std::uint8_t* a,
-                      const std::uint8_t* b) noexcept {
-  for (std::size_t i = 0; mask != 0 && i < layout.components.size(); ++i, mask >>= 1) {
+bool components_equal(const RecordLayout& layout, std::uint64_t mask, const std::uint8_t* rec,
+                      const std::uint8_t* query, std::uint64_t bit_masks) noexcept {
+  for (std::size_t i = 0; mask != 0 && i < layout.components.size(); ++i, mask >>= 1, bit_masks >>= 1) {
     if ((mask & 1) == 0) continue;
     const Component c = layout.components[i];
+    if ((bit_masks & 1) != 0) {
+      for (unsigned k = c.bit_offset; k < c.bit_offset + c.width_bits; ++k)
+        if (bit_at(query, k) > bit_at(rec, k)) return false;
+      continue;
+    }
     if ((c.bit_offset & 7) == 0 && (c.width_bits & 7) == 0) {
-      if (std::memcmp(a + c.bit_offset / 8, b + c.bit_offset / 8, c.width_bits / 8) != 0) return false;
+      if (std::memcmp(rec + c.bit_offset / 8, query + c.bit_offset / 8, c.width_bits / 8) != 0) return false;
       continue;
     }
     for (unsigned k = c.bit_offset; k < c.bit_offset + c.width_bits; ++k)
-      if (bit_at(a, k) != bit_at(b, k)) return false;
+      if (bit_at(rec, k) != bit_at(query, k)) return false;
   }
   return true;
+}
+
+std::uint64_t bit_mask_components(std::uint16_t attr_id, std::uint32_t attr_mod) noexcept {
+  namespace pir = wire::port_info_record_cm;
+  if (attr_id != a::kPortInfoRecord || (attr_mod & wire::kPortInfoRecordCapMaskMatch) == 0) return 0;
+  return pir::kCapabilityMask | pir::kCapabilityMask2;
 }
 
 std::uint64_t component_value(const RecordLayout& layout, std::size_t i, const std::uint8_t* rec) noexcept {

@@ -28,10 +28,17 @@ struct RecordLayout {
 // The layout of an SA attribute, or nullptr for attributes without one.
 const RecordLayout* record_layout(std::uint16_t attr_id) noexcept;
 
-// True when every component selected by `mask` is equal in `a` and `b`
-// (both at least layout.size bytes).
-bool components_equal(const RecordLayout& layout, std::uint64_t mask, const std::uint8_t* a,
-                      const std::uint8_t* b) noexcept;
+// True when every component selected by `mask` is equal in `rec` and
+// `query` (both at least layout.size bytes). Components also in `bit_masks`
+// match when `rec` has every bit `query` sets in them.
+bool components_equal(const RecordLayout& layout, std::uint64_t mask, const std::uint8_t* rec,
+                      const std::uint8_t* query, std::uint64_t bit_masks = 0) noexcept;
+
+// The components a query of `attr_id` with attribute modifier `attr_mod`
+// compares as bit masks (for components_equal): PortInfoRecord's
+// CapabilityMask and CapabilityMask2 under AttributeModifier bit 31, the
+// only record with such a mode. 0 for every other query.
+std::uint64_t bit_mask_components(std::uint16_t attr_id, std::uint32_t attr_mod) noexcept;
 
 // The field of component `i` as an integer (width <= 64), for tests and keys.
 std::uint64_t component_value(const RecordLayout& layout, std::size_t i, const std::uint8_t* rec) noexcept;

@@ -281,7 +281,7 @@ void sm_info_records(const Snapshot& s, RecordSink& sink) {
 bool RecordSink::offer(const void* rec) {
   if (full()) return false;
   const auto* p = static_cast<const std::uint8_t*>(rec);
-  if (!components_equal(layout_, mask_, p, query_)) return true;
+  if (!components_equal(layout_, mask_, p, query_, bit_masks_)) return true;
   const std::size_t at = bytes_.size();
   bytes_.resize(at + stride_, 0);
   std::memcpy(bytes_.data() + at, p, layout_.size);

@@ -16,11 +16,12 @@ namespace madengine::sa {
 
 // Where matching records go: `bytes` grows by one stride per record; stops
 // accepting (full()) after `limit` records (Get asks for 2 to tell one from many).
+// `bit_masks`: the components matched as bit masks (bit_mask_components).
 class RecordSink {
  public:
   RecordSink(std::vector<std::uint8_t>& bytes, const RecordLayout& layout, std::uint64_t mask,
-             const std::uint8_t* query, std::size_t limit) noexcept
-      : bytes_(bytes), layout_(layout), mask_(mask), query_(query), limit_(limit),
+             const std::uint8_t* query, std::size_t limit, std::uint64_t bit_masks = 0) noexcept
+      : bytes_(bytes), layout_(layout), mask_(mask), bit_masks_(bit_masks), query_(query), limit_(limit),
         stride_(wire::attr_offset_for(layout.size) * 8u) {
     bytes_.clear();
   }
@@ -39,6 +40,7 @@ class RecordSink {
   std::vector<std::uint8_t>& bytes_;
   const RecordLayout& layout_;
   std::uint64_t mask_;
+  std::uint64_t bit_masks_;
   const std::uint8_t* query_;
   std::size_t limit_;
   std::uint16_t stride_;

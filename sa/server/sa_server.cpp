@@ -744,7 +744,8 @@ class SaServer::CoreWorker final : public Poller {
     if (attr == a::kPKeyTableRecord && (sa.sm_key.get() == 0 || sa.sm_key.get() != snap_->sm.sm_key))
       return error(req, st::kReqInvalid, k);
     const bool path = attr == a::kPathRecord;
-    RecordSink sink(scratch_, *layout, path ? mask & kPathFilterMask : mask, q, get ? (path ? 1 : 2) : SIZE_MAX);
+    RecordSink sink(scratch_, *layout, path ? mask & kPathFilterMask : mask, q, get ? (path ? 1 : 2) : SIZE_MAX,
+                    bit_mask_components(attr, sa.hdr.attr_mod.get()));
     std::uint16_t status = 0;
     try {
       if (path) {
@@ -956,10 +957,12 @@ class SaServer::CoreWorker final : public Poller {
     c.base_version = 1;
     c.class_version = wire::kSaClassVersion;
     c.capability_mask = wire::be16::from(wire::cpi_cap::kTrap | wire::cpi_cap::kCapMask2 |
-                                         wire::cpi_cap::kSaOptionalRecords | wire::cpi_cap::kSaMultiPath);
+                                         wire::cpi_cap::kSaOptionalRecords | wire::cpi_cap::kSaMultiPath |
+                                         wire::cpi_cap::kSaPortInfoCapMaskMatch);
     c.set_cap_mask2(wire::cpi_cap2::kSaFullPortInfoRecord | wire::cpi_cap2::kSaExtendedSpeeds |
-                    wire::cpi_cap2::kSaMulticastFdbTop | wire::cpi_cap2::kSaSendOnlyFullMember |
-                    wire::cpi_cap2::kSaLinkWidth2x | wire::cpi_cap2::kSaLinkSpeedHdr | wire::cpi_cap2::kSaLinkSpeedNdr);
+                    wire::cpi_cap2::kSaMulticastFdbTop | wire::cpi_cap2::kSaPortInfoCapMask2Match |
+                    wire::cpi_cap2::kSaSendOnlyFullMember | wire::cpi_cap2::kSaLinkWidth2x |
+                    wire::cpi_cap2::kSaLinkSpeedHdr | wire::cpi_cap2::kSaLinkSpeedNdr);
     c.set_resp_time_value(cfg_.resp_time_value);
     // No redirection: the redirect and trap targets are QP1 with the GSI Q_Key (as OpenSM fills them).
     c.redirect_qp = wire::be32::from(1);

@@ -1,6 +1,6 @@
 // SA conformance on ibsim (conformance.hpp): the same saquery commands (CPI,
-// NR, PIR, SWIR, LR, GIR, PKTR, LFTR, SMIR, PR by LIDs, by GIDs and by
-// link-local GIDs, and queries both must refuse) against OpenSM 3.3.23 and
+// NR, PIR, PIR by IsSM (-s), SWIR, LR, GIR, PKTR, LFTR, SMIR, PR by LIDs, by
+// GIDs and by link-local GIDs, and queries both must refuse) against OpenSM 3.3.23 and
 // against madengine's SA, each on a fabric it brought up itself from bare
 // ibsim, madengine from OpenSM's guid2lid. Records are compared both ways,
 // field by field, but for the fields in kNormalised, each scoped and with
@@ -100,7 +100,9 @@ bool unlinked_switch_port(const std::string& q, const ibsim::conformance::OpenSm
 }
 
 std::vector<std::string> record_queries(const Lids& l, int ports_per_switch) {
-  std::vector<std::string> q = {"-c", "SMIR", "NR 999", "PR --slid 1 --dlid 999"};
+  // -s: the PortInfoRecords whose CapabilityMask has IsSM, then IsSMdisabled
+  // (AttributeModifier bit 31: the mask's bits, not its value).
+  std::vector<std::string> q = {"-c", "SMIR", "-s", "NR 999", "PR --slid 1 --dlid 999"};
   for (const int lid : l.all) {
     const std::string s = std::to_string(lid);
     for (const char* r : {"NR ", "SWIR ", "LFTR "}) q.push_back(std::string(r) + s);
@@ -260,6 +262,9 @@ TEST(SaConformance, Chain3SaquerySeesWhatOpenSmAnswers) {
 // expect_min_hop_lfts() checks every one of madengine's is a shortest path.
 constexpr Normalised kFatTreeRules[] = {
     {"LFTR", "row *", "equal-cost ports: each SM balances its own way; madengine's are all shortest (checked)"},
+    {"PIR", "LocalPort",
+     "the port a switch's SMP arrived on when each SM read it: which of the equal-length directed routes each "
+     "discovery reached the switch by first"},
 };
 
 // FDR, EDR and HDR links, 1x, 2x, 4x and 12x wide, hosts and switch links

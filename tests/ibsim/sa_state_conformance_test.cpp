@@ -2,7 +2,9 @@
 // of conformance.hpp: OpenSM 3.3.23 and madengine each bring up their own
 // fresh fabric from bare ibsim (madengine from OpenSM's guid2lid), the same
 // client on H2 registers a ServiceRecord, joins the IPoIB broadcast group
-// and a new group (H3 joins it too), and subscribes to trap 64; `saquery
+// and a new group (H3 joins it too, after two leaves both SAs must refuse
+// alike: of the broadcast group H3 is not in, and of a group nobody
+// created), and subscribes to trap 64; `saquery
 // SR`, `-g`, `-m`, `-m --smkey 1`, `IIR` and `MFTR` from H3, each run once,
 // must then give the same records field by field both ways, after the
 // normalisation in kNormalised (with its reason), and `ibroute -M` on S1 must
@@ -137,6 +139,23 @@ TEST(SaStateClient, RegisterJoinSubscribe) {
     return;
   }
   if (std::string(mode) == "join") {
+    // Leaves an SA must refuse (IBA o15-0.1.14): of the broadcast group,
+    // which this port never joined, and of a group nobody created. One line
+    // each: status, response method, whether the record came back as sent.
+    struct StrayLeave {
+      const char* what;
+      std::uint64_t mgid_hi, mgid_lo;
+      std::uint32_t tid;
+    };
+    for (const StrayLeave& x : {StrayLeave{"non-member", kBcastMgidHi, kBcastMgidLo, 0x5c07},
+                                StrayLeave{"unknown-mgid", kOwnMgidHi, kOwnMgidLo + 1, 0x5c08}}) {
+      auto l = join_record(lp, x.mgid_hi, x.mgid_lo, 0, 0, 0, 0, 0);
+      ans = {};
+      const int st = sa_request(t, wire::method::kDelete, wire::sa_attr::kMcMemberRecord,
+                                mcm::kMGid | mcm::kPortGid | mcm::kJoinState, &l, sizeof l, x.tid, &ans);
+      std::printf("leave %s %d method 0x%x record %s\n", x.what, st, ans.hdr.method,
+                  std::memcmp(ans.data.data(), &l, sizeof l) == 0 ? "as sent" : "changed");
+    }
     auto j = join_record(lp, kOwnMgidHi, kOwnMgidLo, kOwnQkey, 0, 0, 0, 0);
     const int st = sa_request(t, wire::method::kSet, wire::sa_attr::kMcMemberRecord,
                               mcm::kMGid | mcm::kPortGid | mcm::kJoinState, &j, sizeof j, 0x5c05, &ans);
@@ -233,6 +252,7 @@ bool record_order(const Record& a, const Record& b) {
 // What one SM's run saw besides the queries' answers.
 struct Phase {
   std::string client;  // the children's output
+  std::string leaves;  // H3's refused leaves, one line each
   int client_failures = 0;
   std::string mlid;    // of our group, as the creating join's answer gave it ("0xc001")
   std::string mft;     // ibroute -M of S1
@@ -267,6 +287,9 @@ Phase client_actions(const IbsimFabric& f) {
                          host, 60s);
     p.client += std::string(host) + ": exit " + std::to_string(c.exit_code) + "\n" + c.out + c.err;
     if (c.exit_code != 0) ++p.client_failures;
+    std::istringstream lines(c.out);
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("leave ", 0) == 0) p.leaves += line + "\n";
     if (const auto at = c.out.find("\nown 0 mlid "); at != std::string::npos)
       p.mlid = c.out.substr(at + 12, c.out.find('\n', at + 1) - at - 12);
   }
@@ -320,6 +343,13 @@ TEST(SaStateConformance, SaquerySeesTheSameStateAsFromOpenSm) {
     const std::string diff = ibsim::conformance::compare(q, a, b, kNormalised, {}, tally, record_order);
     EXPECT_EQ(diff, "") << "saquery " << q << "\nOpenSM:\n" << a.out << a.err << "\nmadengine:\n" << b.out << b.err;
   }
+  // A leave by a port that is not a member, and of an unknown group: both
+  // SAs refuse it with ERR_REQ_INVALID in a DeleteResp carrying the record
+  // as sent (OpenSM: mcmr_rcv_leave_mgrp).
+  std::printf("OpenSM's refused leaves:\n%smadengine's:\n%s", osm.leaves.c_str(), ours.leaves.c_str());
+  EXPECT_EQ(osm.leaves, "leave non-member 512 method 0x95 record as sent\nleave unknown-mgid 512 method 0x95 record as sent\n")
+      << osm.client;
+  EXPECT_EQ(ours.leaves, osm.leaves) << ours.client;
   // The group our client created is listed, and S1 forwards its MLID to
   // both members, under both SMs.
   for (const bool is_osm : {true, false}) {

@@ -1,7 +1,8 @@
 // SA server, read-only records: every record type's Get and GetTable with
 // several component masks, answers over RMPP reassembled by the engine's
 // RmppReceiver equal to the expected set, PathRecord values equal to the
-// path database and the routed walk, and the status codes of bad requests.
+// path database and the routed walk, the PortInfoRecord capability-mask
+// match (AttributeModifier bit 31), and the status codes of bad requests.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -136,6 +137,99 @@ TEST_F(SaRecords, PortInfoRecords) {
   ASSERT_TRUE(r);
   for (const auto& p : r->records<wire::PortInfoRecord>()) EXPECT_EQ(p.port_info.port_state(), 4);
   EXPECT_GT(r->records<wire::PortInfoRecord>().size(), 12u);
+}
+
+// AttributeModifier bit 31 (saquery -s): CapabilityMask and CapabilityMask2
+// select the ports that have every bit the query sets; without it they must
+// be equal. Other records ignore the bit.
+TEST(SaRecordsCapMaskMatch, PortInfoRecordCapabilityBitsAsMasks) {
+  namespace pir = wire::port_info_record_cm;
+  namespace cap = wire::port_cap;
+  const Built b = build_snapshot(madengine::testing::fat_tree2(4, 2, 3));
+  const std::vector<std::uint16_t> lids = ca_lids(*b.snap);
+  ASSERT_GE(lids.size(), 3u);
+  auto info_of = [&](std::uint16_t lid) -> wire::PortInfo& {
+    const fabric::EndPort e = *b.snap->end_port_by_lid(lid);
+    return b.snap->fabric.nodes[e.node].ports[e.port].info;
+  };
+  constexpr std::uint32_t kCaCaps = cap::kIsTrapSupported | cap::kIsClientReregistrationSupported;
+  for (const auto lid : lids) info_of(lid).capability_mask = wire::be32::from(kCaCaps);
+  const std::uint16_t sm = b.snap->sm.lid, disabled = lids[1], cap2 = lids[2];
+  ASSERT_EQ(sm, lids[0]);
+  info_of(sm).capability_mask = wire::be32::from(kCaCaps | cap::kIsSM);
+  info_of(disabled).capability_mask = wire::be32::from(kCaCaps | cap::kIsSMdisabled);
+  info_of(cap2).capability_mask2 =
+      wire::be16::from(wire::port_cap2::kIsSetNodeDescriptionSupported | wire::port_cap2::kIsLinkWidth2xSupported);
+  SaHarness h(b.snap);
+  std::uint64_t tid = 0x400;
+  auto ask = [&](std::uint8_t method, std::uint64_t mask, const wire::PortInfoRecord& q, bool match_bits) {
+    MadBuf req = sa_request(method, a::kPortInfoRecord, mask, q, ++tid, lids.back());
+    if (match_bits) req.as<wire::SaMad>().hdr.attr_mod = wire::be32::from(wire::kPortInfoRecordCapMaskMatch);
+    return h.ask(req);
+  };
+  auto lids_of = [](const std::vector<wire::PortInfoRecord>& recs) {
+    std::set<std::uint16_t> out;
+    for (const auto& r : recs) out.insert(r.endport_lid.get());
+    return out;
+  };
+
+  // saquery -s: the IsSM ports, then the IsSMdisabled ones.
+  wire::PortInfoRecord q{};
+  q.port_info.capability_mask = wire::be32::from(cap::kIsSM);
+  auto r = ask(m::kGetTable, pir::kCapabilityMask, q, true);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status(), 0);
+  EXPECT_EQ(lids_of(r->records<wire::PortInfoRecord>()), std::set<std::uint16_t>{sm});
+  q.port_info.capability_mask = wire::be32::from(cap::kIsSMdisabled);
+  EXPECT_EQ(lids_of(ask(m::kGetTable, pir::kCapabilityMask, q, true)->records<wire::PortInfoRecord>()),
+            std::set<std::uint16_t>{disabled});
+  // Every bit asked must be set: IsSM and IsTrapSupported still finds the
+  // SM; IsSM and a bit no port has finds none.
+  q.port_info.capability_mask = wire::be32::from(cap::kIsSM | cap::kIsTrapSupported);
+  EXPECT_EQ(lids_of(ask(m::kGetTable, pir::kCapabilityMask, q, true)->records<wire::PortInfoRecord>()),
+            std::set<std::uint16_t>{sm});
+  q.port_info.capability_mask = wire::be32::from(cap::kIsSM | cap::kIsCableInfoSupported);
+  EXPECT_TRUE(ask(m::kGetTable, pir::kCapabilityMask, q, true)->records<wire::PortInfoRecord>().empty());
+  // A Get by mask: the one port.
+  q.port_info.capability_mask = wire::be32::from(cap::kIsSM);
+  r = ask(m::kGet, pir::kCapabilityMask, q, true);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status(), 0);
+  EXPECT_EQ(r->record<wire::PortInfoRecord>().endport_lid.get(), sm);
+  // Without the bit the mask is a value: no port's is IsSM alone; the SM's
+  // whole mask finds it.
+  EXPECT_TRUE(ask(m::kGetTable, pir::kCapabilityMask, q, false)->records<wire::PortInfoRecord>().empty());
+  EXPECT_EQ(ask(m::kGet, pir::kCapabilityMask, q, false)->status(), st::kNoRecords);
+  q.port_info.capability_mask = wire::be32::from(kCaCaps | cap::kIsSM);
+  EXPECT_EQ(lids_of(ask(m::kGetTable, pir::kCapabilityMask, q, false)->records<wire::PortInfoRecord>()),
+            std::set<std::uint16_t>{sm});
+  // With the bit, that whole mask still finds only the SM, and no bits at all every port.
+  EXPECT_EQ(lids_of(ask(m::kGetTable, pir::kCapabilityMask, q, true)->records<wire::PortInfoRecord>()),
+            std::set<std::uint16_t>{sm});
+  q.port_info.capability_mask = wire::be32::from(0);
+  const std::size_t all = ask(m::kGetTable, 0, q, false)->records<wire::PortInfoRecord>().size();
+  EXPECT_EQ(ask(m::kGetTable, pir::kCapabilityMask, q, true)->records<wire::PortInfoRecord>().size(), all);
+
+  // CapabilityMask2 likewise.
+  wire::PortInfoRecord q2{};
+  q2.port_info.capability_mask2 = wire::be16::from(wire::port_cap2::kIsLinkWidth2xSupported);
+  EXPECT_EQ(lids_of(ask(m::kGetTable, pir::kCapabilityMask2, q2, true)->records<wire::PortInfoRecord>()),
+            std::set<std::uint16_t>{cap2});
+  EXPECT_TRUE(ask(m::kGetTable, pir::kCapabilityMask2, q2, false)->records<wire::PortInfoRecord>().empty());
+  // Other components stay values under the bit: CapabilityMask and the LID together.
+  q.port_info.capability_mask = wire::be32::from(cap::kIsTrapSupported);
+  q.endport_lid = wire::be16::from(disabled);
+  EXPECT_EQ(lids_of(ask(m::kGetTable, pir::kCapabilityMask | pir::kEndportLid, q, true)->records<wire::PortInfoRecord>()),
+            std::set<std::uint16_t>{disabled});
+
+  // Only PortInfoRecord has the mode; the SA says it has it (both masks).
+  EXPECT_EQ(bit_mask_components(a::kPortInfoRecord, wire::kPortInfoRecordCapMaskMatch),
+            pir::kCapabilityMask | pir::kCapabilityMask2);
+  EXPECT_EQ(bit_mask_components(a::kPortInfoRecord, 0), 0u);
+  EXPECT_EQ(bit_mask_components(a::kNodeRecord, wire::kPortInfoRecordCapMaskMatch), 0u);
+  const auto cpi = h.ask(sa_request(m::kGet, a::kClassPortInfo, 0, Empty{}, ++tid, sm))->record<wire::ClassPortInfo>();
+  EXPECT_NE(cpi.capability_mask.get() & wire::cpi_cap::kSaPortInfoCapMaskMatch, 0);
+  EXPECT_NE(cpi.cap_mask2() & wire::cpi_cap2::kSaPortInfoCapMask2Match, 0u);
 }
 
 TEST_F(SaRecords, SwitchInfoLinkLftSmInfoGuidPkey) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <set>
 
 #include "sa_fixture.hpp"
@@ -236,6 +237,48 @@ TEST_F(SaState, IpoibBroadcastGroupCreateJoinLeave) {
   }
   EXPECT_EQ(h_.server().groups().groups(), 0u);
   EXPECT_TRUE(h_.server().mcast_provider().groups().empty());
+}
+
+// A leave by a port that is not a member, or of a group that does not
+// exist, is an invalid delete (IBA o15-0.1.14): ERR_REQ_INVALID in a
+// DeleteResp carrying the request's record, and nothing changes. OpenSM
+// 3.3.23 answers both the same (mcmr_rcv_leave_mgrp).
+TEST_F(SaState, McLeaveByNonMemberIsRefusedAsOpenSmDoes) {
+  auto r = ask(m::kSet, a::kMcMemberRecord, kIpoibMask, ipoib_join(gid(lids_[0])), lids_[0]);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status(), 0);
+  const wire::Gid mgid = r->record<wire::McMemberRecord>().mgid;
+  const std::uint64_t generation = h_.server().state_generation();
+  constexpr std::uint64_t kLeaveMask = mcm::kMGid | mcm::kPortGid | mcm::kJoinState;
+
+  wire::McMemberRecord l{};
+  l.mgid = mgid;
+  l.port_gid = gid(lids_[1]);
+  l.set_join_state(wire::join_state::kFullMember);
+  r = ask(m::kDelete, a::kMcMemberRecord, kLeaveMask, l, lids_[1]);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status(), st::kReqInvalid);
+  EXPECT_EQ(r->first.hdr().method, m::kDeleteResp);
+  const auto echoed = r->record<wire::McMemberRecord>();
+  EXPECT_EQ(std::memcmp(&echoed, &l, sizeof l), 0);
+  // A group nobody created.
+  wire::McMemberRecord unknown = l;
+  unknown.mgid = {wire::be64::from(0xff12'5a5a'0000'0000ull), wire::be64::from(0x5a5a'0002ull)};
+  r = ask(m::kDelete, a::kMcMemberRecord, kLeaveMask, unknown, lids_[1]);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status(), st::kReqInvalid);
+  EXPECT_EQ(r->first.hdr().method, m::kDeleteResp);
+  EXPECT_EQ(h_.server().state_generation(), generation);
+  EXPECT_EQ(h_.server().groups().groups(), 1u);
+
+  // The member's own leave is unchanged: its record with JoinState 0, the group gone.
+  l.port_gid = gid(lids_[0]);
+  r = ask(m::kDelete, a::kMcMemberRecord, kLeaveMask, l, lids_[0]);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status(), 0);
+  EXPECT_EQ(r->record<wire::McMemberRecord>().port_gid, gid(lids_[0]));
+  EXPECT_EQ(r->record<wire::McMemberRecord>().join_state(), 0);
+  EXPECT_EQ(h_.server().groups().groups(), 0u);
 }
 
 TEST_F(SaState, McGroupWithZeroMgidGetsOneAllocated) {

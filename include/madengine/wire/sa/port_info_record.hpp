@@ -73,6 +73,13 @@ inline constexpr std::uint64_t kReserved3 = 1ull << 56;
 inline constexpr std::uint64_t kLinkSpeedExtEnabled = 1ull << 57;
 }  // namespace port_info_record_cm
 
+// AttributeModifier bit 31 of a SubnAdmGet/GetTable(PortInfoRecord): the
+// CapabilityMask and CapabilityMask2 components select the ports that have
+// every bit the query sets, not only those equal to it (IBA 1.2 errata;
+// ClassPortInfo's IsPortInfoCapMaskMatchSupported and
+// IsPortInfoCapMask2MatchSupported). `saquery -s` finds the SMs this way.
+inline constexpr std::uint32_t kPortInfoRecordCapMaskMatch = 1u << 31;
+
 struct PortInfoRecord {
   be16 endport_lid;
   std::uint8_t port_num;
