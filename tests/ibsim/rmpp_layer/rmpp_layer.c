@@ -19,7 +19,9 @@
 #define _GNU_SOURCE
 #include "rmpp_engine.h"
 #include "rmpp_wire.h"
+#include "shim_tail.h"
 
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
@@ -29,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,13 +66,14 @@ static struct {
   int (*umad_recv)(int, void *, int *, int);
   int (*umad_close_port)(int);
   int (*poll)(struct pollfd *, nfds_t, int);
+  int (*connect)(int, __CONST_SOCKADDR_ARG, socklen_t);
 } real;
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static _Atomic(port *) g_ports[kPortsMax];
 static atomic_int g_ports_live;
 static pthread_mutex_t g_ports_mu = PTHREAD_MUTEX_INITIALIZER; /* port creation and removal */
-static int g_disabled, g_debug, g_atexit_done;
+static int g_disabled, g_debug, g_atexit_done, g_no_tail_fix;
 static rmpp_config g_cfg;
 static __thread int t_inside; /* set on helper threads: their calls go straight to the shim */
 
@@ -94,8 +98,10 @@ static void resolve(void) {
   RESOLVE(umad_recv);
   RESOLVE(umad_close_port);
   RESOLVE(poll);
+  RESOLVE(connect);
   g_disabled = env_u32("RMPP_LAYER_DISABLE", 0) != 0;
   g_debug = (int)env_u32("RMPP_LAYER_DEBUG", 0);
+  g_no_tail_fix = env_u32("RMPP_LAYER_NO_TAIL_FIX", 0) != 0;
   g_cfg = rmpp_config_default();
   g_cfg.ack_timeout_ms = env_u32("RMPP_LAYER_ACK_TIMEOUT_MS", g_cfg.ack_timeout_ms);
   g_cfg.recv_timeout_ms = env_u32("RMPP_LAYER_RECV_TIMEOUT_MS", g_cfg.recv_timeout_ms);
@@ -121,8 +127,19 @@ static port *find_port(int fd) {
 }
 
 /* rmpp_io callbacks; called with p->mu held. */
+/* RMPP_LAYER_DEBUG=2: one line per MAD through the layer. */
+static void trace(const char *dir, int fd, const struct ib_user_mad *umad, size_t mad_len) {
+  const uint8_t *m = umad->data;
+  fprintf(stderr, "rmpp_layer: fd %d %s agent %u lid %u len %zu class 0x%02x method 0x%02x tid 0x%016llx rmpp %u/%u/0x%02x seg %u paylen %u tail",
+          fd, dir, umad->agent_id, ntohs(umad->addr.lid), mad_len, m[1], m[3], (unsigned long long)mad_tid(m),
+          m[kOffRmppVersion], m[kOffRmppType], m[kOffRmppFlags], rmpp_seg_num(m), rmpp_paylen(m));
+  for (size_t i = mad_len > 16 ? mad_len - 16 : 0; i < mad_len; i++) fprintf(stderr, " %02x", m[i]);
+  fprintf(stderr, "\n");
+}
+
 static void io_send(void *ctx, const struct ib_user_mad *umad, size_t mad_len) {
   port *p = ctx;
+  if (g_debug >= 2) trace("out", p->fd, umad, mad_len);
   int rc = real.umad_send(p->fd, (int)umad->agent_id, (void *)umad, (int)mad_len, 0, 0);
   if (rc < 0 && g_debug) fprintf(stderr, "rmpp_layer: fd %d: send failed: %d\n", p->fd, rc);
 }
@@ -159,6 +176,8 @@ static void *port_main(void *arg) {
       rmpp_msg *m = rmpp_msg_alloc((size_t)len);
       if (!m) break;
       memcpy(m->buf, buf, sizeof(struct ib_user_mad) + (size_t)len);
+      shim_tail_repair(rmpp_msg_umad(m), (size_t)len);
+      if (g_debug >= 2) trace("in", p->fd, rmpp_msg_umad(m), (size_t)len);
       rmpp_engine_input(&p->eng, m, now);
     }
     next = rmpp_engine_tick(&p->eng, now);
@@ -258,15 +277,31 @@ static void remove_port(int fd) {
   free(p);
 }
 
+/* Application threads may be cancelled (OpenSM cancels its receiver): none
+ * may leave holding a port's lock. */
+static int lock_port(port *p) {
+  int old_state;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_state);
+  pthread_mutex_lock(&p->mu);
+  return old_state;
+}
+
+static void unlock_port(port *p, int old_state) {
+  pthread_mutex_unlock(&p->mu);
+  pthread_setcancelstate(old_state, NULL);
+}
+
+static void unlock_on_cancel(void *mu) { pthread_mutex_unlock(mu); }
+
 static void note_agent(int fd, int agent_id, int mgmt_class, uint8_t rmpp_version) {
   if (agent_id < 0 || t_inside) return;
   const int rmpp = rmpp_version && rmpp_class_has_rmpp((uint8_t)mgmt_class);
   port *p = find_port(fd);
   if (!p && rmpp && !g_disabled) p = add_port(fd);
   if (!p) return;
-  pthread_mutex_lock(&p->mu);
+  const int cs = lock_port(p);
   rmpp_engine_set_agent(&p->eng, agent_id, rmpp ? rmpp_version : 0);
-  pthread_mutex_unlock(&p->mu);
+  unlock_port(p, cs);
   if (g_debug) fprintf(stderr, "rmpp_layer: fd %d: agent %d class 0x%02x rmpp %d\n", fd, agent_id, mgmt_class, rmpp);
 }
 
@@ -295,9 +330,9 @@ RMPP_EXPORT int umad_unregister(int portid, int agentid) {
   init();
   port *p = t_inside ? NULL : find_port(portid);
   if (p) {
-    pthread_mutex_lock(&p->mu);
+    const int cs = lock_port(p);
     rmpp_engine_set_agent(&p->eng, agentid, 0);
-    pthread_mutex_unlock(&p->mu);
+    unlock_port(p, cs);
   }
   return real.umad_unregister(portid, agentid);
 }
@@ -316,9 +351,9 @@ RMPP_EXPORT int umad_send(int portid, int agentid, void *umad, int length, int t
   u->agent_id = (uint32_t)agentid;
   u->timeout_ms = (uint32_t)timeout_ms;
   u->retries = (uint32_t)retries;
-  pthread_mutex_lock(&p->mu);
+  const int cs = lock_port(p);
   const int rc = rmpp_engine_send(&p->eng, u, (size_t)length, now_ms());
-  pthread_mutex_unlock(&p->mu);
+  unlock_port(p, cs);
   if (rc == 1) return real.umad_send(portid, agentid, umad, length, timeout_ms, retries);
   if (rc < 0) {
     errno = -rc;
@@ -357,6 +392,18 @@ static int take_ready(port *p, void *umad, int *length) {
   return agent;
 }
 
+/* Called with p->mu held: the agent id, or -errno. */
+static int wait_and_take(port *p, void *umad, int *length, int timeout_ms, const struct timespec *deadline) {
+  while (!p->ready_head) {
+    if (timeout_ms == 0) return -EWOULDBLOCK;
+    if (timeout_ms < 0)
+      pthread_cond_wait(&p->ready_cv, &p->mu);
+    else if (pthread_cond_timedwait(&p->ready_cv, &p->mu, deadline) == ETIMEDOUT && !p->ready_head)
+      return -ETIMEDOUT;
+  }
+  return take_ready(p, umad, length);
+}
+
 static int recv_managed(port *p, void *umad, int *length, int timeout_ms) {
   struct timespec deadline;
   clock_gettime(CLOCK_MONOTONIC, &deadline);
@@ -369,24 +416,15 @@ static int recv_managed(port *p, void *umad, int *length, int timeout_ms) {
     }
   }
   pthread_mutex_lock(&p->mu);
-  while (!p->ready_head) {
-    int rc = 0;
-    if (timeout_ms == 0)
-      rc = EWOULDBLOCK;
-    else if (timeout_ms < 0)
-      pthread_cond_wait(&p->ready_cv, &p->mu);
-    else
-      rc = pthread_cond_timedwait(&p->ready_cv, &p->mu, &deadline);
-    if (rc && !p->ready_head) {
-      pthread_mutex_unlock(&p->mu);
-      rc = rc == EWOULDBLOCK ? EWOULDBLOCK : ETIMEDOUT;
-      errno = rc;
-      return -rc;
-    }
-  }
-  const int agent = take_ready(p, umad, length);
+  /* The wait is a cancellation point: a cancelled reader gives the lock back.
+   * (volatile: the cleanup macros may use setjmp.) */
+  volatile int result;
+  pthread_cleanup_push(unlock_on_cancel, &p->mu);
+  result = wait_and_take(p, umad, length, timeout_ms, &deadline);
+  pthread_cleanup_pop(0);
   pthread_mutex_unlock(&p->mu);
-  return agent;
+  errno = result < 0 ? -result : 0;
+  return result;
 }
 
 RMPP_EXPORT int umad_recv(int portid, void *umad, int *length, int timeout_ms) {
@@ -447,5 +485,20 @@ RMPP_EXPORT int poll(struct pollfd *fds, nfds_t nfds, int timeout) {
     if (sub[i].fd != fds[i].fd) fds[i].revents = sub[i].revents & (POLLIN | POLLRDNORM);
   }
   if (sub != local) free(sub);
+  return rc;
+}
+
+/* umad2sim connects its data socket while it starts, before its receiver
+ * thread: the moment to put the tail relay in front of it. */
+RMPP_EXPORT int connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len) {
+  init();
+  const int rc = real.connect(fd, addr, len);
+  /* glibc's declaration takes a transparent union of address pointers */
+  const struct sockaddr *sa = addr.__sockaddr__;
+  if (rc == 0 && !g_no_tail_fix && !g_disabled && sa && sa->sa_family == AF_UNIX) {
+    const int saved = errno;
+    if (shim_tail_adopt(fd) == 0 && g_debug) fprintf(stderr, "rmpp_layer: relaying umad2sim's socket %d\n", fd);
+    errno = saved;
+  }
   return rc;
 }
