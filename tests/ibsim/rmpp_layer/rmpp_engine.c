@@ -4,6 +4,7 @@
 #include "rmpp_internal.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,24 +44,65 @@ static int agent_does_rmpp(const rmpp_engine *e, uint32_t agent_id) {
   return agent_id < kRmppAgentsMax && e->agent_rmpp[agent_id] != 0;
 }
 
-/* Remembers a request until its time-outs and a whole transfer's worth
- * have passed; a full table forgets the request closest to expiry. */
-static void note_request(rmpp_engine *e, const struct ib_user_mad *umad, uint64_t now_ms) {
+/* Remembers a request; a full table forgets the untimed one closest to
+ * expiry, or else the timed one closest to its deadline. */
+static void note_request(rmpp_engine *e, const struct ib_user_mad *umad, size_t mad_len, int timed, uint64_t now_ms) {
   const uint8_t *mad = umad->data;
-  rmpp_request *slot = &e->requests[0];
-  for (int i = 0; i < kRmppRequestsMax; i++) {
+  rmpp_request *slot = NULL;
+  for (int i = 0; i < kRmppRequestsMax && !slot; i++) {
     rmpp_request *r = &e->requests[i];
-    if (!r->used || r->expires_ms <= now_ms) {
-      slot = r;
-      break;
-    }
-    if (r->expires_ms < slot->expires_ms) slot = r;
+    if (!r->used || (!r->timed && r->expires_ms <= now_ms)) slot = r;
   }
+  for (int i = 0; i < kRmppRequestsMax && !slot; i++)
+    if (!e->requests[i].timed) slot = &e->requests[i];
+  for (int i = 0; i < kRmppRequestsMax && !slot; i++)
+    if (!slot || e->requests[i].deadline_ms < slot->deadline_ms) slot = &e->requests[i];
   slot->used = 1;
   slot->tid_lo = (uint32_t)mad_tid(mad);
   slot->mgmt_class = mad_class(mad);
   slot->agent_id = (uint8_t)umad->agent_id;
+  slot->timed = timed && umad->timeout_ms && mad_len <= sizeof(slot->mad);
   slot->expires_ms = now_ms + (uint64_t)umad->timeout_ms * (umad->retries + 1) + e->cfg.recv_timeout_ms;
+  if (slot->timed) {
+    slot->umad = *umad;
+    memset(slot->mad, 0, sizeof(slot->mad));
+    memcpy(slot->mad, mad, mad_len);
+    slot->mad_len = mad_len;
+    slot->timeout_ms = umad->timeout_ms;
+    slot->retries_left = umad->retries;
+    slot->deadline_ms = now_ms + umad->timeout_ms;
+  }
+}
+
+/* Resends timed requests whose answer is late, reports those out of
+ * retries: the MAD header with status ETIMEDOUT (the kernel's send_handler). */
+static uint64_t tick_requests(rmpp_engine *e, uint64_t now_ms) {
+  uint64_t next = UINT64_MAX;
+  for (int i = 0; i < kRmppRequestsMax; i++) {
+    rmpp_request *r = &e->requests[i];
+    if (!r->used || !r->timed) continue;
+    if (now_ms >= r->deadline_ms) {
+      if (r->retries_left == 0) {
+        r->used = 0;
+        e->stats.requests_timed_out++;
+        rmpp_msg *m = rmpp_msg_alloc(kMadHdrLen);
+        if (!m) continue;
+        struct ib_user_mad *u = rmpp_msg_umad(m);
+        *u = r->umad;
+        u->status = ETIMEDOUT;
+        u->length = (uint32_t)(sizeof(*u) + kMadHdrLen);
+        memcpy(rmpp_msg_mad(m), r->mad, kMadHdrLen);
+        e->io.deliver(e->io.ctx, m);
+        continue;
+      }
+      r->retries_left--;
+      r->deadline_ms = now_ms + r->timeout_ms;
+      e->stats.requests_resent++;
+      e->io.send(e->io.ctx, &r->umad, r->mad_len);
+    }
+    if (r->deadline_ms < next) next = r->deadline_ms;
+  }
+  return next;
 }
 
 void rmpp_deliver(rmpp_engine *e, rmpp_msg *msg) {
@@ -88,14 +130,14 @@ void rmpp_deliver(rmpp_engine *e, rmpp_msg *msg) {
 
 int rmpp_engine_send(rmpp_engine *e, const struct ib_user_mad *umad, size_t mad_len, uint64_t now_ms) {
   const uint8_t *mad = umad->data;
-  if (!agent_does_rmpp(e, umad->agent_id) || mad_len < kRmppHdrLen) return 1;
-  if (!mad_is_response(mad)) note_request(e, umad, now_ms);
-  if (!rmpp_class_has_rmpp(mad_class(mad))) return 1;
+  if (!agent_does_rmpp(e, umad->agent_id) || mad_len < kMadHdrLen) return 1;
   /* The kernel segments on the Active flag alone and writes the type itself
    * (OpenSM leaves it 0); an ACK, STOP or ABORT an agent builds goes out as
    * a single MAD. */
-  if (!rmpp_active(mad) || (mad[kOffRmppType] != 0 && mad[kOffRmppType] != kRmppTypeData)) return 1;
-  return rmpp_send_start(e, umad, mad_len, now_ms);
+  const int rmpp = mad_len >= kRmppHdrLen && rmpp_class_has_rmpp(mad_class(mad)) && rmpp_active(mad);
+  const int segmented = rmpp && (mad[kOffRmppType] == 0 || mad[kOffRmppType] == kRmppTypeData);
+  if (!mad_is_response(mad) && (segmented || !rmpp)) note_request(e, umad, mad_len, !segmented, now_ms);
+  return segmented ? rmpp_send_start(e, umad, mad_len, now_ms) : 1;
 }
 
 static void pass_up(rmpp_engine *e, rmpp_msg *msg) {
@@ -150,9 +192,11 @@ void rmpp_engine_input(rmpp_engine *e, rmpp_msg *msg, uint64_t now_ms) {
 }
 
 uint64_t rmpp_engine_tick(rmpp_engine *e, uint64_t now_ms) {
-  const uint64_t s = rmpp_send_tick(e, now_ms);
+  uint64_t next = rmpp_send_tick(e, now_ms);
   const uint64_t r = rmpp_recv_tick(e, now_ms);
-  return s < r ? s : r;
+  const uint64_t q = tick_requests(e, now_ms);
+  if (r < next) next = r;
+  return q < next ? q : next;
 }
 
 void rmpp_reply(rmpp_engine *e, rmpp_msg *msg, uint8_t type, uint8_t status, uint32_t seg_num,

@@ -46,17 +46,24 @@ typedef struct rmpp_stats {
   uint64_t segs_sent, segs_resent, acks_sent, acks_received;
   uint64_t aborts_sent, aborts_received, stops_received, dups_dropped;
   uint64_t msgs_reassembled, msgs_passed, sends_done, sends_aborted, sends_timed_out;
-  uint64_t unsolicited_dropped;
+  uint64_t unsolicited_dropped, requests_resent, requests_timed_out;
 } rmpp_stats;
 
 enum { kRmppAgentsMax = 64, kRmppRequestsMax = 1024 };
 
-/* A request an RMPP agent sent: its response is delivered, any other is
- * dropped, as the kernel drops responses it cannot match to a send. */
+/* A request an RMPP agent sent. Its response is delivered, any other is
+ * dropped, as the kernel drops responses it cannot match to a send; a
+ * single-MAD request with a timeout is resent and then reported ETIMEDOUT,
+ * as the kernel does for such agents. */
 typedef struct rmpp_request {
-  uint64_t expires_ms;
-  uint32_t tid_lo; /* the transport rewrites the upper half */
-  uint8_t mgmt_class, agent_id, used;
+  uint64_t expires_ms;  /* untimed: forgotten after this */
+  uint64_t deadline_ms; /* timed: next resend or report */
+  uint32_t tid_lo;      /* the transport rewrites the upper half */
+  uint32_t timeout_ms, retries_left;
+  uint8_t mgmt_class, agent_id, used, timed;
+  size_t mad_len;
+  struct ib_user_mad umad; /* timed: the request, to resend */
+  uint8_t mad[256];
 } rmpp_request;
 
 struct rmpp_send;

@@ -160,7 +160,7 @@ static int ask(net *n, int side_idx, const struct ib_user_mad *resp) {
   memcpy(q.mad, resp->data, kRmppHdrLen);
   q.mad[kOffMethod] &= (uint8_t)~kMethodResp;
   q.mad[kOffRmppFlags] = 0;
-  q.umad.timeout_ms = 1000;
+  q.umad.timeout_ms = 0; /* no timer: the transfers below may take long in virtual time */
   q.umad.addr.lid = htons((uint16_t)(2 - side_idx));
   return rmpp_engine_send(&n->s[side_idx].eng, &q.umad, kMadSize, n->now_ms);
 }
@@ -455,7 +455,67 @@ static void test_unsolicited(void) {
   net_fini(&n);
 }
 
+/* A single-MAD request with a timeout is resent, then reported ETIMEDOUT
+ * with its header; its answer after that is dropped. An answered one is not. */
+static int requests_seen;
+static enum Fault count_requests(net *n, int from, const uint8_t *mad) {
+  (void)n;
+  if (from == 0 && !mad_is_response(mad) && !rmpp_active(mad)) requests_seen++; /* not ACKs */
+  return kDeliver;
+}
+
+static void test_request_timeout(void) {
+  static net n;
+  g_seed = 7;
+  net_init(&n, 7, fast_cfg());
+  n.fault = count_requests;
+  requests_seen = 0;
+  size_t mad_len;
+  struct ib_user_mad *resp = make_resp(1000, 0x92, 0, &mad_len);
+  struct {
+    struct ib_user_mad umad;
+    uint8_t mad[kMadSize];
+  } q;
+  memset(&q, 0, sizeof(q));
+  memcpy(q.mad, resp->data, kRmppHdrLen);
+  q.mad[kOffMethod] = 0x12;
+  q.mad[kOffRmppFlags] = 0;
+  q.umad.timeout_ms = 100;
+  q.umad.retries = 2;
+  q.umad.addr.lid = htons(2);
+  CHECK(rmpp_engine_send(&n.s[0].eng, &q.umad, kMadSize, 0) == 1); /* the caller sends the first copy */
+  net_run(&n, 10000);
+  CHECK(requests_seen == 2); /* the two resends */
+  CHECK(n.s[0].eng.stats.requests_timed_out == 1);
+  CHECK(n.s[0].got_count == 1);
+  if (n.s[0].got_count == 1) {
+    CHECK(rmpp_msg_umad(n.s[0].got[0])->status == ETIMEDOUT);
+    CHECK(n.s[0].got[0]->mad_len == kMadHdrLen);
+    CHECK(memcmp(rmpp_msg_mad(n.s[0].got[0]), q.mad, kMadHdrLen) == 0);
+  }
+  CHECK(n.now_ms == 300);
+  resp->addr.lid = htons(1);
+  CHECK(rmpp_engine_send(&n.s[1].eng, resp, mad_len, n.now_ms) == 0); /* too late */
+  net_run(&n, 20000);
+  CHECK(n.s[0].got_count == 1);
+  CHECK(n.s[0].eng.stats.unsolicited_dropped == 1);
+
+  /* Answered within its timeout: delivered once, never resent. */
+  requests_seen = 0;
+  q.mad[kOffTid + 7] ^= 1;
+  resp->data[kOffTid + 7] ^= 1;
+  CHECK(rmpp_engine_send(&n.s[0].eng, &q.umad, kMadSize, n.now_ms) == 1);
+  CHECK(rmpp_engine_send(&n.s[1].eng, resp, mad_len, n.now_ms) == 0);
+  net_run(&n, 40000);
+  CHECK(requests_seen == 0);
+  CHECK(n.s[0].got_count == 2);
+  CHECK(n.s[0].eng.stats.requests_timed_out == 1);
+  free(resp);
+  net_fini(&n);
+}
+
 int main(void) {
+  test_request_timeout();
   test_unsolicited();
   test_clean();
   test_loss_and_duplicates();

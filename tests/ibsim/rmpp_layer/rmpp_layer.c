@@ -191,14 +191,16 @@ static void print_stats(const port *p) {
   fprintf(stderr,
           "rmpp_layer: fd %d: segs_sent %llu resent %llu acks_sent %llu acks_received %llu aborts_sent %llu "
           "aborts_received %llu stops_received %llu dups_dropped %llu msgs_reassembled %llu msgs_passed %llu "
-          "sends_done %llu sends_aborted %llu sends_timed_out %llu unsolicited_dropped %llu\n",
+          "sends_done %llu sends_aborted %llu sends_timed_out %llu unsolicited_dropped %llu requests_resent %llu "
+          "requests_timed_out %llu\n",
           p->fd, (unsigned long long)s->segs_sent, (unsigned long long)s->segs_resent,
           (unsigned long long)s->acks_sent, (unsigned long long)s->acks_received,
           (unsigned long long)s->aborts_sent, (unsigned long long)s->aborts_received,
           (unsigned long long)s->stops_received, (unsigned long long)s->dups_dropped,
           (unsigned long long)s->msgs_reassembled, (unsigned long long)s->msgs_passed,
           (unsigned long long)s->sends_done, (unsigned long long)s->sends_aborted,
-          (unsigned long long)s->sends_timed_out, (unsigned long long)s->unsolicited_dropped);
+          (unsigned long long)s->sends_timed_out, (unsigned long long)s->unsolicited_dropped,
+          (unsigned long long)s->requests_resent, (unsigned long long)s->requests_timed_out);
 }
 
 static void stop_port(port *p) {
