@@ -1,17 +1,24 @@
-/* user_rmpp_probe: an SA client doing RMPP itself (an agent registered with
- * no RMPP version, as madengine's are) asks GetTable(NodeRecord) and ACKs
- * each segment. Under the layer its agent must see the raw DATA segments,
- * and a layered OpenSM must finish its send on these ACKs.
- *   LD_PRELOAD="librmpp_layer.so libumad2sim.so" user_rmpp_probe
- * prints: segments S records R payload_bytes B */
+/* user_rmpp_probe: an SA client asks GetTable(NodeRecord) two ways.
+ * Default: it does RMPP itself (an agent registered with no RMPP version, as
+ * madengine's are) and ACKs each segment; under the layer its agent must see
+ * the raw DATA segments, and a layered OpenSM must finish its send on these
+ * ACKs. Prints: segments S records R payload_bytes B.
+ * --kernel-rmpp: an agent with RMPP version 1 that waits in poll() and reads
+ * with timeout 0 from a 256-byte buffer first: the layer must wake poll()
+ * only for the whole message and answer the short read with ENOSPC and the
+ * length. Prints: enospc E length L records R.
+ *   LD_PRELOAD="librmpp_layer.so libumad2sim.so" user_rmpp_probe [--kernel-rmpp] */
 #include "rmpp_wire.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <infiniband/umad.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum { kSaClass = 0x03, kSaVersion = 2, kGetTable = 0x12, kNodeRecord = 0x11, kSaHdr = 56 };
 
@@ -20,7 +27,35 @@ static void put16(uint8_t *p, uint16_t v) {
   p[1] = (uint8_t)v;
 }
 
-int main(void) {
+/* Waits in poll() for the whole answer, then reads it, short buffer first. */
+static int kernel_rmpp_answer(int fd) {
+  int enospc = 0, len = kMadSize;
+  uint8_t *buf = calloc(1, sizeof(struct ib_user_mad) + kMadSize);
+  for (;;) {
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    if (poll(&pfd, 1, 3000) != 1) {
+      fprintf(stderr, "poll timed out\n");
+      return 2;
+    }
+    const int rc = umad_recv(fd, buf, &len, 0);
+    if (rc == -ENOSPC && errno == ENOSPC) {
+      enospc++;
+      buf = realloc(buf, sizeof(struct ib_user_mad) + (size_t)len);
+      if (umad_recv(fd, buf, &len, 0) < 0) return 3;
+    } else if (rc < 0) {
+      continue;
+    }
+    const uint8_t *m = buf + sizeof(struct ib_user_mad);
+    if (m[kOffMgmtClass] != kSaClass || m[kOffMethod] != (kGetTable | kMethodResp)) continue;
+    const int attr_offset = (m[44] << 8 | m[45]) * 8;
+    printf("enospc %d length %d records %d\n", enospc, len, attr_offset ? (len - kSaHdr) / attr_offset : 0);
+    free(buf);
+    return 0;
+  }
+}
+
+int main(int argc, char **argv) {
+  const int kernel_rmpp = argc > 1 && strcmp(argv[1], "--kernel-rmpp") == 0;
   if (umad_init() < 0) return 1;
   const int fd = umad_open_port(NULL, 0);
   umad_port_t port;
@@ -28,7 +63,7 @@ int main(void) {
     fprintf(stderr, "no port\n");
     return 1;
   }
-  const int agent = umad_register(fd, kSaClass, kSaVersion, 0 /* user RMPP */, NULL);
+  const int agent = umad_register(fd, kSaClass, kSaVersion, kernel_rmpp ? 1 : 0, NULL);
   if (agent < 0) return 1;
 
   struct {
@@ -40,10 +75,14 @@ int main(void) {
   q.mad[kOffMgmtClass] = kSaClass;
   q.mad[kOffClassVersion] = kSaVersion;
   q.mad[kOffMethod] = kGetTable;
-  rmpp_put_be32(q.mad + kOffTid + 4, (uint32_t)time(NULL));
+  /* A new TID each run: an SA takes a repeated one for a retransmission. */
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  rmpp_put_be32(q.mad + kOffTid + 4, (uint32_t)now.tv_nsec ^ (uint32_t)now.tv_sec ^ (uint32_t)getpid() << 16);
   put16(q.mad + 16, kNodeRecord);
   umad_set_addr(&q.umad, port.sm_lid, 1, 0, 0x80010000);
   if (umad_send(fd, agent, &q.umad, kMadSize, 1000, 0) < 0) return 1;
+  if (kernel_rmpp) return kernel_rmpp_answer(fd);
 
   uint32_t segments = 0, expect = 1, paylen_total = 0, attr_offset = 0;
   for (;;) {
