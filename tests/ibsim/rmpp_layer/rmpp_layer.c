@@ -297,6 +297,7 @@ static void unlock_on_cancel(void *mu) { pthread_mutex_unlock(mu); }
 
 static void note_agent(int fd, int agent_id, int mgmt_class, uint8_t rmpp_version) {
   if (agent_id < 0 || t_inside) return;
+  shim_tail_agent_added(fd, agent_id, mgmt_class);
   const int rmpp = rmpp_version && rmpp_class_has_rmpp((uint8_t)mgmt_class);
   port *p = find_port(fd);
   if (!p && rmpp && !g_disabled) p = add_port(fd);
@@ -336,12 +337,16 @@ RMPP_EXPORT int umad_unregister(int portid, int agentid) {
     rmpp_engine_set_agent(&p->eng, agentid, 0);
     unlock_port(p, cs);
   }
+  if (!t_inside) shim_tail_agent_removed(portid, agentid);
   return real.umad_unregister(portid, agentid);
 }
 
 RMPP_EXPORT int umad_close_port(int portid) {
   init();
-  if (!t_inside) remove_port(portid);
+  if (!t_inside) {
+    shim_tail_port_closed(portid);
+    remove_port(portid);
+  }
   return real.umad_close_port(portid);
 }
 

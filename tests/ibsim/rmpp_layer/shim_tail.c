@@ -53,6 +53,43 @@ static struct {
   uint64_t from_ibsim, to_ibsim, repaired;
 } g = {.real_fd = -1, .inner_fd = -1, .mu = PTHREAD_MUTEX_INITIALIZER};
 
+enum { kAgentsMax = 64 };
+
+/* Registered agents; agents_mu guards them, class_agents counts per class. */
+static struct {
+  int port_fd, agent_id, mgmt_class, used;
+} g_agents[kAgentsMax];
+static pthread_mutex_t g_agents_mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int g_class_agents[256];
+static atomic_ullong g_orphans_dropped;
+
+void shim_tail_agent_added(int port_fd, int agent_id, int mgmt_class) {
+  pthread_mutex_lock(&g_agents_mu);
+  for (int i = 0; i < kAgentsMax; i++)
+    if (!g_agents[i].used) {
+      g_agents[i].port_fd = port_fd;
+      g_agents[i].agent_id = agent_id;
+      g_agents[i].mgmt_class = mgmt_class & 0xff;
+      g_agents[i].used = 1;
+      atomic_fetch_add(&g_class_agents[mgmt_class & 0xff], 1);
+      break;
+    }
+  pthread_mutex_unlock(&g_agents_mu);
+}
+
+static void agents_remove(int port_fd, int agent_id) { /* agent_id < 0: all of the port */
+  pthread_mutex_lock(&g_agents_mu);
+  for (int i = 0; i < kAgentsMax; i++)
+    if (g_agents[i].used && g_agents[i].port_fd == port_fd && (agent_id < 0 || g_agents[i].agent_id == agent_id)) {
+      g_agents[i].used = 0;
+      atomic_fetch_sub(&g_class_agents[g_agents[i].mgmt_class], 1);
+    }
+  pthread_mutex_unlock(&g_agents_mu);
+}
+
+void shim_tail_agent_removed(int port_fd, int agent_id) { agents_remove(port_fd, agent_id); }
+void shim_tail_port_closed(int port_fd) { agents_remove(port_fd, -1); }
+
 static void keep(const ibsim_packet *pk) {
   pthread_mutex_lock(&g.mu);
   if (g.count == kRingMads) { /* forget the oldest */
@@ -79,7 +116,13 @@ static void *relay_main(void *arg) {
     if (poll(pfd, 2, kRelayWaitMs) <= 0) continue;
     if (pfd[0].revents & POLLIN) {
       const ssize_t n = recv(g.real_fd, &buf, sizeof(buf), MSG_DONTWAIT);
-      if (n == (ssize_t)sizeof(ibsim_packet)) keep(&buf.pk);
+      if (n == (ssize_t)sizeof(ibsim_packet)) {
+        if (atomic_load(&g_class_agents[buf.pk.mad[kOffMgmtClass]]) == 0) {
+          atomic_fetch_add(&g_orphans_dropped, 1);
+          continue;
+        }
+        keep(&buf.pk);
+      }
       if (n > 0) g.from_ibsim++;
       if (n > 0) send(g.inner_fd, &buf, (size_t)n, 0);
     }
@@ -138,8 +181,9 @@ void shim_tail_stop(void) {
   atomic_store(&g.stop, 1);
   pthread_join(g.thread, NULL);
   if (getenv("RMPP_LAYER_DEBUG"))
-    fprintf(stderr, "rmpp_layer: relay: from_ibsim %llu to_ibsim %llu repaired %llu\n",
-            (unsigned long long)g.from_ibsim, (unsigned long long)g.to_ibsim, (unsigned long long)g.repaired);
+    fprintf(stderr, "rmpp_layer: relay: from_ibsim %llu to_ibsim %llu repaired %llu orphans_dropped %llu\n",
+            (unsigned long long)g.from_ibsim, (unsigned long long)g.to_ibsim, (unsigned long long)g.repaired,
+            (unsigned long long)atomic_load(&g_orphans_dropped));
 }
 
 void shim_tail_repair(struct ib_user_mad *umad, size_t mad_len) {

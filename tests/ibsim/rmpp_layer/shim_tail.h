@@ -18,6 +18,13 @@ enum { kShimTailKept = 224 }; /* bytes of a MAD the shim copies faithfully */
 int shim_tail_adopt(int fd);
 void shim_tail_stop(void);
 
+/* The agents the process has registered, by port fd. The relay drops a MAD
+ * of a class no agent has: the shim would hand it to a NULL queue and crash
+ * (late retransmissions after a port closed, traps before an SM binds). */
+void shim_tail_agent_added(int port_fd, int agent_id, int mgmt_class);
+void shim_tail_agent_removed(int port_fd, int agent_id);
+void shim_tail_port_closed(int port_fd);
+
 /* Restores bytes 224..255 of a MAD the shim delivered, if the relay saw it. */
 void shim_tail_repair(struct ib_user_mad *umad, size_t mad_len);
 
