@@ -2,7 +2,8 @@
  * Preloaded before libumad2sim.so, it interposes libibumad's agent, send and
  * receive calls and libc's poll(), and runs an rmpp_engine for every port
  * that has an agent registered with an RMPP version; other ports and agents
- * pass through untouched.
+ * pass through untouched. It also interposes connect() to put shim_tail.h's
+ * relay in front of the shim's socket.
  *
  * Design: one helper thread per such port owns the wire. It alone reads the
  * shim's queue (poll with a bounded wait, then umad_recv with timeout 0), so
