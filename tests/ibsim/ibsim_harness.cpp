@@ -384,6 +384,11 @@ void IbsimFabric::attach_self(std::string_view sim_host) const {
     std::fprintf(stderr, "ibsim harness: chdir %s: %s\n", work_dir_.c_str(), std::strerror(errno));
 }
 
+bool under_ci() {
+  const char* ci = std::getenv("CI");
+  return ci != nullptr && std::string_view(ci) == "true";
+}
+
 bool shim_loaded() {
   std::ifstream maps("/proc/self/maps");
   std::string line;

@@ -137,13 +137,21 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds lim
 
 // `ibnetdiscover` run on `host` without its "# Topology file:" line (which
 // carries a date): what changes only when a GUID, a link or a LID does.
+// CI=true in the environment: a missing peer fails a test instead of skipping it.
+bool under_ci();
+
 std::string topology_lids(const IbsimFabric& f, std::string_view host,
                           std::chrono::milliseconds timeout = std::chrono::seconds(60));
 
 }  // namespace madengine::ibsim
 
-// In a test that needs the shim: skip when it is not preloaded.
-#define SKIP_WITHOUT_SHIM()                                                                          \
-  do {                                                                                               \
-    if (!::madengine::ibsim::shim_loaded()) GTEST_SKIP() << "libumad2sim.so is not preloaded";     \
+// In a test that needs the shim: skip when it is not preloaded, on a
+// developer's machine; fail under CI (CI=true), where the test command
+// installed it and a skip would read as a pass.
+#define SKIP_WITHOUT_SHIM()                                                                           \
+  do {                                                                                                \
+    if (!::madengine::ibsim::shim_loaded()) {                                                         \
+      if (::madengine::ibsim::under_ci()) FAIL() << "libumad2sim.so is not preloaded (CI=true: no skip)"; \
+      GTEST_SKIP() << "libumad2sim.so is not preloaded";                                              \
+    }                                                                                                 \
   } while (0)
