@@ -222,9 +222,14 @@ void SubnetManager::refresh_status() noexcept {
   std::int64_t age_ms = -1;
   if (replica_ != nullptr && replica_->image().has_value())
     age_ms = (sched_->clock().now_ns() - replica_->image_at_ns()) / kNanosPerMilli;
+  // The HA counters move with every poll, not only with a state change: a
+  // standby's failed polls must be visible while it still stands by.
+  const ha::HaCounters hc = ha_->counters();
   update_status([&](SmStatus& s) {
     s.smps = c;
     s.replica_age_ms = age_ms;
+    s.ha = hc;
+    s.ha_transitions = hc.transitions;
   });
 }
 

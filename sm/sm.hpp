@@ -289,7 +289,7 @@ class SubnetManager {
   const ha::SmIdentity& identity() const noexcept { return ha_->machine().self(); }
   // The other SMs as the last sweep or poll found them.
   const std::vector<ha::FoundSm>& peers() const noexcept { return ha_->peers(); }
-  // Copies what only the core may read (SMP counters, replica age) into status().
+  // Copies what only the core may read (SMP counters, replica age, HA counters) into status().
   void refresh_status() noexcept;
   // Any thread: the partitions the next heavy sweep programs (it is
   // requested now); null: none. The caller parsed and checked the file.

@@ -156,6 +156,9 @@ TEST(HaSmSim, StandbyRefreshesAtItsBoundedRate) {
   EXPECT_GE(redone, 1u);
   EXPECT_LE(redone, 3u);
   EXPECT_TRUE(is(lo, wire::SmState::kStandby));
+  // Its polls reach the status (and the metrics) without a state change.
+  lo.refresh_status();
+  EXPECT_GE(lo.status().ha.polls, 10u) << "a poll every 10 s for two minutes";
 }
 
 TEST(HaSmSim, HigherSmStartedLaterGetsTheSubnetByHandover) {
