@@ -163,6 +163,8 @@ nlohmann::json to_json(const RunInfo& info, const StormResult& r) {
   j["timing"] = {
       {"elapsed_s", r.elapsed_s()},
       {"throughput_qps", r.throughput_qps()},
+      {"throughput_without_oracle_qps", r.throughput_without_oracle_qps()},
+      {"oracle_s", static_cast<double>(r.counters.oracle_ns) / 1e9},
       {"issue_rate_qps", r.issue_rate_qps()},
       {"first_issue_ns", r.first_issue_ns - r.measure_start_ns},
       {"last_issue_ns", r.last_issue_ns - r.measure_start_ns},
@@ -212,6 +214,9 @@ void print_summary(std::FILE* out, const RunInfo& info, const StormResult& r) {
     fmt::print(out, "  {:<14}{:>12}   (tx stalls {}, attempts not sent {}, device lost {})\n", "transport",
                c.tx_stalls + c.tx_dropped + c.device_lost, c.tx_stalls, c.tx_dropped, c.device_lost);
   fmt::print(out, "  {:<14}{:>12.1f} q/s over {:.3f} s\n", "throughput", r.throughput_qps(), r.elapsed_s());
+  if (r.oracle && r.counters.oracle_ns != 0)
+    fmt::print(out, "  {:<14}{:>12.1f} q/s without the oracle's {:.3f} s of checks\n", "unchecked",
+               r.throughput_without_oracle_qps(), static_cast<double>(r.counters.oracle_ns) / 1e9);
   if (info.storm.rate_qps > 0)
     fmt::print(out, "  {:<14}{:>12.1f} q/s (target {:.0f}), schedule lag p99 {:.0f} us\n", "issue rate",
                r.issue_rate_qps(), info.storm.rate_qps, us(r.schedule_lag.quantile(0.99)));

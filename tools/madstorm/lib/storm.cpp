@@ -8,6 +8,7 @@
 #include <string>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -47,6 +48,10 @@ double StormResult::elapsed_s() const noexcept {
 }
 double StormResult::throughput_qps() const noexcept {
   const double e = elapsed_s();
+  return e > 0 ? static_cast<double>(counters.answered) / e : 0.0;
+}
+double StormResult::throughput_without_oracle_qps() const noexcept {
+  const double e = elapsed_s() - static_cast<double>(counters.oracle_ns) / 1e9;
   return e > 0 ? static_cast<double>(counters.answered) / e : 0.0;
 }
 double StormResult::issue_rate_qps() const noexcept {
@@ -448,8 +453,11 @@ struct Storm::Impl final : madengine::TxSink {
   // The oracle's view of a PathRecord that names the right ends.
   bool path_ok(const wire::PathRecord& pr) noexcept {
     if (oracle == nullptr) return true;
+    const auto t0 = std::chrono::steady_clock::now();
     const PathCheck c = oracle->check(pr);
     StormCounters& k = result.counters;
+    k.oracle_ns += static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
     ++k.oracle_checked;
     if (c.verdict != PathVerdict::kUnreached && c.verdict != PathVerdict::kUnknownEnd)
       ++k.oracle_hops[std::min<std::size_t>(c.hops, kPathHopsMax)];

@@ -112,6 +112,7 @@ struct StormCounters {
   // The PathOracle's share: PathRecords it checked (table records included),
   // why it refused some, and the hop counts of the walks that reached.
   std::uint64_t oracle_checked = 0;
+  std::uint64_t oracle_ns = 0;  // wall time spent in the oracle's checks (in-process runs pay it on the SA's thread)
   std::array<std::uint64_t, kPathVerdictCount> oracle_wrong_by{};
   std::array<std::uint64_t, kPathHopsMax + 1> oracle_hops{};
 };
@@ -147,6 +148,9 @@ struct StormResult {
   }
   double elapsed_s() const noexcept;       // first issue to last completion
   double throughput_qps() const noexcept;  // answered / elapsed
+  // Answered / (elapsed - the oracle's checks): the SA's own rate when the
+  // checks run in the same process (--embedded), the oracle's cost apart.
+  double throughput_without_oracle_qps() const noexcept;
   double issue_rate_qps() const noexcept;  // measured issues / (last - first issue)
 };
 
