@@ -251,7 +251,10 @@ const EndPort* end_port_by_gid(const Snapshot& snap, const wire::Gid& gid) noexc
 std::uint16_t collect_path_records(const Snapshot& snap, const PathQuery& pq, RecordSink& sink) {
   const wire::PathRecord& q = *pq.rec;
   const std::uint64_t mask = pq.mask;
-  // Source: SLID, else SGID, else the requester's port (IBA 15.2.5.16: a query names at least its destination).
+  // Source: SLID, else SGID; else a Get's is the requester's port and a
+  // GetTable's every port (IBA 15.4: a component left out matches any; as
+  // OpenSM answers, and osmtest and `saquery PR` read every path that way).
+  const bool every_source = (mask & (cm::kSLid | cm::kSGid)) == 0 && !pq.get;
   LidRange srange{};
   if ((mask & cm::kSLid) != 0) {
     if (!range_of_lid(snap, q.slid.get(), srange)) return 0;
@@ -261,7 +264,7 @@ std::uint16_t collect_path_records(const Snapshot& snap, const PathQuery& pq, Re
     }
   } else if ((mask & cm::kSGid) != 0) {
     if (!range_of_gid(snap, q.sgid, srange)) return wire::sa_status::kReqInvalidGid;
-  } else {
+  } else if (!every_source) {
     LidRange r{};
     if (!range_of_lid(snap, pq.requester_lid, r)) return wire::sa_status::kReqInsufficientComponents;
     const GuidIndex::Lids l = snap.lids_of_guid(r.guid);
@@ -287,6 +290,18 @@ std::uint16_t collect_path_records(const Snapshot& snap, const PathQuery& pq, Re
     }
   };
 
+  auto paths_from_each = [&](const LidRange& drange) {
+    if (!every_source) return paths_to(drange);
+    for (const auto& [guid, e] : snap.by_port_guid) {
+      (void)e;
+      if (sink.full()) return;
+      const GuidIndex::Lids l = snap.lids_of_guid(guid);
+      if (l.base == 0) continue;
+      srange = {l.base, l.count, guid};
+      paths_to(drange);
+    }
+  };
+
   LidRange drange{};
   if ((mask & cm::kDLid) != 0) {
     if (!range_of_lid(snap, q.dlid.get(), drange)) return 0;
@@ -294,16 +309,16 @@ std::uint16_t collect_path_records(const Snapshot& snap, const PathQuery& pq, Re
       LidRange g{};
       if (!range_of_gid(snap, q.dgid, g) || g.guid != drange.guid) return 0;
     }
-    paths_to(drange);
+    paths_from_each(drange);
   } else if ((mask & cm::kDGid) != 0) {
     if (!range_of_gid(snap, q.dgid, drange)) return wire::sa_status::kReqInvalidGid;
-    paths_to(drange);
+    paths_from_each(drange);
   } else {
     for (const auto& [guid, e] : snap.by_port_guid) {
       (void)e;
       if (sink.full()) break;
       const GuidIndex::Lids l = snap.lids_of_guid(guid);
-      if (l.base != 0) paths_to({l.base, l.count, guid});
+      if (l.base != 0) paths_from_each({l.base, l.count, guid});
     }
   }
   return 0;

@@ -270,7 +270,9 @@ bool IbsimFabric::restart() {
 std::vector<std::string> IbsimFabric::client_env(std::string_view sim_host) const {
   // SIM_HOST is always set, empty for the default node, so a value the test
   // process gave itself (attach_self) does not leak into its children.
-  return {std::string("LD_PRELOAD=") + kShimPath, "IBSIM_SOCKNAME=" + sockname_,
+  // The layer goes first: it wraps libibumad calls the shim then serves.
+  const std::string preload = options_.rmpp_layer ? std::string(kRmppLayerPath) + " " + kShimPath : kShimPath;
+  return {"LD_PRELOAD=" + preload, "IBSIM_SOCKNAME=" + sockname_,
           "SIM_HOST=" + std::string(sim_host)};
 }
 

@@ -16,6 +16,8 @@
 namespace madengine::ibsim {
 
 inline constexpr const char* kShimPath = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+// librmpp_layer.so (rmpp_layer/): the kernel MAD layer's RMPP under the shim.
+inline constexpr const char* kRmppLayerPath = MADENGINE_RMPP_LAYER_PATH;
 inline constexpr int kClientsMax = 10;  // IBSIM_MAX_CLIENTS: killed clients keep their slot
 
 struct RunResult {
@@ -40,6 +42,10 @@ class IbsimFabric {
  public:
   struct Options {
     bool console = false;  // keep ibsim's console on a pipe (no -n) for console()
+    // Preload kRmppLayerPath before the shim in every client run() starts and
+    // in OpenSM: they exchange whole multi-MAD answers, as over the kernel's
+    // MAD layer. Both ends need it (a layered SA waits for ACKs).
+    bool rmpp_layer = false;
     std::chrono::milliseconds start_timeout{10'000};
   };
 

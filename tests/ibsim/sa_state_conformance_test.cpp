@@ -8,9 +8,9 @@
 // SR`, `-g`, `-m`, `-m --smkey 1`, `IIR` and `MFTR` from H3, each run once,
 // must then give the same records field by field both ways, after the
 // normalisation in kNormalised (with its reason), and `ibroute -M` on S1 must
-// show the new group's MFT entry reaching both members' ports. Each query is
-// answered in one MAD (-g and -m then wait out madengine's re-sends of the
-// NodeRecord table saquery also asks for). A second test registers a ServiceRecord with a short
+// show the new group's MFT entry reaching both members' ports. OpenSM and
+// saquery run over the RMPP layer: every answer is read whole (-g and -m also
+// read the NodeRecord table to name members). A second test registers a ServiceRecord with a short
 // lease from H2 and watches it listed by saquery on H3, then gone once the
 // lease has run out.
 #include <gtest/gtest.h>
@@ -233,10 +233,8 @@ constexpr Normalised kNormalised[] = {
      "for a group of one port, madengine forwards to that member"},
 };
 
-// The queries, each answered in one MAD (no RMPP transfer: see
-// tests/ibsim/README.md): one service, two groups with three memberships
-// (MCMemberRecord: 3 a MAD), one subscription, and the one MFT block of S1
-// that holds both MLIDs.
+// The queries: one service, two groups with three memberships, one
+// subscription, and the MFT block of S1 that holds both MLIDs.
 const std::vector<std::string> kQueries = {"SR", "-g", "-m", "-m --smkey 1", "IIR", "MFTR"};
 
 // Records in a stable order (the SAs list groups in different orders).
@@ -309,12 +307,13 @@ TEST(SaStateConformance, SaquerySeesTheSameStateAsFromOpenSm) {
   SKIP_WITHOUT_SHIM();
   const std::string topo = ibsim::topology_path("star3.topo");
   Phase osm;
-  const auto o = ibsim::conformance::run_opensm(topo, "H1", "H3", kQueries, {},
-                                                [&osm](const IbsimFabric& f) { osm = client_actions(f); });
+  const auto o = ibsim::conformance::run_opensm(
+      topo, "H1", "H3", kQueries, {}, [&osm](const IbsimFabric& f) { osm = client_actions(f); },
+      ibsim::conformance::kLayered);
   ASSERT_TRUE(o.ok) << o.error;
   std::printf("OpenSM ibroute -M:\n%s\n", osm.mft.c_str());
 
-  IbsimFabric fabric(topo);
+  IbsimFabric fabric(topo, ibsim::conformance::kLayered);
   ASSERT_TRUE(fabric.ok()) << fabric.error();
   const std::string g2l = fabric.work_dir() + "/guid2lid";
   std::ofstream(g2l) << o.guid2lid;
@@ -334,11 +333,6 @@ TEST(SaStateConformance, SaquerySeesTheSameStateAsFromOpenSm) {
   std::map<std::string, Outcome> answers;
   for (const auto& q : kQueries) {
     const Outcome& b = answers[q] = ibsim::conformance::saquery_once(fabric, q, "H3");
-    // saquery -g and -m also ask for every NodeRecord (to name members): an
-    // answer of several MADs, which madengine re-sends to the shim for 1.2 s
-    // and which would reach the next saquery (docs/sa.md, "saquery on
-    // ibsim"). The next query waits until those re-sends are over.
-    if (q.rfind("-g", 0) == 0 || q.rfind("-m", 0) == 0) std::this_thread::sleep_for(1500ms);
     const Outcome& a = o.answers.at(q);
     const std::string diff = ibsim::conformance::compare(q, a, b, kNormalised, {}, tally, record_order);
     EXPECT_EQ(diff, "") << "saquery " << q << "\nOpenSM:\n" << a.out << a.err << "\nmadengine:\n" << b.out << b.err;

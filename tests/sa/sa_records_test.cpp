@@ -408,6 +408,43 @@ TEST_F(SaRecords, PathRecordsEqualThePathDatabase) {
     }
 }
 
+// A GetTable naming no source is answered from every end port (a component
+// left out matches any, IBA 15.4; OpenSM's "world"), one path a pair with no
+// end named at all, every path to the destination with one named.
+TEST_F(SaRecords, PathRecordGetTableWithoutSourceIsEverySource) {
+  std::vector<std::uint16_t> ends;  // every end port: CAs and switch ports 0
+  for (std::uint16_t lid = 1; lid <= snap().top_lid; ++lid)
+    if (snap().end_port_by_lid(lid) != nullptr) ends.push_back(lid);
+  ASSERT_EQ(ends.size(), 18u);  // fat_tree2(4, 2, 3): 12 CAs, 6 switches
+  auto r = ask(m::kGetTable, a::kPathRecord, 0, wire::PathRecord{});
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status(), 0);
+  std::set<std::pair<std::uint16_t, std::uint16_t>> pairs;
+  for (const auto& p : r->records<wire::PathRecord>()) {
+    EXPECT_TRUE(pairs.emplace(p.slid.get(), p.dlid.get()).second) << p.slid.get() << "->" << p.dlid.get();
+    EXPECT_EQ(p.sgid.guid.get(), port_guid_of_lid(snap(), p.slid.get()));
+  }
+  EXPECT_EQ(pairs.size(), ends.size() * ends.size());
+
+  namespace cm = wire::path_record_cm;
+  wire::PathRecord q{};
+  q.dlid = wire::be16::from(lids_.back());
+  r = ask(m::kGetTable, a::kPathRecord, cm::kDLid, q);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status(), 0);
+  std::set<std::uint16_t> sources;
+  for (const auto& p : r->records<wire::PathRecord>()) {
+    EXPECT_EQ(p.dlid.get(), lids_.back());
+    sources.insert(p.slid.get());
+  }
+  EXPECT_EQ(sources, std::set<std::uint16_t>(ends.begin(), ends.end()));
+  // A Get naming no source still takes the requester's port.
+  r = ask(m::kGet, a::kPathRecord, cm::kDLid, q);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status(), 0);
+  EXPECT_EQ(r->record<wire::PathRecord>().slid.get(), me_);
+}
+
 TEST_F(SaRecords, PathRecordByGidAndSelectors) {
   const std::uint16_t d = lids_.back();
   wire::PathRecord q{};
