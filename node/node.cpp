@@ -7,6 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <thread>
 
@@ -84,6 +86,21 @@ std::shared_ptr<const sm::QosPolicy> load_policy(const SmSection& c) {
   auto p = sm::load_qos_policy(c.qos_policy_file, err);
   if (!p) throw ConfigError(err.text());
   return std::make_shared<const sm::QosPolicy>(std::move(*p));
+}
+
+// What the partitions and qos-policy files say now: their paths and bytes
+// (a file that cannot be read counts as its path alone; loading it says why).
+std::string policy_files_text(const SmSection& c) {
+  std::string out;
+  for (const std::string& path : {c.partition_config, c.qos ? c.qos_policy_file : std::string()}) {
+    out += path;
+    out += '\0';
+    if (path.empty()) continue;
+    std::ifstream f(path, std::ios::binary);
+    out.append(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    out += '\0';
+  }
+  return out;
 }
 
 // The partitions file parsed, its warnings logged with file:line; null when
@@ -333,6 +350,7 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   smc.on_transition = [events](wire::SmState from, wire::SmState to) { events->push_transition(from, to); };
   smc.restore_sa_state = [sa](sa::SaStateImage img) { sa->restore_state(std::move(img)); };
   smc.on_partition_groups = [sa](std::vector<wire::McMemberRecord> g) { sa->set_partition_groups(std::move(g)); };
+  p_->policy_files_applied = policy_files_text(cfg.sm);
   smc.partitions = load_partitions(cfg.sm.partition_config);
   smc.qos_policy = load_policy(cfg.sm);
   smc.sa_state_restored = journal_fresh;
@@ -442,12 +460,18 @@ sim::Fabric* InternalNode::fabric() noexcept { return parts().fabric; }
 Engine& InternalNode::engine() noexcept { return *parts().engine; }
 bool InternalNode::reload_config_files() {
   const NodeConfig& cfg = parts().cfg;
+  const std::string now = policy_files_text(cfg.sm);
+  if (now == parts().policy_files_applied) {
+    spdlog::info("reload: partitions{} unchanged: the fabric is left alone", cfg.sm.qos ? " and qos-policy" : "");
+    return true;
+  }
   try {
     // Both files are read before either is applied: a bad one changes nothing.
     auto partitions = load_partitions(cfg.sm.partition_config);
     auto policy = load_policy(cfg.sm);
     sm().set_partitions(std::move(partitions));
     if (cfg.sm.qos) sm().set_qos_policy(std::move(policy));
+    parts().policy_files_applied = now;
     spdlog::info("reload: partitions{} applied at the next heavy sweep (requested)", cfg.sm.qos ? " and qos-policy" : "");
     return true;
   } catch (const std::exception& e) {

@@ -51,6 +51,10 @@ struct Node::Parts {
   // One per engine core: work another thread runs there (InternalNode::post).
   std::vector<std::unique_ptr<CommandMailbox>> mailboxes;
   std::vector<std::function<std::string(const NodeConfig&)>> reload_hooks;
+  // The partitions and qos-policy files as last applied (paths and bytes):
+  // a reload that finds them unchanged leaves the fabric alone (logrotate's
+  // SIGHUP must not sweep it).
+  std::string policy_files_applied;
   bool started = false;
   bool engine_running = false;
   bool crashed = false;  // InternalNode::crash(): nothing more is written at destruction

@@ -1,6 +1,7 @@
 // The daemon's partitions file on the sim transport (label sim): read at
 // start (a bad one stops the start with file:line), re-read by
-// reload_config_files() (what SIGHUP calls): a good file reaches the ports at
+// reload_config_files() (what SIGHUP calls): unchanged files sweep nothing;
+// a good file reaches the ports at
 // the next heavy sweep, a bad one is refused and the ports keep their tables.
 // reload() (SIGHUP's configuration) applies the priority and a new
 // partitions path, and names every other changed key as needing a restart.
@@ -80,6 +81,21 @@ TEST_F(DaemonReload, GoodFileAppliesBadFileIsRefused) {
   ASSERT_TRUE(pump_until(d, [&] { return d.sm().status().heavy_sweeps > again; }, 10'000));
   EXPECT_EQ(pkey_at(f, host, 1), 0x800b) << "the refused file changed nothing";
   EXPECT_EQ(d.sm().status().last_heavy.bringup.pkey_sets, 0u);
+}
+
+// logrotate's SIGHUP re-reads unchanged files: the fabric is left alone (no
+// heavy sweep is asked for), while a changed file still applies.
+TEST_F(DaemonReload, UnchangedFilesLeaveTheFabricAlone) {
+  write("Default=0x7fff, ipoib : ALL=full ;\n");
+  InternalNode d(cfg_);
+  ASSERT_TRUE(d.wait_subnet_up(std::chrono::seconds(30)));
+  const std::uint64_t sweeps = d.sm().status().heavy_sweeps;
+  ASSERT_TRUE(d.reload_config_files());
+  pump_until(d, [] { return false; }, 2'000);
+  EXPECT_EQ(d.sm().status().heavy_sweeps, sweeps) << "the same file swept the fabric";
+  write("Default=0x7fff, ipoib : ALL=full ;\nblue=0x0b : ALL=full ;\n");
+  ASSERT_TRUE(d.reload_config_files());
+  ASSERT_TRUE(pump_until(d, [&] { return d.sm().status().heavy_sweeps > sweeps; }, 10'000));
 }
 
 bool contains(const std::vector<std::string>& lines, const std::string& line) {
