@@ -52,7 +52,7 @@ if ((fast_only == 0)); then
   # The ibsim suite must not pass by skipping: say how many of its cases ran
   # (ctest's label summary) and how many were skipped (none under CI=true).
   ran=$(grep -E '^ibsim +=' build/ctest-main.log | sed -E 's/.*\(([0-9]+) tests?\).*/\1/')
-  skipped=$(grep -cE 'Skipped' build/ctest-main.log || true)
+  skipped=$(grep -cE '\(Skipped\)$' build/ctest-main.log || true)
   echo "test.sh: ibsim tests run: ${ran:-0}; tests skipped (all labels): ${skipped}"
   if [[ "${CI:-}" == "true" && "${ran:-0}" -eq 0 ]]; then echo "test.sh: CI=true and no ibsim test ran"; status=1; fi
   # End with ctest's own summary line, as the run's last word.
