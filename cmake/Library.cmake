@@ -35,8 +35,10 @@ target_link_options(madengine_shared PRIVATE -Wl,--version-script=${madengine_ma
 
 add_library(madengine_static STATIC ${madengine_objects})
 set_target_properties(madengine_static PROPERTIES OUTPUT_NAME madengine EXPORT_NAME madengine_static LINKER_LANGUAGE CXX)
+# The C++ runtime is named too: a C program links the archive with the C
+# linker, which adds no libstdc++ of its own.
 target_link_libraries(madengine_static INTERFACE
-  "$<BUILD_INTERFACE:${madengine_deps}>" "$<INSTALL_INTERFACE:${madengine_deps_installed}>")
+  "$<BUILD_INTERFACE:${madengine_deps}>" "$<INSTALL_INTERFACE:${madengine_deps_installed}>" stdc++ m)
 
 foreach(t madengine_shared madengine_static)
   target_include_directories(${t} INTERFACE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
@@ -57,7 +59,8 @@ install(EXPORT madengineTargets NAMESPACE madengine:: DESTINATION ${madengine_cm
 include(CMakePackageConfigHelpers)
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/madengineConfig.cmake.in
   ${PROJECT_BINARY_DIR}/madengineConfig.cmake INSTALL_DESTINATION ${madengine_cmake_dir})
-write_basic_package_version_file(${PROJECT_BINARY_DIR}/madengineConfigVersion.cmake COMPATIBILITY SameMinorVersion)
+# The major version is the ABI (CMakeLists.txt): any 2.x satisfies find_package(madengine 2).
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/madengineConfigVersion.cmake COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/madengineConfig.cmake ${PROJECT_BINARY_DIR}/madengineConfigVersion.cmake
   DESTINATION ${madengine_cmake_dir} COMPONENT dev)
 

@@ -33,6 +33,7 @@ ninja -C "$work/consumer" >>"$work/consumer.log" 2>&1 || { tail -40 "$work/consu
 echo "install_test: $(find "$work/consumer/alone" -name '*.cpp' | wc -l) installed headers compile alone, madengine.h as C99"
 LD_LIBRARY_PATH=$libdir "$work/consumer/consumer_shared" || fail "consumer_shared"
 "$work/consumer/consumer_static" || fail "consumer_static"
+"$work/consumer/consumer_c" || fail "consumer_c (a C program on the static library)"
 readelf -d "$work/consumer/consumer_static" >"$work/static.txt"
 if grep -q libmadengine "$work/static.txt"; then fail "consumer_static needs libmadengine.so"; fi
 
