@@ -8,6 +8,7 @@
 
 #include "madengine_version.h"
 #include "node/c_api.hpp"
+#include "node/logging.hpp"
 
 namespace madengine::capi {
 
@@ -23,10 +24,11 @@ void copy_out(char* err, std::size_t errlen, const std::string& msg) noexcept {
   err[n] = '\0';
 }
 
-// [log] as the daemon applies it, when the TOML names it (else the
-// embedder's process keeps its log as it is).
+// [log] as the daemon applies it, when the TOML names it; else stderr in
+// the daemon's format, unless the embedder set a logger of its own.
 void apply_log(const node::NodeConfig& c) {
   if (c.given.contains("log.file") || c.given.contains("log.level")) node::apply_log_config(c.log);
+  else node::log_to_stderr_unless_set();
 }
 
 me_notice to_c(const wire::Notice& n) {

@@ -7,7 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -73,6 +79,29 @@ TEST(CApi, VersionAndErrors) {
   EXPECT_EQ(std::strlen(tiny), sizeof tiny - 1);  // cut, NUL-terminated
   EXPECT_EQ(me_node_start(nullptr), ME_ERR_INVALID);
   me_node_destroy(nullptr);
+}
+
+// The library logs to stderr, not into the embedder's stdout.
+TEST(CApi, LogsGoToStderrNotTheEmbeddersOutput) {
+  std::fflush(stdout);
+  char path[] = "/tmp/me-capi-stdout-XXXXXX";
+  const int file = mkstemp(path);
+  ASSERT_GE(file, 0);
+  const int saved = dup(STDOUT_FILENO);
+  ASSERT_GE(dup2(file, STDOUT_FILENO), 0);
+  me_node* node = me_node_create(kStar.c_str(), nullptr, 0);
+  const bool up = node != nullptr && me_node_start(node) == ME_OK && me_node_wait_subnet_up(node, 30'000) == ME_OK;
+  me_node_destroy(node);
+  std::fflush(stdout);
+  dup2(saved, STDOUT_FILENO);
+  close(saved);
+  close(file);
+  std::ifstream in(path);
+  const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::remove(path);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(out.find("subnet up"), std::string::npos) << out;
+  EXPECT_EQ(out, "");
 }
 
 TEST(CApi, SimNodeComesUpRoutedByTheCallbackAndStopsCleanly) {
