@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "node/port_keys.hpp"
 #include "node/qos_keys.hpp"
 #include "sm/qos/qos_options.hpp"
 #include "sm/routing/routing.hpp"
@@ -205,7 +207,8 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     s.get("guid2lid", c.sm.guid2lid);
     s.get("lmc", c.sm.lmc, 0, 7);
     s.get("routing", c.sm.routing);
-    if (std::vector<sm::RoutingAlgo> chain; !sm::parse_routing_chain(c.sm.routing, chain))
+    std::vector<sm::RoutingAlgo> chain;
+    if (!sm::parse_routing_chain(c.sm.routing, chain))
       fail(name, *root["sm"]["routing"].node(),
            "sm.routing must be an engine or a chain of them, tried in order: minhop, updn, ftree, dfsssp, nue, dor "
            "(e.g. \"dfsssp,updn,minhop\")");
@@ -247,7 +250,8 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     }
     // The lists' syntax, checked here so an error names the line.
     std::string qos_error;
-    if (!sm::build_qos_config(qos_options(c.sm), qos_error)) {
+    const std::optional<sm::QosConfig> qos_tables = sm::build_qos_config(qos_options(c.sm), qos_error);
+    if (!qos_tables) {
       const std::string key = qos_error.substr(0, qos_error.find(':'));
       const toml::node* n = root["sm"][key].node();
       if (n != nullptr) fail(name, *n, "sm." + qos_error);
@@ -259,34 +263,19 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     s.get("guid2mkey", c.sm.guid2mkey);
     s.get("consolidate_ipv6_snm_req", c.sm.consolidate_ipv6_snm_req);
     sm::PortSettings& ps = c.sm.ports;
-    s.get("max_op_vls", ps.max_op_vls, 1, 5);
-    s.get("packet_life_time", ps.packet_life_time, 0, 31);
-    s.get("head_of_queue_lifetime", ps.head_of_queue_lifetime, 0, 31);
-    s.get("leaf_head_of_queue_lifetime", ps.leaf_head_of_queue_lifetime, 0, 31);
-    s.get("vl_stall_count", ps.vl_stall_count, 0, 7);
-    s.get("leaf_vl_stall_count", ps.leaf_vl_stall_count, 0, 7);
-    s.get("force_link_width", ps.force_link_width, 0, 255);
+    for (const PortKey& k : kPortKeys) s.get(k.name, ps.*k.member, k.lo, k.hi);
     if (ps.force_link_width > 31 && ps.force_link_width != 255)
       fail(name, *root["sm"]["force_link_width"].node(), "sm.force_link_width must be 0, a width mask 1..31, or 255");
-    s.get("force_link_speed", ps.force_link_speed, 0, 15);
     if (ps.force_link_speed > 7 && ps.force_link_speed != 15)
       fail(name, *root["sm"]["force_link_speed"].node(), "sm.force_link_speed must be 0, a speed mask 1..7, or 15");
-    s.get("force_link_speed_ext", ps.force_link_speed_ext, 0, 31);
     if (ps.force_link_speed_ext > 15 && ps.force_link_speed_ext < 30)
       fail(name, *root["sm"]["force_link_speed_ext"].node(),
            "sm.force_link_speed_ext must be 0, an extended speed mask 1..15, 30 or 31");
     // A layered routing's SLs must stay on distinct VLs under QoS's SL2VL.
-    std::vector<sm::RoutingAlgo> chain;
-    sm::parse_routing_chain(c.sm.routing, chain);
-    const bool layered = std::any_of(chain.begin(), chain.end(), [](sm::RoutingAlgo a) {
-      return a == sm::RoutingAlgo::kDfsssp || a == sm::RoutingAlgo::kNue || a == sm::RoutingAlgo::kDor;
-    });
-    if (c.sm.qos && layered) {
-      std::string why;
-      const auto q = sm::build_qos_config(qos_options(c.sm), why);
-      if (q && !sm::sl2vl_keeps_layers(*q, sm::data_vls_of_cap(ps.max_op_vls), why))
-        throw ConfigError(fmt::format("{}: sm.{} (sm.routing = \"{}\")", name, why, c.sm.routing));
-    }
+    std::string why;
+    if (c.sm.qos && std::any_of(chain.begin(), chain.end(), sm::may_layer) &&
+        !sm::sl2vl_keeps_layers(*qos_tables, sm::data_vls_of_cap(ps.max_op_vls), why))
+      throw ConfigError(fmt::format("{}: sm.{} (sm.routing = \"{}\")", name, why, c.sm.routing));
     s.reject_unknown();
   }
   {

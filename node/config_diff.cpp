@@ -7,6 +7,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <utility>
+
+#include "node/port_keys.hpp"
+
 namespace madengine::node {
 
 namespace {
@@ -31,6 +35,16 @@ void add_qos_class(std::vector<Key>& keys, const std::string& prefix) {
   keys.push_back({prefix + "vlarb_high", [](const NodeConfig& c) { return (c.sm.*kClass).vlarb_high; }});
   keys.push_back({prefix + "vlarb_low", [](const NodeConfig& c) { return (c.sm.*kClass).vlarb_low; }});
   keys.push_back({prefix + "sl2vl", [](const NodeConfig& c) { return (c.sm.*kClass).sl2vl; }});
+}
+
+// The port settings, from the one list config.cpp reads too.
+template <std::size_t I>
+std::string port_text(const NodeConfig& c) {
+  return text(unsigned{c.sm.ports.*kPortKeys[I].member});
+}
+template <std::size_t... I>
+void add_port_keys(std::vector<Key>& keys, std::index_sequence<I...>) {
+  (keys.push_back({std::string("sm.") + kPortKeys[I].name, &port_text<I>}), ...);
 }
 
 std::vector<Key> make_keys() {
@@ -85,16 +99,6 @@ std::vector<Key> make_keys() {
       {"sm.m_key_protection_level", [](const NodeConfig& c) { return text(c.sm.m_key_protection_level); }},
       {"sm.guid2mkey", [](const NodeConfig& c) { return c.sm.guid2mkey; }},
       {"sm.consolidate_ipv6_snm_req", [](const NodeConfig& c) { return text(c.sm.consolidate_ipv6_snm_req); }},
-      {"sm.max_op_vls", [](const NodeConfig& c) { return text(unsigned{c.sm.ports.max_op_vls}); }},
-      {"sm.packet_life_time", [](const NodeConfig& c) { return text(unsigned{c.sm.ports.packet_life_time}); }},
-      {"sm.head_of_queue_lifetime", [](const NodeConfig& c) { return text(unsigned{c.sm.ports.head_of_queue_lifetime}); }},
-      {"sm.leaf_head_of_queue_lifetime",
-       [](const NodeConfig& c) { return text(unsigned{c.sm.ports.leaf_head_of_queue_lifetime}); }},
-      {"sm.vl_stall_count", [](const NodeConfig& c) { return text(unsigned{c.sm.ports.vl_stall_count}); }},
-      {"sm.leaf_vl_stall_count", [](const NodeConfig& c) { return text(unsigned{c.sm.ports.leaf_vl_stall_count}); }},
-      {"sm.force_link_width", [](const NodeConfig& c) { return text(unsigned{c.sm.ports.force_link_width}); }},
-      {"sm.force_link_speed", [](const NodeConfig& c) { return text(unsigned{c.sm.ports.force_link_speed}); }},
-      {"sm.force_link_speed_ext", [](const NodeConfig& c) { return text(unsigned{c.sm.ports.force_link_speed_ext}); }},
       {"sa.queue_depth", [](const NodeConfig& c) { return text(c.sa.queue_depth); }},
       {"sa.requester_share_max", [](const NodeConfig& c) { return text(c.sa.requester_share_max); }},
       {"sa.journal", [](const NodeConfig& c) { return c.sa.journal; }},
@@ -104,6 +108,7 @@ std::vector<Key> make_keys() {
       {"log.file", [](const NodeConfig& c) { return c.log.file; }},
   };
   k.insert(k.end(), rest.begin(), rest.end());
+  add_port_keys(k, std::make_index_sequence<kPortKeys.size()>{});
   return k;
 }
 

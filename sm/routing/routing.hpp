@@ -24,6 +24,10 @@ namespace madengine::sm {
 enum class RoutingAlgo : std::uint8_t { kMinHop, kUpDown, kFatTree, kDfsssp, kNue, kDor };
 
 const char* to_string(RoutingAlgo a) noexcept;
+// Engines that may split paths into virtual-lane layers (the path's SL).
+constexpr bool may_layer(RoutingAlgo a) noexcept {
+  return a == RoutingAlgo::kDfsssp || a == RoutingAlgo::kNue || a == RoutingAlgo::kDor;
+}
 bool parse_routing_algo(const std::string& s, RoutingAlgo& out) noexcept;
 // An engine chain as OpenSM's `-R a,b,c` takes it: names separated by
 // commas (spaces allowed), tried in order until one succeeds. False, with a

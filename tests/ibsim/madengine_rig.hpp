@@ -5,12 +5,15 @@
 // OpenSM.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <exception>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
 
+#include "ibsim_harness.hpp"
 #include "madengine/node/node.hpp"
 #include "node/internal_node.hpp"
 
@@ -49,6 +52,26 @@ struct MadengineRig {
       node.reset();
       return false;
     }
+  }
+  // The conformance method's second half: madengine on `fabric` (fresh from
+  // bare ibsim), attached at `host`, starting from OpenSM's guid2lid text,
+  // up within a minute and with every port on the LID OpenSM gave it.
+  bool start_from_opensm_lids(IbsimFabric& fabric, const char* host, const std::string& guid2lid,
+                              node::NodeConfig cfg = opensm_keyed(), std::function<void(sm::SmConfig&)> tweak = {}) {
+    const std::string g2l = fabric.work_dir() + "/guid2lid";
+    std::ofstream(g2l) << guid2lid;
+    fabric.attach_self(host);
+    cfg.sm.guid2lid = g2l;
+    if (!start(cfg, std::move(tweak))) return false;
+    if (!sm().wait_subnet_up(std::chrono::seconds(60))) {
+      error = "no subnet up within 60 s: " + sm().status().last_heavy.error;
+      return false;
+    }
+    if (sm().status().last_heavy.lids_new != 0) {
+      error = "a port got a LID OpenSM did not give it";
+      return false;
+    }
+    return true;
   }
   sm::SubnetManager& sm() { return node->sm(); }
   sa::SaServer& sa() { return node->sa(); }

@@ -132,18 +132,12 @@ TEST(PartitionsConformance, TablesGroupsAndPathsAsOpenSmWithTheSameFile) {
   // Then madengine on a fresh fabric, from OpenSM's guid2lid, with the same file.
   IbsimFabric fabric(topo);
   ASSERT_TRUE(fabric.ok()) << fabric.error();
-  const std::string g2l_path = fabric.work_dir() + "/guid2lid";
-  std::ofstream(g2l_path) << osm.guid2lid;
-  fabric.attach_self("H1");
   MadengineRig me;
   // The daemon's keys: the very file OpenSM read with -P.
   node::NodeConfig cfg = MadengineRig::opensm_keyed();
-  cfg.sm.guid2lid = g2l_path;
   cfg.sm.partition_config = conf;
-  ASSERT_TRUE(me.start(cfg)) << me.error;
-  ASSERT_TRUE(me.sm().wait_subnet_up(60s));
+  ASSERT_TRUE(me.start_from_opensm_lids(fabric, "H1", osm.guid2lid, cfg)) << me.error;
   EXPECT_EQ(me.sm().status().last_heavy.bringup.errors, 0u);
-  EXPECT_EQ(me.sm().status().last_heavy.lids_new, 0u);
   // The partitions' groups reach the SA from the SM's core: wait for them (bounded).
   ASSERT_TRUE(ibsim::wait_until([&] { return me.sa().groups().groups() == 2; }, 5s)) << me.sa().groups().groups();
   Seen ours;

@@ -222,15 +222,8 @@ void run_conformance(const std::string& topology, const char* sm_host, const cha
   // Then madengine, on a fresh fabric, starting from OpenSM's guid2lid.
   IbsimFabric fabric(topology, ibsim::conformance::kLayered);
   ASSERT_TRUE(fabric.ok()) << fabric.error();
-  const std::string g2l = fabric.work_dir() + "/guid2lid";
-  std::ofstream(g2l) << osm.guid2lid;
-  fabric.attach_self(sm_host);
   MadengineRig me;
-  node::NodeConfig cfg = MadengineRig::opensm_keyed();
-  cfg.sm.guid2lid = g2l;
-  ASSERT_TRUE(me.start(cfg)) << me.error;
-  ASSERT_TRUE(me.sm().wait_subnet_up(60s));
-  EXPECT_EQ(me.sm().status().last_heavy.lids_new, 0u) << "a port got a LID OpenSM did not give it";
+  ASSERT_TRUE(me.start_from_opensm_lids(fabric, sm_host, osm.guid2lid)) << me.error;
 
   ibsim::conformance::Tally tally;
   std::size_t unlinked = 0;

@@ -215,16 +215,10 @@ TEST_P(SaGidConformance, GidQueriesAsFromOpenSm) {
 
   IbsimFabric fabric(topo);
   ASSERT_TRUE(fabric.ok()) << fabric.error();
-  const std::string g2l = fabric.work_dir() + "/guid2lid";
-  std::ofstream(g2l) << osm.guid2lid;
-  fabric.attach_self("H1");
   MadengineRig me;
   node::NodeConfig cfg = MadengineRig::opensm_keyed();
-  cfg.sm.guid2lid = g2l;
   cfg.sm.subnet_prefix = p.value;
-  ASSERT_TRUE(me.start(cfg)) << me.error;
-  ASSERT_TRUE(me.sm().wait_subnet_up(60s));
-  EXPECT_EQ(me.sm().status().last_heavy.lids_new, 0u) << "a port got a LID OpenSM did not give it";
+  ASSERT_TRUE(me.start_from_opensm_lids(fabric, "H1", osm.guid2lid, cfg)) << me.error;
 
   ibsim::conformance::Tally tally;
   for (const auto& q : qs) {

@@ -315,15 +315,8 @@ TEST(SaStateConformance, SaquerySeesTheSameStateAsFromOpenSm) {
 
   IbsimFabric fabric(topo, ibsim::conformance::kLayered);
   ASSERT_TRUE(fabric.ok()) << fabric.error();
-  const std::string g2l = fabric.work_dir() + "/guid2lid";
-  std::ofstream(g2l) << o.guid2lid;
-  fabric.attach_self("H1");
-  MadengineRig me;
-  node::NodeConfig cfg = MadengineRig::opensm_keyed();  // the daemon's default, as OpenSM's
-  cfg.sm.guid2lid = g2l;
-  ASSERT_TRUE(me.start(cfg)) << me.error;
-  ASSERT_TRUE(me.sm().wait_subnet_up(60s));
-  EXPECT_EQ(me.sm().status().last_heavy.lids_new, 0u) << "a port got a LID OpenSM did not give it";
+  MadengineRig me;  // the daemon's default SM_Key, as OpenSM's
+  ASSERT_TRUE(me.start_from_opensm_lids(fabric, "H1", o.guid2lid)) << me.error;
   const Phase ours = client_actions(fabric);
   std::printf("madengine ibroute -M:\n%s\n", ours.mft.c_str());
 

@@ -188,15 +188,9 @@ void run_madengine(const std::string& topo, const std::string& guid2lid, node::N
                    std::uint64_t& table_smps) {
   IbsimFabric fabric(topo, ibsim::conformance::kLayered);
   ASSERT_TRUE(fabric.ok()) << fabric.error();
-  const std::string g2l = fabric.work_dir() + "/guid2lid";
-  std::ofstream(g2l) << guid2lid;
-  fabric.attach_self("H1");
   MadengineRig me;
-  cfg.sm.guid2lid = g2l;
-  ASSERT_TRUE(me.start(cfg, std::move(tweak))) << me.error;
-  ASSERT_TRUE(me.sm().wait_subnet_up(60s));
+  ASSERT_TRUE(me.start_from_opensm_lids(fabric, "H1", guid2lid, cfg, std::move(tweak))) << me.error;
   const auto st = me.sm().status().last_heavy;
-  EXPECT_EQ(st.lids_new, 0u);
   EXPECT_EQ(st.bringup.errors + st.qos.errors, 0u);
   table_smps = st.tables_smps + st.qos.smps;
   out.smp = ibsim::conformance::run_each(fabric, smp_commands(), "H1");
