@@ -119,7 +119,6 @@ class McastStore {
   // of the subnet's switches - 1 (OpenSM's bound): an MLID past a switch's
   // MFT cannot be forwarded there. Beyond it a create is ERR_NO_RESOURCES.
   void set_mlid_last(std::uint16_t last) noexcept { mlid_last_ = std::clamp<std::uint16_t>(last, kMlidFirst, kMlidLast); }
-  std::uint16_t mlid_last() const noexcept { return mlid_last_; }
   // Join (Set): creates the group when the MGID is zero or unknown and the
   // creation components are present. Returns an SA status; `out` is the
   // member's record as the SA answers it.

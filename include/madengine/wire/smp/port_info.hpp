@@ -243,9 +243,5 @@ inline constexpr std::uint32_t kSmSupportsExtendedSpeeds = 1u << 31;
 constexpr std::uint32_t port_info_modifier(std::uint8_t port, bool extended_speeds = false) noexcept {
   return port | (extended_speeds ? kSmSupportsExtendedSpeeds : 0u);
 }
-// The port number a PortInfo attribute modifier names.
-constexpr std::uint8_t port_info_port(std::uint32_t modifier) noexcept {
-  return static_cast<std::uint8_t>(modifier & 0xff);
-}
 
 }  // namespace madengine::wire
