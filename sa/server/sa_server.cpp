@@ -714,6 +714,14 @@ class SaServer::CoreWorker final : public Poller {
       error(req, wire::status::kBusy, k);
       return;
     }
+    // An SM_Key neither zero nor ours: the MAD is discarded unanswered
+    // (C15-0.1.5, as OpenSM); a retry is judged afresh.
+    if (const std::uint64_t key = sa.sm_key.get(); key != 0 && key != snap_->sm.sm_key) {
+      bump(k.ignored);
+      Dedup& d = dedup_slot(req);
+      if (owns_slot(d, req)) d.state = Dedup::kEmpty;
+      return;
+    }
     switch (meth) {
       case m::kGet:
       case m::kGetTable: return query(req, k, meth == m::kGet);

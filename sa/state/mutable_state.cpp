@@ -15,6 +15,9 @@ namespace st = wire::sa_status;
 namespace scm = wire::service_record_cm;
 namespace mcm = wire::mc_member_record_cm;
 
+constexpr std::uint64_t kSaMgidSignature = 0xa01b;  // MGID bytes 2-3 of SA-assigned groups (IBA 4.1.1)
+constexpr std::uint64_t kLinkLocalScope = 2;
+
 bool zero_key(const std::array<std::uint8_t, 16>& k) noexcept {
   return std::all_of(k.begin(), k.end(), [](std::uint8_t b) { return b == 0; });
 }
@@ -48,6 +51,17 @@ std::uint8_t group_rate(std::uint8_t sel, std::uint8_t req, std::uint8_t port) n
   }
 }
 
+// Whether a group's value meets a joiner's selector and value (o15.0.1.13;
+// MTU codes and data rates both order by size). Largest-available: always.
+bool meets(std::uint8_t sel, std::uint32_t group, std::uint32_t wanted) noexcept {
+  switch (sel) {
+    case wire::selector::kGreaterThan: return group > wanted;
+    case wire::selector::kLessThan: return group < wanted;
+    case wire::selector::kExactly: return group == wanted;
+    default: return true;
+  }
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- services
@@ -66,14 +80,16 @@ void ServiceStore::publish() {
 
 std::uint16_t ServiceStore::set(const wire::ServiceRecord& r, std::uint64_t mask, const Requester& who, Nanos now_ns,
                                 wire::ServiceRecord& out) {
-  // A registration names its service: ServiceID, ServiceGID and P_Key (OpenSM's rule too).
-  if ((mask & (scm::kServiceId | scm::kServiceGid | scm::kServicePKey)) !=
-      (scm::kServiceId | scm::kServiceGid | scm::kServicePKey))
+  // A registration names its service by ServiceID and ServiceGID; its P_Key is
+  // the record's (zero when the mask leaves it out), as OpenSM keeps it.
+  if ((mask & (scm::kServiceId | scm::kServiceGid)) != (scm::kServiceId | scm::kServiceGid))
     return st::kReqInsufficientComponents;
   ServiceEntry e;
   e.rec = r;
   e.owner = who.gid;
-  const std::uint32_t lease = r.service_lease.get();
+  // No ServiceLease in the mask: an infinite lease (as OpenSM).
+  if ((mask & scm::kServiceLease) == 0) e.rec.service_lease = wire::be32::from(wire::kServiceLeaseInfinite);
+  const std::uint32_t lease = e.rec.service_lease.get();
   e.expires_ns = lease == wire::kServiceLeaseInfinite ? -1 : now_ns + Nanos{lease} * kNanosPerSecond;
   for (auto& old : entries_) {
     if (!same_service(old.rec, r)) continue;
@@ -230,7 +246,7 @@ wire::Gid McastStore::allocate_mgid(std::uint8_t scope, std::uint16_t pkey) noex
   for (;;) {
     const std::uint64_t n = ++mgid_counter_;
     wire::Gid g;
-    g.prefix = wire::be64::from(0xff10'a01b'0000'0000ull | std::uint64_t{scope & 0xfu} << 48 |
+    g.prefix = wire::be64::from(0xff10'0000'0000'0000ull | kSaMgidSignature << 32 | std::uint64_t{scope & 0xfu} << 48 |
                                 std::uint64_t{pkey} << 16);
     g.guid = wire::be64::from(n);
     bool taken = false;
@@ -243,8 +259,9 @@ std::uint16_t McastStore::join(const wire::McMemberRecord& r, std::uint64_t mask
                                wire::McMemberRecord& out) {
   if ((mask & mcm::kPortGid) == 0 || (mask & mcm::kJoinState) == 0 || r.join_state() == 0)
     return st::kReqInsufficientComponents;
-  // A port joins for itself unless it asks for a proxy join (IBA 15.2.5.17.2).
-  if (!r.proxy_join() && !(r.port_gid == ctx.who.gid)) return st::kReqInvalid;
+  // A join for another port is a proxy join (IBA 15.2.5.17.2): the SA tells
+  // it from the requester's port, as OpenSM, not from the record's bit.
+  const bool proxy = !(r.port_gid.guid == ctx.who.gid.guid);
   if (ctx.port_guid == 0) return st::kReqInvalid;
   const bool zero_mgid = r.mgid.prefix.get() == 0 && r.mgid.guid.get() == 0;
   McGroupEntry* g = nullptr;
@@ -263,8 +280,13 @@ std::uint16_t McastStore::join(const wire::McMemberRecord& r, std::uint64_t mask
     if (!zero_mgid && (r.mgid.prefix.get() >> 56) != 0xff) return st::kReqInvalid;
     // The flags nibble of a multicast GID is 000T: the upper three bits are reserved (IBA 4.1.1).
     if (!zero_mgid && ((r.mgid.prefix.get() >> 52) & 0xeu) != 0) return st::kReqInvalid;
+    // The SA-assigned signature 0xA01B never has link-local scope (o15.0.1.6): such
+    // an MGID cannot be one we allocated, and a requester may not mint it.
+    if (!zero_mgid && ((r.mgid.prefix.get() >> 32) & 0xffffu) == kSaMgidSignature &&
+        ((r.mgid.prefix.get() >> 48) & 0xfu) == kLinkLocalScope)
+      return st::kReqInvalid;
     if (!wire::pkey_is_valid(r.pkey.get()) || !holds_partition(ctx.port_pkeys, r.pkey.get())) return st::kReqInvalid;
-    if (r.proxy_join() && !holds_partition(ctx.requester_pkeys, r.pkey.get())) return st::kReqInvalid;
+    if (proxy && !holds_partition(ctx.requester_pkeys, r.pkey.get())) return st::kReqInvalid;
     if (groups_.size() >= groups_max_) return st::kNoResources;
     McGroupEntry ng;
     ng.params = wire::McMemberRecord{};
@@ -325,16 +347,23 @@ std::uint16_t McastStore::join(const wire::McMemberRecord& r, std::uint64_t mask
     // The joining port must be in the group's partition (IBA 10.9, OpenSM's
     // ERR 1B14), and so must a proxy requester.
     if (!holds_partition(ctx.port_pkeys, g->params.pkey.get())) return st::kReqInvalid;
-    if (r.proxy_join() && !holds_partition(ctx.requester_pkeys, g->params.pkey.get())) return st::kReqInvalid;
+    if (proxy && !holds_partition(ctx.requester_pkeys, g->params.pkey.get())) return st::kReqInvalid;
     // The port's link must carry the group's MTU and rate (OpenSM checks the same).
     if (g->params.mtu() > ctx.port_mtu || wire::rate_mbps(g->params.rate()) > wire::rate_mbps(ctx.port_rate)) return st::kReqInvalid;
+    // And the group must be what the joiner selects, where it names a selector (as OpenSM).
+    if ((mask & mcm::kMtuSelector) != 0 && !meets(r.mtu_selector(), g->params.mtu(), r.mtu())) return st::kReqInvalid;
+    if ((mask & mcm::kRateSelector) != 0 &&
+        !meets(r.rate_selector(), wire::rate_mbps(g->params.rate()), wire::rate_mbps(r.rate())))
+      return st::kReqInvalid;
   }
 
   auto m = std::find_if(g->members.begin(), g->members.end(), [&](const McMember& x) { return x.port_gid == r.port_gid; });
   if (m == g->members.end()) {
-    g->members.push_back({r.port_gid, r.join_state(), r.proxy_join()});
+    g->members.push_back({r.port_gid, r.join_state(), proxy});
     m = g->members.end() - 1;
   } else {
+    // A membership the port made itself is the port's to change (OpenSM's rule).
+    if (!m->proxy && proxy) return st::kReqInvalid;
     m->join_state = static_cast<std::uint8_t>(m->join_state | r.join_state());
   }
   out = member_record(*g, *m);
@@ -346,12 +375,16 @@ std::uint16_t McastStore::leave(const wire::McMemberRecord& r, std::uint64_t mas
                                 wire::McMemberRecord& out) {
   if ((mask & mcm::kMGid) == 0 || (mask & mcm::kPortGid) == 0 || (mask & mcm::kJoinState) == 0)
     return st::kReqInsufficientComponents;
-  if (!r.proxy_join() && !(r.port_gid == who.gid)) return st::kReqInvalid;
+  const bool proxy = !(r.port_gid.guid == who.gid.guid);
   for (auto gi = groups_.begin(); gi != groups_.end(); ++gi) {
     if (!(gi->params.mgid == r.mgid)) continue;
     for (auto mi = gi->members.begin(); mi != gi->members.end(); ++mi) {
       if (!(mi->port_gid == r.port_gid)) continue;
-      if ((mi->join_state & r.join_state()) == 0) return st::kReqInvalid;
+      // Only the port itself leaves a membership it made (OpenSM's rule).
+      if (proxy && !mi->proxy) return st::kReqInvalid;
+      // The bits to leave must all be held (o15-0.1.14): none held, or one
+      // the member never joined with, is an invalid request.
+      if ((mi->join_state & r.join_state()) == 0 || (r.join_state() & ~mi->join_state) != 0) return st::kReqInvalid;
       out = member_record(*gi, *mi);
       mi->join_state = static_cast<std::uint8_t>(mi->join_state & ~r.join_state());
       out.set_join_state(mi->join_state);

@@ -5,6 +5,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "engine/dispatch.hpp"
 #include "madengine/wire/sa.hpp"
 
@@ -41,7 +43,8 @@ bool ReplicaClient::start(const SaTarget& sa, std::uint64_t sm_key, Nanos timeou
     return false;
   }
   ++counters_.rounds;
-  deadline_ns_ = clock_.now_ns() + timeout_ns;
+  started_ns_ = clock_.now_ns();
+  deadline_ns_ = started_ns_ + timeout_ns;
   for (const MadBuf& q : round_->queries()) {
     if (!tx_.send(q)) {
       round_.reset();
@@ -114,6 +117,8 @@ void ReplicaClient::finish_if_done() noexcept {
     image_ = round_->image(lid_of_, now);
     image_at_ns_ = now;
     ++counters_.complete;
+    counters_.last_round_us = (now - started_ns_) / 1000;
+    counters_.max_round_us = std::max(counters_.max_round_us, counters_.last_round_us);
   } catch (...) {
     ++counters_.failed;
     error_ = "out of memory";

@@ -24,6 +24,8 @@ struct ReplicaCounters {
   std::uint64_t complete = 0;   // gave an image
   std::uint64_t failed = 0;     // an error status, a malformed table or an RMPP abort
   std::uint64_t timed_out = 0;  // not complete within the round's time (or replaced by the next round)
+  std::int64_t last_round_us = -1;  // how long the last complete round took, from its queries to its image
+  std::int64_t max_round_us = -1;   // the longest complete round
 };
 
 // Bounds of the receiving side: a table of 8,192 segments holds 9,300
@@ -72,6 +74,7 @@ class ReplicaClient final : public Poller {
   std::optional<ReplicaRound> round_;
   std::uint32_t round_tid_low_ = 0;  // of the first query; +1, +2 the others
   std::array<std::optional<RmppKey>, 3> transfers_{};  // the round's RMPP transfers, as first seen
+  Nanos started_ns_ = 0;
   Nanos deadline_ns_ = 0;
   LidOfGid lid_of_;
   std::optional<sa::SaStateImage> image_;

@@ -134,6 +134,13 @@ TEST(HaStateIbsim, StandbyTakesOverWithTheMastersServiceRecord) {
       << "rounds " << sm.status().replica.rounds << " failed " << sm.status().replica.failed << " timed out "
       << sm.status().replica.timed_out;
 
+  {
+    const sm::SmStatus s = sm.status();
+    std::printf("replica rounds %llu complete %llu failed %llu timed out %llu, last %lld us, longest %lld us\n",
+                static_cast<unsigned long long>(s.replica.rounds), static_cast<unsigned long long>(s.replica.complete),
+                static_cast<unsigned long long>(s.replica.failed), static_cast<unsigned long long>(s.replica.timed_out),
+                static_cast<long long>(s.replica.last_round_us), static_cast<long long>(s.replica.max_round_us));
+  }
   ::kill(master, SIGKILL);
   const auto killed = std::chrono::steady_clock::now();
   ASSERT_TRUE(sm.wait_for([](const sm::SmStatus& s) { return s.state == wire::SmState::kMaster && s.epoch != 0; }, 60s));

@@ -1,6 +1,7 @@
 // Creating multicast groups in McastStore: the rate a creator's selector
 // picks (bounded by its link, as a joiner's link must carry the group's), the
-// scope a requested MGID carries, and the reserved flag bits of a requested MGID. Found comparing with OpenSM on
+// scope a requested MGID carries, the reserved flag bits and the SA's own
+// signature in a requested MGID, a joiner's selectors against the group. Found comparing with OpenSM on
 // ibsim (tests/ibsim/sa_state_conformance_test.cpp); IPv6 solicited-node
 // groups on one MLID, and the MLID budget of the switches' MFTs.
 #include <gtest/gtest.h>
@@ -100,6 +101,28 @@ TEST(McastCreate, ReservedMgidFlagsAreRefused) {
   EXPECT_EQ(c.create(c.request(0xff32'5a5a'0000'0000ull, wire::selector::kExactly, rc::k10Gbps), out), st::kReqInvalid);
   EXPECT_EQ(c.store.groups(), 0u);
   ASSERT_EQ(c.create(c.request(0xff02'5a5a'0000'0000ull, wire::selector::kExactly, rc::k10Gbps), out), 0);  // permanent
+}
+
+TEST(McastCreate, SaAssignedSignatureWithLinkLocalScopeIsRefused) {
+  Create c;
+  wire::McMemberRecord out{};
+  // 0xA01B marks MGIDs the SA assigns; never with link-local scope (o15.0.1.6, as OpenSM).
+  EXPECT_EQ(c.create(c.request(0xff12'a01b'0000'0000ull, wire::selector::kExactly, rc::k10Gbps), out), st::kReqInvalid);
+  ASSERT_EQ(c.create(c.request(0xff15'a01b'0000'0000ull, wire::selector::kExactly, rc::k10Gbps), out), 0);  // site-local
+}
+
+TEST(McastCreate, AJoinersSelectorsMustMatchTheExistingGroup) {
+  Create c;
+  wire::McMemberRecord out{};
+  ASSERT_EQ(c.create(c.request(0xff15'5a5a'0000'0000ull, wire::selector::kExactly, rc::k10Gbps), out), 0);
+  // osmtest's o15.0.1.13 check: a group below 2.5 Gb/s is asked for; this one is 10 Gb/s.
+  auto j = c.request(0xff15'5a5a'0000'0000ull, wire::selector::kLessThan, rc::k2_5Gbps);
+  EXPECT_EQ(c.store.join(j, kCreateMask, c.ctx, out), st::kReqInvalid);
+  j.set_rate_selector(wire::selector::kGreaterThan);
+  EXPECT_EQ(c.store.join(j, kCreateMask, c.ctx, out), 0);
+  j.set_mtu_selector(wire::selector::kGreaterThan);
+  j.set_mtu(5);  // the group's MTU is the port's, 5: not greater
+  EXPECT_EQ(c.store.join(j, kCreateMask | mcm::kMtuSelector | mcm::kMtu, c.ctx, out), st::kReqInvalid);
 }
 
 // IPv6 solicited-node groups, one per host address: with OpenSM's

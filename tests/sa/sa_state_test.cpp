@@ -51,6 +51,35 @@ wire::ServiceRecord service(std::uint64_t id, const wire::Gid& g, std::uint32_t 
 
 constexpr std::uint64_t kSrKey = scm::kServiceId | scm::kServiceGid | scm::kServicePKey;
 
+// osmtest's registrations: without a ServiceP_Key the record's P_Key stands
+// (zero), without a ServiceLease the lease is infinite (as OpenSM); a
+// ServiceID and ServiceGID are needed.
+TEST_F(SaState, ServiceRecordSetWithoutPKeyOrLease) {
+  auto r1 = service(0x3000, gid(lids_[0]), 5, "no.pkey");
+  r1.service_pkey = wire::be16::from(0);
+  auto r = ask(m::kSet, a::kServiceRecord, scm::kServiceId | scm::kServiceGid | scm::kServiceName, r1, lids_[0]);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status(), 0);
+  EXPECT_EQ(r->record<wire::ServiceRecord>().service_lease.get(), wire::kServiceLeaseInfinite);
+  EXPECT_EQ(r->record<wire::ServiceRecord>().service_pkey.get(), 0);
+  EXPECT_EQ(ask(m::kSet, a::kServiceRecord, scm::kServiceId | scm::kServiceName, r1, lids_[0])->status(),
+            st::kReqInsufficientComponents);
+}
+
+// C15-0.1.5: a request with an SM_Key that is neither zero nor the SM's is
+// discarded unanswered (osmtest's "wrong SM_Key ignored"); zero and the SM's
+// key are answered.
+TEST_F(SaState, WrongSmKeyIsDiscarded) {
+  wire::PortInfoRecord q{};
+  MadBuf req = sa_request(m::kGetTable, a::kPortInfoRecord, 0, q, ++tid_, lids_[0]);
+  EXPECT_TRUE(h_.ask(req));
+  req = sa_request(m::kGetTable, a::kPortInfoRecord, 0, q, ++tid_, lids_[0]);
+  req.as<wire::SaMad>().sm_key = wire::be64::from(9999);
+  EXPECT_FALSE(h_.ask(req));
+  req.as<wire::SaMad>().sm_key = wire::be64::from(kTestSmKey);  // the same TID retried with the right key
+  EXPECT_TRUE(h_.ask(req));
+}
+
 TEST_F(SaState, ServiceRecordRegisterFindExpire) {
   const auto r1 = service(0x1000, gid(lids_[0]), 10, "madengine.test");
   auto r = ask(m::kSet, a::kServiceRecord, kSrKey | scm::kServiceLease | scm::kServiceName, r1, lids_[0]);
@@ -190,10 +219,23 @@ TEST_F(SaState, IpoibBroadcastGroupCreateJoinLeave) {
   j.qkey = wire::be32::from(0x1234);
   EXPECT_EQ(ask(m::kSet, a::kMcMemberRecord, mcm::kMGid | mcm::kPortGid | mcm::kJoinState | mcm::kQKey, j, lids_[2])->status(),
             st::kReqInvalid);
-  // Joining for someone else's port without ProxyJoin is refused.
+  // Joining for another port is a proxy join, told from the requester's
+  // port as OpenSM does (osmtest joins so without the ProxyJoin bit); the
+  // proxy may leave it again.
+  const std::uint64_t jmask = mcm::kMGid | mcm::kPortGid | mcm::kJoinState;
   j.port_gid = gid(lids_[3]);
-  EXPECT_EQ(ask(m::kSet, a::kMcMemberRecord, mcm::kMGid | mcm::kPortGid | mcm::kJoinState, j, lids_[2])->status(),
-            st::kReqInvalid);
+  r = ask(m::kSet, a::kMcMemberRecord, jmask, j, lids_[2]);
+  ASSERT_EQ(r->status(), 0);
+  EXPECT_TRUE(r->record<wire::McMemberRecord>().proxy_join());
+  EXPECT_EQ(ask(m::kDelete, a::kMcMemberRecord, jmask, j, lids_[2])->status(), 0);
+  // A membership a port made itself is not another port's to change or leave.
+  j.port_gid = gid(lids_[1]);
+  EXPECT_EQ(ask(m::kSet, a::kMcMemberRecord, jmask, j, lids_[2])->status(), st::kReqInvalid);
+  j.set_join_state(wire::join_state::kFullMember);
+  EXPECT_EQ(ask(m::kDelete, a::kMcMemberRecord, jmask, j, lids_[2])->status(), st::kReqInvalid);
+  // Leaving a bit the member never joined with is refused (o15-0.1.14).
+  j.set_join_state(wire::join_state::kFullMember | wire::join_state::kNonMember);
+  EXPECT_EQ(ask(m::kDelete, a::kMcMemberRecord, jmask, j, lids_[1])->status(), st::kReqInvalid);
 
   // With the SM_Key (saquery -m --smkey, the HA replica): one record per
   // member. Without (saquery -g / -m): one per group, members hidden (IBA
