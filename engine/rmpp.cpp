@@ -392,6 +392,22 @@ void RmppReceiver::release(std::uint32_t slot) noexcept {
   --active_;
 }
 
+// Every slot busy: a finished transfer that lingers only to repeat a lost
+// final ACK gives way to a new one (the oldest first); a client that asks
+// again and again (a standby's replica rounds) would otherwise be refused
+// until the lingers end. False if every slot holds a live transfer.
+bool RmppReceiver::reclaim_linger() noexcept {
+  std::uint32_t oldest = kNone;
+  for (std::uint32_t i = 0; i < transfers_.size(); ++i)
+    if (transfers_[i].state == State::kLinger &&
+        (oldest == kNone || transfers_[i].linger_until_ns < transfers_[oldest].linger_until_ns))
+      oldest = i;
+  if (oldest == kNone) return false;
+  release(oldest);
+  ++counters_.lingers_reclaimed;
+  return true;
+}
+
 void RmppReceiver::deliver(std::uint32_t slot, RmppOutcome outcome, std::uint8_t status) noexcept {
   Transfer& t = transfers_[slot];
   RmppRecvDone done;
@@ -404,7 +420,8 @@ void RmppReceiver::deliver(std::uint32_t slot, RmppOutcome outcome, std::uint8_t
     done.payload = {data_of(slot), t.data_len};
     // Linger so a lost final ACK can be repeated when the sender re-sends.
     t.state = State::kLinger;
-    timers_.push(slot, clock_.now_ns() + cfg_.linger_ns);
+    t.linger_until_ns = clock_.now_ns() + cfg_.linger_ns;
+    timers_.push(slot, t.linger_until_ns);
     if (cb_ != nullptr) cb_(user_, done);
     return;
   }
@@ -468,6 +485,7 @@ void RmppReceiver::on_data(const MadBuf& m, Nanos now_ns) noexcept {
       send_ctl(m, RmppType::kAbort, rmpp_status::kInconsistentLastAndLength, 0, 0);
       return;
     }
+    if (free_head_ == kNone) reclaim_linger();
     if (count > cfg_.segments_max || free_head_ == kNone) {
       // No state for it: too large for our buffers, or too many at once.
       send_ctl(m, RmppType::kAbort, rmpp_status::kUnspecified, 0, 0);

@@ -106,6 +106,7 @@ struct RmppReceiverCounters {
   std::uint64_t aborts_received = 0;
   std::uint64_t done = 0;
   std::uint64_t sink_full = 0;
+  std::uint64_t lingers_reclaimed = 0;  // finished transfers forgotten early to make room for a new one
 };
 
 namespace detail {
@@ -241,6 +242,7 @@ class RmppReceiver final : public Poller {
     std::uint32_t window_last = 1;   // NWL granted so far
     std::uint32_t data_len = 0;      // bytes reassembled
     Nanos last_ack_ns = -1;
+    Nanos linger_until_ns = 0;  // kLinger: when it is forgotten
     State state = State::kFree;
     std::uint32_t next_free = kNone;
   };
@@ -252,6 +254,7 @@ class RmppReceiver final : public Poller {
   void abort_transfer(std::uint32_t slot, std::uint8_t status, RmppOutcome outcome) noexcept;
   void deliver(std::uint32_t slot, RmppOutcome outcome, std::uint8_t status) noexcept;
   void release(std::uint32_t slot) noexcept;
+  bool reclaim_linger() noexcept;
   void on_data(const MadBuf& m, Nanos now_ns) noexcept;
   std::uint8_t* data_of(std::uint32_t slot) noexcept { return buffers_.data() + std::size_t{slot} * payload_max_; }
 

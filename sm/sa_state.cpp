@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <string>
 
 #include "sm/sm.hpp"
 
@@ -17,10 +18,7 @@ constexpr Nanos kReplicaStepNs = 20 * kNanosPerMilli;  // how often the replica 
 
 std::uint64_t replica_max_age_ms(const SmConfig& c) noexcept {
   if (c.ha_replica_max_age_ms != 0) return c.ha_replica_max_age_ms;
-  const std::uint64_t poll_timeout_ms =
-      c.ha_poll_timeout_ms != 0 ? c.ha_poll_timeout_ms : std::min<std::uint32_t>(c.ha_poll_interval_ms, 1000);
-  return 3 * std::uint64_t{c.ha_replica_interval_ms} +
-         std::uint64_t{c.ha_poll_retries} * (c.ha_poll_interval_ms + poll_timeout_ms);
+  return 3 * std::uint64_t{c.ha_replica_interval_ms};
 }
 
 // A STANDBY copies the master's SA state: right after it became STANDBY, then
@@ -29,10 +27,27 @@ std::uint64_t replica_max_age_ms(const SmConfig& c) noexcept {
 Task<void> SubnetManager::replica_loop() {
   const Nanos interval = Nanos{cfg_.ha_replica_interval_ms} * kNanosPerMilli;
   Nanos next = 0;
+  ha::ReplicaCounters seen;
+  bool behind = false;  // rounds fail or outlast the interval: said once, until one completes
   for (;;) {
     const Wake w = co_await sched_->sleep_for(std::min(interval, kReplicaStepNs));
     if (!w) co_return;
     const Nanos now = sched_->clock().now_ns();
+    if (const ha::ReplicaCounters& c = replica_->counters(); c.rounds != seen.rounds || c.complete != seen.complete ||
+                                                             c.failed != seen.failed || c.timed_out != seen.timed_out) {
+      if (c.complete != seen.complete && behind) {
+        spdlog::info("sm: replica: copying the master's SA state again ({} ms a round)", c.last_round_us / 1000);
+        behind = false;
+      } else if ((c.failed != seen.failed || c.timed_out != seen.timed_out) && c.complete == seen.complete && !behind) {
+        spdlog::warn("sm: replica: a copy of the master's SA state {} (ha_replica_interval_ms {}): a takeover "
+                     "now may have to ask clients to reregister",
+                     c.failed != seen.failed ? "failed: " + replica_->last_error() : std::string("did not complete in time"),
+                     cfg_.ha_replica_interval_ms);
+        behind = true;
+      }
+      seen = c;
+      update_status([c](SmStatus& s) { s.replica = c; });
+    }
     if (ha_->state() != wire::SmState::kStandby || (now < next && !replica_now_)) continue;
     replica_now_ = false;
     next = now + interval;
@@ -54,8 +69,6 @@ Task<void> SubnetManager::replica_loop() {
     phase(SmPhase::kReplicaCopy);
     replica_->start(ha::SaTarget{.lid = master_lid, .sl = lp.sm_sl, .pkey_index = 0, .port_num = lp.port_num},
                     cfg_.sm_key, interval, std::move(lid_of));
-    const ha::ReplicaCounters c = replica_->counters();
-    update_status([c](SmStatus& s) { s.replica = c; });
   }
 }
 
@@ -71,7 +84,11 @@ bool SubnetManager::settle_sa_state() {
   bool ask = true;
   const char* why = "no replica or journal of the SA state";
   if (replica_ != nullptr && replica_->image().has_value()) {
-    const Nanos age = now - replica_->image_at_ns();
+    // How much of the master's life the copy misses: from the copy to the
+    // master's last answered poll (the takeover itself comes a polling
+    // budget later, with nothing registered meanwhile).
+    const Nanos last_alive = ha_->last_poll_answer_ns() >= 0 ? ha_->last_poll_answer_ns() : now;
+    const Nanos age = std::max<Nanos>(0, last_alive - replica_->image_at_ns());
     ask = ha::must_ask_clients_to_reregister(true, age, bound_ns);
     if (!ask) {
       std::optional<sa::SaStateImage> img = replica_->take_image();

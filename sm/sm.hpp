@@ -141,9 +141,9 @@ struct SmConfig {
   // STANDBY and then every ha_replica_interval_ms; on takeover the last
   // image, if not older than ha_replica_max_age_ms, goes to
   // restore_sa_state before the first publication, and clients are not asked
-  // to reregister. The age is taken at takeover, after the polling budget
-  // was spent: 0 means 3 replica intervals plus that budget (an image at
-  // most 3 intervals older than the master's last sign of life). sa_state_restored: the owner restored fresh state before
+  // to reregister. The age is how much older the image is than the master's
+  // last answered poll (the takeover itself comes a polling budget later):
+  // 0 means 3 replica intervals. sa_state_restored: the owner restored fresh state before
   // start (warm restart journal), so our first mastership does not ask either.
   std::function<void(sa::SaStateImage)> restore_sa_state;
   std::uint32_t ha_replica_interval_ms = 1000;

@@ -146,6 +146,7 @@ Task<void> HaAgent::poll_loop() {
     if (sm_.polled_guid() != g) continue;  // the target changed while we waited
     const auto reply = decode_sminfo_reply(r, sm_.self().sm_key);
     if (!reply) ++counters_.polls_failed;
+    else last_poll_answer_ns_ = sched_.clock().now_ns();
     apply(sm_.poll_result(reply ? &*reply : nullptr));
   }
 }

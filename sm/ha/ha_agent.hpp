@@ -93,6 +93,9 @@ class HaAgent {
   void set_priority(std::uint8_t priority) noexcept { apply(sm_.set_priority(priority)); }
   // Peers as the last sweep found them.
   const std::vector<FoundSm>& peers() const noexcept { return peers_; }
+  // When the SM we poll last answered (engine clock; -1: never): a standby's
+  // copy of the master's SA state is judged against this moment.
+  Nanos last_poll_answer_ns() const noexcept { return last_poll_answer_ns_; }
 
  private:
   void apply(const Actions& a) noexcept;
@@ -116,6 +119,7 @@ class HaAgent {
   bool sweep_requested_ = false;
   std::uint64_t pending_ack_ = 0;  // HANDOVER came before we knew the sender's route: ACKNOWLEDGE after the sweep
   std::vector<FoundSm> peers_;
+  Nanos last_poll_answer_ns_ = -1;
   bool electing_ = false;       // a master's heavy sweep has not elected yet
   std::uint64_t election_ = 0;  // which sweep electing_ belongs to
   std::vector<MadBuf> held_;    // SMInfo Gets waiting for it (bounded)

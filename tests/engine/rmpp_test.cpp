@@ -613,6 +613,38 @@ TEST(Rmpp, ReceiverRefusesTransfersBeyondItsLimits) {
   EXPECT_FALSE(rx.on_mad(plain));
 }
 
+// A receiver whose slots all hold finished transfers (lingering to repeat a
+// lost final ACK) takes a new transfer in the oldest one's place: a standby
+// asking for the same three tables every 200 ms was refused for the whole
+// 2 s linger, so most of its rounds never completed.
+TEST(Rmpp, LingeringTransfersGiveWayToNewOnes) {
+  RmppConfig cfg = test_config();
+  cfg.transfers_max = 1;
+  ManualClock clock;
+  Wire out;
+  Outcome o;
+  RmppReceiver rx(clock, out, &Outcome::on_recv, &o, cfg);
+  const auto one_segment = [](std::uint64_t tid) {
+    MadBuf m = sa_template(tid);
+    set_rmpp(m, RmppHeader{1, static_cast<std::uint8_t>(RmppType::kData),
+                           static_cast<std::uint8_t>(kRmppNoRespTime << 3 | rmpp_flag::kActive | rmpp_flag::kFirst |
+                                                     rmpp_flag::kLast),
+                           0, wire::be32::from(1), wire::be32::from(20 + 64)});
+    return m;
+  };
+  EXPECT_TRUE(rx.on_mad(one_segment(40)));
+  ASSERT_EQ(o.recv_callbacks, 1);
+  EXPECT_EQ(o.recv->outcome, RmppOutcome::kDone);
+  clock.advance_ns(cfg.linger_ns / 4);  // well inside the first one's linger
+  out.q.clear();
+  EXPECT_TRUE(rx.on_mad(one_segment(41)));
+  ASSERT_EQ(o.recv_callbacks, 2);
+  EXPECT_EQ(o.recv->outcome, RmppOutcome::kDone);
+  ASSERT_EQ(out.q.size(), 1u);
+  EXPECT_EQ(rmpp_of(out.q[0]).rmpp_type(), RmppType::kAck);  // not an ABORT for want of a slot
+  EXPECT_EQ(rx.counters().lingers_reclaimed, 1u);
+}
+
 TEST(Rmpp, SenderAbortsOnBadAcksAndStops) {
   auto run_one = [](std::uint64_t tid, auto mutate, std::uint8_t expect_status) {
     Tamper t(tid);

@@ -85,8 +85,8 @@ struct SmSection {
   unsigned ha_poll_retries = 4;
   // Standby: how often the master's SA state (services, groups,
   // subscriptions) is copied; a takeover keeps it, without asking clients to
-  // reregister, when it is at most ha_replica_max_age_ms old (0: 3 intervals
-  // plus the polling budget). See docs/ha.md.
+  // reregister, when it is at most ha_replica_max_age_ms older than the
+  // master's last answered poll (0: 3 intervals). See docs/ha.md.
   unsigned ha_replica_interval_ms = 1000;
   unsigned ha_replica_max_age_ms = 0;
   // Partitions (docs/operations.md): OpenSM's partitions.conf, unchanged;

@@ -457,6 +457,9 @@ RMPP_EXPORT int umad_recv(int portid, void *umad, int *length, int timeout_ms) {
     const int slice = left < 0 || left > kRecvSliceMs ? kRecvSliceMs : left;
     const int saved_length = *length;
     const int rc = real.umad_recv(portid, umad, length, slice);
+    /* Passed through, a MAD still needs its last 32 bytes back (madengine's
+     * own RMPP segments carry data there). */
+    if (rc >= 0) shim_tail_repair((struct ib_user_mad *)umad, (size_t)*length);
     if (rc >= 0 || timeout_ms == 0 || (rc != -ETIMEDOUT && rc != -EWOULDBLOCK)) return rc;
     if (timeout_ms > 0 && now_ms() >= end) return rc;
     *length = saved_length;

@@ -143,6 +143,12 @@ void sm_metrics(Out& o, const sm::SmStatus& s) {
   o.one("ha_handovers_sent_total", "counter", "HANDOVERs sent", s.ha.handovers_sent);
   o.one("ha_replica_rounds_total", "counter", "standby copies of the master's SA state started", s.replica.rounds);
   o.one("ha_replica_failed_total", "counter", "standby copies that failed or timed out", s.replica.failed + s.replica.timed_out);
+  o.one("ha_replica_timed_out_total", "counter",
+        "standby copies not complete within ha_replica_interval_ms (an interval the standby cannot keep)",
+        s.replica.timed_out);
+  if (s.replica.last_round_us >= 0)
+    o.one("ha_replica_round_seconds", "gauge", "how long the standby's last complete copy took",
+          static_cast<double>(s.replica.last_round_us) / 1e6);
   if (s.replica_age_ms >= 0)
     o.one("ha_replica_age_seconds", "gauge", "age of the standby's last complete copy of the master's SA state",
           static_cast<double>(s.replica_age_ms) / 1000.0);
