@@ -69,6 +69,8 @@ class InternalNode : public Node {
   JournalCounters journal_counters() const noexcept;
   // The performance manager; null when [perfmgr] is not enabled.
   perfmgr::PerfManager* perfmgr() noexcept;
+  // perfmgr.node_name_map as loaded at start (empty without one).
+  const perfmgr::NodeNameMap& node_names() const noexcept;
 
   // Runs `fn` on engine core `core` between MAD bursts (the SM's core:
   // sm_core(); the SM's state is touched only there). Any thread; false when

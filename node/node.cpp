@@ -362,16 +362,16 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   // The performance manager on the last core (beside the SA's queries, away
   // from the SM's sweeps where there are two or more), its responses before the SM's.
   const auto perf_core = static_cast<std::uint16_t>(p_->engine->cores() - 1);
+  // The node name map names nodes in every output, with or without the manager.
+  if (!in.perfmgr.node_name_map.empty()) {
+    std::string err;
+    if (!perfmgr::load_node_name_map(in.perfmgr.node_name_map, p_->names, err)) throw ConfigError("perfmgr.node_name_map: " + err);
+    spdlog::info("node name map {}: {} names", in.perfmgr.node_name_map, p_->names.size());
+  }
   if (in.perfmgr.enabled) {
-    perfmgr::NodeNameMap names;
-    if (!in.perfmgr.node_name_map.empty()) {
-      std::string err;
-      if (!perfmgr::load_node_name_map(in.perfmgr.node_name_map, names, err)) throw ConfigError("perfmgr.node_name_map: " + err);
-      spdlog::info("perfmgr: node name map {}: {} names", in.perfmgr.node_name_map, names.size());
-    }
     if (in.on_port_alarm) p_->events->set_port_alarm(in.on_port_alarm);
     p_->perf = std::make_unique<perfmgr::PerfManager>(
-        *p_->engine, perf_core, p_->transport->local_port().port_num, p_->store, in.perfmgr, std::move(names),
+        *p_->engine, perf_core, p_->transport->local_port().port_num, p_->store, in.perfmgr, p_->names,
         [events](const perfmgr::PortAlarm& a) { events->push_port_alarm(a); });
     p_->perf_hook = p_->perf->response_hook(perf_core == smc.core ? sm_hook : nullptr);
   }
@@ -504,6 +504,7 @@ void InternalNode::write_journal_now() noexcept {
 }
 sm::SubnetManager& InternalNode::sm() noexcept { return *parts().sm; }
 perfmgr::PerfManager* InternalNode::perfmgr() noexcept { return parts().perf.get(); }
+const perfmgr::NodeNameMap& InternalNode::node_names() const noexcept { return parts().names; }
 sa::SaServer& InternalNode::sa() noexcept { return *parts().sa; }
 const sa::SnapshotStore& InternalNode::store() const noexcept { return parts().store; }
 void InternalNode::crash() noexcept { parts().crashed = true; }

@@ -46,6 +46,7 @@ struct Node::Parts {
   sa::SnapshotStore store;
   std::unique_ptr<sa::SaServer> sa;
   std::unique_ptr<sm::SubnetManager> sm;
+  perfmgr::NodeNameMap names;  // perfmgr.node_name_map (empty: NodeDescription names nodes)
   std::unique_ptr<perfmgr::PerfManager> perf;
   std::unique_ptr<MadHandler> perf_hook;  // class 0x04 responses, then the SM's
   std::vector<std::unique_ptr<sa::ResponseChain>> chains;
