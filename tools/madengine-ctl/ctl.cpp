@@ -133,10 +133,10 @@ void print_portstatus(const json& r) {
   fmt::print("ports           {}\n", states);
   for (const auto& [k, v] : r["rates"].items()) fmt::print("links at {:<14} {}\n", k, num(v));
   if (r["reduced_width"].empty()) {
-    fmt::print("no link below the width both ends support\n");
+    fmt::print("no link below the width both ends enable\n");
     return;
   }
-  fmt::print("links below the width both ends support:\n");
+  fmt::print("links below the width both ends enable:\n");
   for (const json& p : r["reduced_width"])
     fmt::print("  {} \"{}\" port {}: {} (could be {}) to \"{}\" port {}\n", num(p["guid"]), num(p["name"]), num(p["port"]),
                num(p["width"]), num(p["could_be"]), num(p["peer"]), num(p["peer_port"]));
@@ -221,7 +221,7 @@ int main(int argc, char** argv) {
       ->add_option("LEVEL", level, "trace|debug|info|warn|error")
       ->required()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
-  app.add_subcommand("portstatus", "ports by state and link rate, links below the width both ends support");
+  app.add_subcommand("portstatus", "ports by state and link rate, links below the width both ends enable");
   app.add_subcommand("errors", "ports with non-zero error counters, as ibqueryerrors (the performance manager's last round)");
   unsigned qlid = 0;
   app.add_subcommand("querylid", "the node and port that own LID, its link and counters")

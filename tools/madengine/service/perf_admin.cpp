@@ -20,7 +20,7 @@ namespace {
 json error(const std::string& what) { return json{{"ok", false}, {"error", what}}; }
 std::string hex(std::uint64_t g) { return fmt::format("0x{:016x}", g); }
 
-// The highest width bit both ends support (IBA LinkWidth codes).
+// The widest width in both masks (IBA LinkWidth codes).
 std::uint8_t best_common_width(std::uint8_t a, std::uint8_t b) noexcept {
   const std::uint8_t both = a & b;
   for (const std::uint8_t w : {std::uint8_t{8}, std::uint8_t{4}, std::uint8_t{2}, std::uint8_t{16}, std::uint8_t{1}})
@@ -97,7 +97,12 @@ json AdminCommands::portstatus() {
       const std::uint32_t mbps = wire::link_mbps(pi.link_width_active, wire::link_speed_of(pi, n.is_switch() ? caps : pi));
       ++by_rate[fmt::format("{} {} Gb/s", width_name(pi.link_width_active), mbps / 1000.0)];
       const fabric::Port& peer = f.nodes[port.peer].ports[port.peer_port];
-      const std::uint8_t best = best_common_width(pi.link_width_supported, peer.info.link_width_supported);
+      // A link trains to the widest width both ends enable (IBA 6.x): anything
+      // narrower is a bad cable or lane, what portstatus exists to show.
+      const auto enabled = [](const wire::PortInfo& i) -> std::uint8_t {
+        return i.link_width_enabled == 0xff ? i.link_width_supported : i.link_width_enabled;
+      };
+      const std::uint8_t best = best_common_width(enabled(pi), enabled(peer.info));
       if (best != 0 && wire::width_lanes(pi.link_width_active) < wire::width_lanes(best))
         reduced.push_back(json{{"guid", hex(n.node_guid)}, {"name", std::string(names.name(n.node_guid, n.description))},
                                {"port", p}, {"width", width_name(pi.link_width_active)}, {"could_be", width_name(best)},
