@@ -1,4 +1,4 @@
-# libmadengine: every object of engine, sim, sa, sm and node in one library,
+# libmadengine: every object of engine, sim, sa, sm, perfmgr and node in one library,
 # shared (libmadengine.so.SOVERSION, exporting only the API: MADENGINE_API
 # symbols, filtered again by cmake/libmadengine.map) and static
 # (libmadengine.a); installed with the public headers, a CMake package
@@ -12,7 +12,7 @@ set(MADENGINE_SOVERSION ${PROJECT_VERSION_MAJOR})
 
 set(madengine_objects
   $<TARGET_OBJECTS:madengine_engine> $<TARGET_OBJECTS:madengine_sim> $<TARGET_OBJECTS:madengine_sa>
-  $<TARGET_OBJECTS:madengine_sm> $<TARGET_OBJECTS:madengine_node>)
+  $<TARGET_OBJECTS:madengine_sm> $<TARGET_OBJECTS:madengine_perfmgr> $<TARGET_OBJECTS:madengine_node>)
 
 # What the objects call: the same libraries the module targets link.
 set(madengine_deps PkgConfig::IBUMAD PkgConfig::IBVERBS PkgConfig::TOMLPP spdlog::spdlog fmt::fmt Threads::Threads)

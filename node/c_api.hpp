@@ -13,6 +13,7 @@
 #include "madengine/madengine.h"
 #include "madengine/node/fabric_view.hpp"
 #include "madengine/node/node.hpp"
+#include "perfmgr/perf_config.hpp"
 
 struct me_fabric {
   madengine::node::FabricView view;
@@ -27,6 +28,7 @@ struct me_lfts {
 
 struct me_node {
   madengine::node::NodeConfig cfg;
+  madengine::perfmgr::PerfMgrConfig perfmgr;  // [perfmgr] of the same TOML
   std::mutex mu;  // start, stop, destroy and the setters
   std::unique_ptr<madengine::node::Node> node;
   // What me_set_* registered, handed to the node at the first start.
@@ -38,6 +40,8 @@ struct me_node {
   void* notice_user = nullptr;
   me_port_change_fn port_change = nullptr;
   void* port_change_user = nullptr;
+  me_port_errors_fn port_errors = nullptr;
+  void* port_errors_user = nullptr;
   me_routing_fn routing = nullptr;
   void* routing_user = nullptr;
   struct VendorHandler {

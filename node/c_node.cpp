@@ -8,7 +8,9 @@
 
 #include "madengine_version.h"
 #include "node/c_api.hpp"
+#include "node/internal_node.hpp"
 #include "node/logging.hpp"
+#include "node/perfmgr_keys.hpp"
 
 namespace madengine::capi {
 
@@ -69,6 +71,43 @@ void from_c(const me_mad& m, MadBuf& b) noexcept {
 }
 
 // What me_set_* registered, as the node's C++ hooks.
+// me_port_errors.over uses PortAlarm's bits: bit i is the error Counter kFirstError + i.
+static_assert(ME_PERF_SYMBOL_ERRORS == 1u << (static_cast<unsigned>(perfmgr::Counter::kSymbolErrors) - perfmgr::kFirstError));
+static_assert(ME_PERF_LINK_ERROR_RECOVERY == 1u << (static_cast<unsigned>(perfmgr::Counter::kLinkErrorRecovery) - perfmgr::kFirstError));
+static_assert(ME_PERF_LINK_DOWNED == 1u << (static_cast<unsigned>(perfmgr::Counter::kLinkDowned) - perfmgr::kFirstError));
+static_assert(ME_PERF_RCV_ERRORS == 1u << (static_cast<unsigned>(perfmgr::Counter::kRcvErrors) - perfmgr::kFirstError));
+static_assert(ME_PERF_XMIT_DISCARDS == 1u << (static_cast<unsigned>(perfmgr::Counter::kXmitDiscards) - perfmgr::kFirstError));
+static_assert(ME_PERF_XMIT_WAIT == 1u << (static_cast<unsigned>(perfmgr::Counter::kXmitWait) - perfmgr::kFirstError));
+
+// The performance manager ([perfmgr]) and the port errors callback: beside
+// NodeHooks, whose layout the C++ ABI fixes.
+node::InternalOptions options_of(const me_node& n) {
+  node::InternalOptions o;
+  o.perfmgr = n.perfmgr;
+  if (n.port_errors != nullptr)
+    o.on_port_alarm = [fn = n.port_errors, user = n.port_errors_user](const perfmgr::PortAlarm& a) {
+      me_port_errors c{};
+      c.node_guid = a.node_guid;
+      c.port_guid = a.port_guid;
+      c.port_num = a.port_num;
+      c.is_switch = a.is_switch ? 1 : 0;
+      c.lid = a.lid;
+      const std::size_t len = std::min(a.name.size(), sizeof c.name - 1);
+      std::memcpy(c.name, a.name.data(), len);
+      c.over = a.counters;
+      c.symbol_errors = at(a.change, perfmgr::Counter::kSymbolErrors);
+      c.link_error_recovery = at(a.change, perfmgr::Counter::kLinkErrorRecovery);
+      c.link_downed = at(a.change, perfmgr::Counter::kLinkDowned);
+      c.rcv_errors = at(a.change, perfmgr::Counter::kRcvErrors);
+      c.xmit_discards = at(a.change, perfmgr::Counter::kXmitDiscards);
+      c.xmit_wait = at(a.change, perfmgr::Counter::kXmitWait);
+      c.interval_s = a.interval_s;
+      CallbackScope scope;
+      fn(user, &c);
+    };
+  return o;
+}
+
 node::NodeHooks hooks_of(const me_node& n) {
   node::NodeHooks h;
   if (n.subnet_up != nullptr)
@@ -213,6 +252,7 @@ me_node* me_node_create(const char* toml, char* err, std::size_t errlen) {
   try {
     auto n = std::make_unique<me_node>();
     n->cfg = node::parse_config(toml != nullptr ? toml : "", "<toml>");
+    n->perfmgr = node::parse_perfmgr_config(toml != nullptr ? toml : "", "<toml>");
     node::validate(n->cfg);
     capi::apply_log(n->cfg);
     capi::copy_out(err, errlen, "");
@@ -229,7 +269,7 @@ int me_node_start(me_node* n) {
   if (CallbackScope::active()) return fail(ME_ERR_CONTEXT, "me_node_start from a callback");
   try {
     std::lock_guard lock(n->mu);
-    if (!n->node) n->node = std::make_unique<node::Node>(n->cfg, capi::hooks_of(*n));
+    if (!n->node) n->node = std::make_unique<node::InternalNode>(n->cfg, capi::hooks_of(*n), capi::options_of(*n));
     if (n->node->started()) return fail(ME_ERR_STATE, "the node is running");
     n->node->start();
     return ME_OK;
@@ -364,6 +404,14 @@ int me_set_port_change_callback(me_node* n, me_port_change_fn fn, void* user) {
   return capi::set_hook(n, [&](me_node& x) {
     x.port_change = fn;
     x.port_change_user = user;
+    return ME_OK;
+  });
+}
+
+int me_set_port_errors_callback(me_node* n, me_port_errors_fn fn, void* user) {
+  return capi::set_hook(n, [&](me_node& x) {
+    x.port_errors = fn;
+    x.port_errors_user = user;
     return ME_OK;
   });
 }

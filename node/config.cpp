@@ -10,6 +10,7 @@
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "node/perfmgr_keys.hpp"
 #include "node/port_keys.hpp"
 #include "node/qos_keys.hpp"
 #include "sm/qos/qos_options.hpp"
@@ -135,6 +136,8 @@ class Section {
       out.push_back(g);
     }
   }
+  // A key read by other means (a sub-table).
+  void known(const char* key) { seen_.push_back(key); }
   void reject_unknown() const {
     for (auto&& [k, v] : table_) {
       bool known = false;
@@ -300,11 +303,57 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     const std::string key(k.str());
     // [metrics] and [admin] are the daemon's (tools/madengine/service reads
     // and checks them): one file serves the daemon and an embedder alike.
+    // [perfmgr] is read beside NodeConfig (parse_perfmgr_config).
     if (key != "engine" && key != "transport" && key != "sm" && key != "sa" && key != "log" && key != "metrics" &&
-        key != "admin")
+        key != "admin" && key != "perfmgr")
       fail(name, v, fmt::format("unknown section [{}]", key));
   }
   return c;
+}
+
+perfmgr::PerfMgrConfig parse_perfmgr_config(const std::string& text, const std::string& name) {
+  toml::table root;
+  try {
+    root = toml::parse(text, name);
+  } catch (const toml::parse_error& e) {
+    throw ConfigError(fmt::format("{}:{}: {}", name, e.source().begin.line, e.description()));
+  }
+  perfmgr::PerfMgrConfig c;
+  const toml::node* n = root.get("perfmgr");
+  if (n == nullptr) return c;
+  if (!n->is_table()) fail(name, *n, "[perfmgr] must be a table");
+  const toml::table& t = *n->as_table();
+  Section s(name, t, "perfmgr.");
+  s.get("enabled", c.enabled);
+  s.get("interval_ms", c.interval_ms, 100, 86'400'000);
+  s.get("outstanding_max", c.outstanding_max, 1, 4096);
+  s.get("timeout_ms", c.timeout_ms, 1, 60'000);
+  s.get("retries", c.retries, 0, 10);
+  s.get("node_name_map", c.node_name_map);
+  s.get("metrics_ports_max", c.metrics_ports_max, 0, 1'000'000);
+  s.known("thresholds");  // a sub-table, read below
+  if (const toml::node* th = t.get("thresholds")) {
+    if (!th->is_table()) fail(name, *th, "perfmgr.thresholds must be a table (symbol_errors = 10, ...)");
+    Section ts(name, *th->as_table(), "perfmgr.thresholds.");
+    perfmgr::ErrorThresholds& e = c.thresholds;
+    ts.get("symbol_errors", e.symbol_errors, 0, 0xffff);
+    ts.get("link_error_recovery", e.link_error_recovery, 0, 0xff);
+    ts.get("link_downed", e.link_downed, 0, 0xff);
+    ts.get("rcv_errors", e.rcv_errors, 0, 0xffff);
+    ts.get("xmit_discards", e.xmit_discards, 0, 0xffff);
+    ts.get("xmit_wait", e.xmit_wait, 0, 0xffffffffll);
+    ts.reject_unknown();
+  }
+  s.reject_unknown();
+  return c;
+}
+
+perfmgr::PerfMgrConfig load_perfmgr_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(fmt::format("{}: cannot open", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_perfmgr_config(ss.str(), path);
 }
 
 NodeConfig load_config_file(const std::string& path) {

@@ -59,7 +59,7 @@ EventHub::EventHub(NodeEvents events, const sa::SnapshotStore& store) : ev_(std:
 EventHub::~EventHub() { stop(); }
 
 bool EventHub::wanted() const noexcept {
-  return ev_.subnet_up || ev_.sm_state || ev_.notice || ev_.port_change;
+  return ev_.subnet_up || ev_.sm_state || ev_.notice || ev_.port_change || on_alarm_;
 }
 
 void EventHub::push(const Item& item) noexcept {
@@ -85,6 +85,15 @@ void EventHub::push_notice(const wire::Notice& n) noexcept {
 
 void EventHub::push_transition(wire::SmState from, wire::SmState to) noexcept {
   if (ev_.sm_state) push(Item{.is_notice = false, .from = from, .to = to});
+}
+
+void EventHub::push_port_alarm(const perfmgr::PortAlarm& a) noexcept {
+  if (!on_alarm_) return;
+  try {
+    push(Item{.is_notice = false, .alarm = std::make_shared<const perfmgr::PortAlarm>(a)});
+  } catch (...) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 void EventHub::start() {
@@ -132,7 +141,8 @@ std::size_t EventHub::deliver() {
     items.swap(queue_);
   }
   for (const Item& it : items) {
-    if (it.is_notice) call("notice", ev_.notice, it.notice);
+    if (it.alarm) call("port alarm", on_alarm_, *it.alarm);
+    else if (it.is_notice) call("notice", ev_.notice, it.notice);
     else call("sm_state", ev_.sm_state, it.from, it.to);
     ++n;
   }

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "madengine/node/events.hpp"
+#include "perfmgr/perf_manager.hpp"
 #include "sa/snapshot.hpp"
 
 namespace madengine::sm {
@@ -35,6 +36,12 @@ class EventHub {
   // Any thread.
   void push_notice(const wire::Notice& n) noexcept;
   void push_transition(wire::SmState from, wire::SmState to) noexcept;
+  // The performance manager's threshold reports (its core); delivered to
+  // `on_alarm` (set before start(); not part of NodeEvents, whose layout
+  // the C++ ABI fixes).
+  using AlarmFn = std::function<void(const perfmgr::PortAlarm&)>;
+  void set_port_alarm(AlarmFn on_alarm) { on_alarm_ = std::move(on_alarm); }
+  void push_port_alarm(const perfmgr::PortAlarm& a) noexcept;
   std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
 
   // The event thread (only when a callback is set). stop() joins it, except
@@ -48,6 +55,7 @@ class EventHub {
  private:
   struct Item {
     bool is_notice = false;
+    std::shared_ptr<const perfmgr::PortAlarm> alarm;  // set: a port alarm
     wire::Notice notice{};
     wire::SmState from = wire::SmState::kNotActive, to = wire::SmState::kNotActive;
   };
@@ -58,6 +66,7 @@ class EventHub {
   std::size_t port_changes(const sa::Snapshot& now);
 
   NodeEvents ev_;
+  AlarmFn on_alarm_;
   const sa::SnapshotStore& store_;
   const sm::SubnetManager* sm_ = nullptr;
   std::mutex mu_;

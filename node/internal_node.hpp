@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "madengine/node/node.hpp"
+#include "perfmgr/perf_manager.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sa/snapshot.hpp"
 #include "sm/sm.hpp"
@@ -34,6 +35,10 @@ struct InternalOptions {
   // Applied last, after the node wired mcast, notices and replica restore.
   std::function<void(sm::SmConfig&)> sm;
   std::function<void(sa::SaServerConfig&)> sa;
+  // The performance manager ([perfmgr], node/perfmgr_keys.hpp); off unless
+  // enabled. Its threshold reports reach `on_port_alarm` on the event thread.
+  perfmgr::PerfMgrConfig perfmgr;
+  std::function<void(const perfmgr::PortAlarm&)> on_port_alarm;
 };
 
 // The SA journal's writes (warm restart, docs/ha.md) since start.
@@ -62,6 +67,10 @@ class InternalNode : public Node {
   void write_journal_now() noexcept;
 
   JournalCounters journal_counters() const noexcept;
+  // The performance manager; null when [perfmgr] is not enabled.
+  perfmgr::PerfManager* perfmgr() noexcept;
+  // perfmgr.node_name_map as loaded at start (empty without one).
+  const perfmgr::NodeNameMap& node_names() const noexcept;
 
   // Runs `fn` on engine core `core` between MAD bursts (the SM's core:
   // sm_core(); the SM's state is touched only there). Any thread; false when

@@ -359,8 +359,26 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   p_->sm = std::make_unique<sm::SubnetManager>(*p_->engine, *p_->transport, smc, p_->store);
   p_->events->attach(*p_->sm);
   MadHandler* sm_hook = p_->engine->dispatcher().response_hook(smc.core);
+  // The performance manager on the last core (beside the SA's queries, away
+  // from the SM's sweeps where there are two or more), its responses before the SM's.
+  const auto perf_core = static_cast<std::uint16_t>(p_->engine->cores() - 1);
+  // The node name map names nodes in every output, with or without the manager.
+  if (!in.perfmgr.node_name_map.empty()) {
+    std::string err;
+    if (!perfmgr::load_node_name_map(in.perfmgr.node_name_map, p_->names, err)) throw ConfigError("perfmgr.node_name_map: " + err);
+    spdlog::info("node name map {}: {} names", in.perfmgr.node_name_map, p_->names.size());
+  }
+  if (in.perfmgr.enabled) {
+    if (in.on_port_alarm) p_->events->set_port_alarm(in.on_port_alarm);
+    p_->perf = std::make_unique<perfmgr::PerfManager>(
+        *p_->engine, perf_core, p_->transport->local_port().port_num, p_->store, in.perfmgr, p_->names,
+        [events](const perfmgr::PortAlarm& a) { events->push_port_alarm(a); });
+    p_->perf_hook = p_->perf->response_hook(perf_core == smc.core ? sm_hook : nullptr);
+  }
   for (std::uint16_t c = 0; c < p_->engine->cores(); ++c) {
-    p_->chains.push_back(std::make_unique<sa::ResponseChain>(*p_->sa, c == smc.core ? sm_hook : nullptr));
+    MadHandler* next = c == smc.core ? sm_hook : nullptr;
+    if (p_->perf_hook && c == perf_core) next = p_->perf_hook.get();
+    p_->chains.push_back(std::make_unique<sa::ResponseChain>(*p_->sa, next));
     p_->engine->set_response_hook(c, *p_->chains.back());
   }
   for (std::uint16_t c = 0; c < p_->engine->cores(); ++c) {
@@ -389,6 +407,7 @@ Node::~Node() {
   for (auto& m : p_->mailboxes) m->close();
   if (p_->journal && !p_->crashed) p_->journal->write_final();
   // The SM and SA go before the engine they registered with; sim parts last.
+  p_->perf.reset();
   p_->sm.reset();
   p_->sa.reset();
   p_->io.reset();  // queued writes finish (a bounded wait), then the threads go
@@ -484,6 +503,8 @@ void InternalNode::write_journal_now() noexcept {
   else spdlog::info("sa journal: none configured: nothing written at shutdown");
 }
 sm::SubnetManager& InternalNode::sm() noexcept { return *parts().sm; }
+perfmgr::PerfManager* InternalNode::perfmgr() noexcept { return parts().perf.get(); }
+const perfmgr::NodeNameMap& InternalNode::node_names() const noexcept { return parts().names; }
 sa::SaServer& InternalNode::sa() noexcept { return *parts().sa; }
 const sa::SnapshotStore& InternalNode::store() const noexcept { return parts().store; }
 void InternalNode::crash() noexcept { parts().crashed = true; }

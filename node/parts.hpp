@@ -16,6 +16,7 @@
 #include "sa/server/sa_server.hpp"
 #include "sa/snapshot.hpp"
 #include "sim/fabric.hpp"
+#include "perfmgr/perf_manager.hpp"
 #include "sm/sm.hpp"
 
 namespace madengine::node {
@@ -45,6 +46,9 @@ struct Node::Parts {
   sa::SnapshotStore store;
   std::unique_ptr<sa::SaServer> sa;
   std::unique_ptr<sm::SubnetManager> sm;
+  perfmgr::NodeNameMap names;  // perfmgr.node_name_map (empty: NodeDescription names nodes)
+  std::unique_ptr<perfmgr::PerfManager> perf;
+  std::unique_ptr<MadHandler> perf_hook;  // class 0x04 responses, then the SM's
   std::vector<std::unique_ptr<sa::ResponseChain>> chains;
   std::unique_ptr<JournalWriter> journal;
   std::unique_ptr<SimDriver> driver;

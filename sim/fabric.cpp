@@ -97,6 +97,7 @@ Fabric::Fabric(const Topology& topo, const FabricConfig& config) : config_(confi
   state_.assign(ports, kDown);
   phys_.assign(ports, kPolling);
   cfg_.resize(ports);
+  perf_.resize(ports);
   by_id_.reserve(n);
 
   PortIdx next = 0;
@@ -254,7 +255,7 @@ std::size_t Fabric::memory_bytes() const noexcept {
   for (const auto& sw : switches_) b += sw.lft.capacity() * 4 + sw.mft.capacity() * 2;
   b += lft_pool_.memory_bytes();
   b += (peer_.capacity() + port_node_.capacity()) * 4 + lid_.capacity() * 2 + state_.capacity() + phys_.capacity();
-  b += cfg_.capacity() * sizeof(PortCfg);
+  b += cfg_.capacity() * sizeof(PortCfg) + perf_.capacity() * sizeof(SimPortCounters);
   b += by_id_.size() * (sizeof(std::string) + 4 + 2 * sizeof(void*)) + by_id_.bucket_count() * sizeof(void*);
   for (const auto& [k, v] : by_id_) b += k.capacity() > 15 ? k.capacity() : 0;
   return b;
@@ -365,8 +366,11 @@ bool Fabric::cross(Packet& pkt, PortIdx out, PortIdx& arrived) noexcept {
   }
   if (lost(out) || (packet_fault_ != nullptr && packet_fault_->drop(pkt, out))) {
     drop(DropReason::kLoss);
+    // The receiver saw a bad packet (ibsim counts its error rate the same way).
+    add_port_counter(q, PortCounter::kRcvErrors, 1);
     return false;
   }
+  count_crossing(out, q);
   ++pkt.hops;
   ++counters_.link_traversals;
   arrived = q;
@@ -623,6 +627,11 @@ void Fabric::arrive_lid(Packet& pkt, PortIdx at) noexcept {
     to_sma(pkt, pkt.at);
     return;
   }
+  // PerfMgt requests go to the node's PMA (in the HCA or switch, as on hardware).
+  if (h.klass() == wire::MgmtClass::kPerf && !h.is_response()) {
+    to_sma(pkt, pkt.at);
+    return;
+  }
   to_endpoint(pkt, at, h.klass() == wire::MgmtClass::kSubnLid);
 }
 
@@ -714,7 +723,8 @@ void Fabric::run_sma(std::uint32_t slot) noexcept {
     drop(DropReason::kNodeMuted);
     return;
   }
-  if (!sma_process(pkt, in)) return;
+  const bool perf = hdr(pkt).klass() == wire::MgmtClass::kPerf;
+  if (!(perf ? pma_process(pkt, in) : sma_process(pkt, in))) return;
   ++counters_.sma_responses;
   // The response leaves after the SMA's processing time; hops restart.
   pkt.hops = 0;
@@ -919,6 +929,7 @@ void Fabric::link_down(PortIdx p) noexcept {
   for (PortIdx x : {p, q}) {
     if (x == kNoPortIdx) continue;
     if (is_switch(port_node_[x]) && x == first_port_[port_node_[x]]) continue;
+    if (phys_[x] == kLinkUp) add_port_counter(x, PortCounter::kLinkDowned, 1);  // IBA 16.1.3.5: LinkDownedCounter
     phys_[x] = kPolling;
     set_state(x, kDown);
   }

@@ -29,6 +29,7 @@
 #include "madengine/wire/smp/sm_info.hpp"
 #include "sim/event_queue.hpp"
 #include "sim/lft_pool.hpp"
+#include "sim/port_counters.hpp"
 #include "sim/topology.hpp"
 
 namespace madengine::sim {
@@ -248,6 +249,18 @@ class Fabric {
   bool node_muted(std::uint32_t n) const noexcept { return (node_flags_[n] & kMuted) != 0; }
   void schedule(Nanos at_ns, EventKind kind, std::uint32_t a, std::uint32_t b = 0) { events_.push(at_ns, kind, a, b); }
 
+  // ---- performance management (pma.cpp) ----------------------------------
+  // Every node's PMA answers PerfMgt (class 0x04) Gets and Sets of
+  // ClassPortInfo, PortCounters and PortCountersExtended (sim/port_counters.hpp).
+  const SimPortCounters& port_counters(PortIdx p) const noexcept { return perf_[p]; }
+  // Raises a counter of port `p` by n (saturating): the fault injector's
+  // symbol errors, link recoveries, discards, XmitWait...
+  void add_port_counter(PortIdx p, PortCounter c, std::uint32_t n) noexcept;
+  // A node whose PMA lacks PortCountersExtended (ClassPortInfo without
+  // IsExtendedWidthSupported): its 32-bit counters are all there is.
+  void set_pma_extended(std::uint32_t node, bool supported) noexcept;
+  bool pma_extended(std::uint32_t node) const noexcept { return (node_flags_[node] & kNoPerfExt) == 0; }
+
   const FabricCounters& counters() const noexcept { return counters_; }
   std::uint64_t seed() const noexcept { return config_.seed; }
   const FabricConfig& config() const noexcept { return config_; }
@@ -341,6 +354,9 @@ class Fabric {
   std::uint16_t sma_guid_info(bool set, std::uint32_t node, PortIdx in, std::uint32_t mod, std::uint8_t* data) noexcept;
   std::uint16_t sma_sm_info(bool set, std::uint32_t node, std::uint8_t* data) noexcept;
   PortIdx mgmt_port(std::uint32_t node, PortIdx in) const noexcept;  // whose M_Key guards the node
+  // PMA (pma.cpp): fills the PerfMgt response in place; false = answer nothing.
+  bool pma_process(Packet& pkt, PortIdx in) noexcept;
+  void count_crossing(PortIdx out, PortIdx in) noexcept;
 
   FabricConfig config_;
   ManualClock clock_;
@@ -375,6 +391,7 @@ class Fabric {
   std::vector<std::uint8_t> state_;  // wire::PortState
   std::vector<std::uint8_t> phys_;   // wire::PortPhysState
   std::vector<PortCfg> cfg_;
+  std::vector<SimPortCounters> perf_;  // the PMA's counters, by port
   // Tables that differ from the defaults, by port.
   std::unordered_map<PortIdx, std::vector<std::uint16_t>> pkeys_;
   std::unordered_map<std::uint64_t, std::array<std::uint8_t, 8>> sl2vl_;   // key: port << 8 | out port
@@ -394,7 +411,8 @@ class Fabric {
   // today's capability masks and MTU 4096, and extended speeds reported
   // only to an SM that sets SMSupportExtendedSpeeds. Other nodes answer as
   // ibsim 0.10 does.
-  static constexpr std::uint8_t kMuted = 1, kDead = 2, kHostsSm = 4, kCurrent = 8, kXdr = 16;
+  static constexpr std::uint8_t kMuted = 1, kDead = 2, kHostsSm = 4, kCurrent = 8, kXdr = 16,
+                                   kNoPerfExt = 32;
   bool current_hardware(std::uint32_t node) const noexcept { return (node_flags_[node] & kCurrent) != 0; }
 };
 

@@ -99,6 +99,7 @@ std::size_t UmadTransport::tx_burst(std::span<MadBuf* const> bufs) noexcept {
     int agent = klass == static_cast<std::uint8_t>(wire::MgmtClass::kSubnLid)        ? smi_agent_[0]
                 : klass == static_cast<std::uint8_t>(wire::MgmtClass::kSubnDirected) ? smi_agent_[1]
                                                                                      : gsi_agent_;
+    if (klass == static_cast<std::uint8_t>(wire::MgmtClass::kPerf)) agent = perf_agent_;
     for (const auto& [vendor_class, id] : vendor_agents_)
       if (vendor_class == klass) agent = id;
     if (agent < 0) {

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/umad/umad_transport.hpp"
+#include "madengine/wire/perf.hpp"
 #include "madengine/wire/mad.hpp"
 #include "madengine/wire/sa.hpp"
 
@@ -227,6 +228,15 @@ bool UmadTransport::open_device() noexcept {
       return false;
     }
   }
+  // A GSI client may also read PMAs (the performance manager): the kernel
+  // and ibsim's shim hand class 0x04 responses only to an agent of that class.
+  if (agents_.gsi_client) {
+    perf_agent_ = reg(static_cast<std::uint8_t>(wire::MgmtClass::kPerf), wire::kPerfClassVersion, nullptr);
+    if (perf_agent_ < 0) {
+      close_device();
+      return false;
+    }
+  }
   // Vendor classes: the kernel hands a class's requests only to an agent
   // registered for it, and that agent sends its responses.
   for (const std::uint8_t klass : agents_.vendor_classes) {
@@ -280,12 +290,14 @@ void UmadTransport::close_device() noexcept {
     for (int& a : smi_agent_)
       if (a >= 0) umad_unregister(fd_, a);
     if (gsi_agent_ >= 0) umad_unregister(fd_, gsi_agent_);
+    if (perf_agent_ >= 0) umad_unregister(fd_, perf_agent_);
     for (const auto& [klass, id] : vendor_agents_) umad_unregister(fd_, id);
     umad_close_port(fd_);
   }
   fd_ = -1;
   smi_agent_[0] = smi_agent_[1] = -1;
   gsi_agent_ = -1;
+  perf_agent_ = -1;
   vendor_agents_.clear();
 }
 

@@ -101,6 +101,7 @@ class UmadTransport final : public Transport {
   int issm_fd_ = -1;
   int smi_agent_[2] = {-1, -1};  // [0] class 0x01 (LID routed), [1] class 0x81 (directed route)
   int gsi_agent_ = -1;           // QP1: SA server or GSI client, everything not an SMP
+  int perf_agent_ = -1;          // QP1: PerfMgt (class 0x04) client, for the performance manager's requests
   std::vector<std::pair<std::uint8_t, int>> vendor_agents_;  // QP1: (vendor class, agent), AgentSpec::vendor_classes
   bool want_open_ = false;       // open() succeeded once and close() was not called
   bool lost_ = false;            // reported kDeviceLost, not yet back

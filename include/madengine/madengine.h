@@ -12,7 +12,8 @@
  *  - The node's functions may be called from any thread. Queries
  *    (me_node_get_status, me_path_query, me_node_fabric and the me_fabric_*
  *    readers) never block on the SM: they read the current epoch.
- *  - Event callbacks (subnet up, SM state, notices, port changes) run on the
+ *  - Event callbacks (subnet up, SM state, notices, port changes, port
+ *    errors) run on the
  *    node's event thread, one at a time and in the order things happened,
  *    never on a MAD core. They may call any query; they must not call
  *    me_node_start, me_node_stop, me_node_destroy, me_node_wait_subnet_up or
@@ -230,16 +231,42 @@ struct me_port_change { /* a port whose LID or state differs from the previous e
   uint64_t epoch;
 };
 
+/* A port whose error counters rose past the performance manager's
+ * thresholds ([perfmgr] thresholds) between two reads: reported once, then
+ * again only after a read found it below them. Counters are IBA
+ * PortCounters values (16.1.3.5); changes are since the previous read. */
+struct me_port_errors {
+  uint64_t node_guid;
+  uint64_t port_guid;
+  uint8_t port_num;
+  uint8_t is_switch;
+  uint16_t lid;                 /* the LID the PMA was read at (a switch's port 0 LID) */
+  char name[65];                /* the node name map's name, else NodeDescription; NUL-terminated */
+  uint32_t over;                /* ME_PERF_* bits of the counters that reached their threshold */
+  uint64_t symbol_errors, link_error_recovery, link_downed, rcv_errors, xmit_discards, xmit_wait;  /* changes */
+  double interval_s;            /* between the two reads */
+  uint64_t reserved[4];
+};
+#define ME_PERF_SYMBOL_ERRORS 0x01u
+#define ME_PERF_LINK_ERROR_RECOVERY 0x02u
+#define ME_PERF_LINK_DOWNED 0x04u
+#define ME_PERF_RCV_ERRORS 0x08u
+#define ME_PERF_XMIT_DISCARDS 0x40u
+#define ME_PERF_XMIT_WAIT 0x1000u
+
 typedef void (*me_subnet_up_fn)(void *user, uint64_t epoch);
 typedef void (*me_sm_state_fn)(void *user, int32_t from, int32_t to); /* enum me_sm_state */
 typedef void (*me_notice_fn)(void *user, const struct me_notice *notice);
 typedef void (*me_port_change_fn)(void *user, const struct me_port_change *change);
+typedef void (*me_port_errors_fn)(void *user, const struct me_port_errors *errors);
 
 /* Before me_node_start (ME_ERR_STATE after); fn NULL clears. */
 MADENGINE_API int me_set_subnet_up_callback(me_node *node, me_subnet_up_fn fn, void *user);
 MADENGINE_API int me_set_sm_state_callback(me_node *node, me_sm_state_fn fn, void *user);
 MADENGINE_API int me_set_notice_callback(me_node *node, me_notice_fn fn, void *user);
 MADENGINE_API int me_set_port_change_callback(me_node *node, me_port_change_fn fn, void *user);
+/* Needs [perfmgr] enabled = true in the node's TOML (otherwise never called). */
+MADENGINE_API int me_set_port_errors_callback(me_node *node, me_port_errors_fn fn, void *user);
 
 /* ---- the routing hook (compute pool) ------------------------------------------- */
 

@@ -2,6 +2,7 @@
 // rejected with a message naming the line, OpenSM's options file converted,
 // and the key-by-key comparison a reload makes.
 #include "madengine/node/config.hpp"
+#include "node/perfmgr_keys.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -316,12 +317,47 @@ TEST(ConfigDiff, EveryKeyOfTheShippedExampleIsCompared) {
     std::smatch m;
     if (std::regex_match(line, m, std::regex(R"(^\[(\w+)\].*)"))) section = m[1];
     if (section == "metrics" || section == "admin") continue;  // the daemon's own (tools/madengine/service)
+    if (section == "perfmgr") continue;  // read beside NodeConfig (PerfmgrConfig below); a restart applies it
     if (!std::regex_match(line, m, std::regex(R"(^#? ?(\w+) = .*)"))) continue;
     const std::string key = section + "." + m[1].str();
     EXPECT_NE(std::find(known.begin(), known.end(), key), known.end()) << key;
     ++checked;
   }
   EXPECT_GT(checked, 40u);
+}
+
+// [perfmgr]: the shipped example holds the defaults; bad keys and values name the line.
+TEST(PerfmgrConfig, ExampleDefaultsAndErrors) {
+  const perfmgr::PerfMgrConfig file = load_perfmgr_config(MADENGINE_EXAMPLE_CONFIG);
+  const perfmgr::PerfMgrConfig d;
+  EXPECT_EQ(file.enabled, d.enabled);
+  EXPECT_EQ(file.interval_ms, d.interval_ms);
+  EXPECT_EQ(file.outstanding_max, d.outstanding_max);
+  EXPECT_EQ(file.timeout_ms, d.timeout_ms);
+  EXPECT_EQ(file.retries, d.retries);
+  EXPECT_EQ(file.metrics_ports_max, d.metrics_ports_max);
+  EXPECT_EQ(file.thresholds.symbol_errors, d.thresholds.symbol_errors);
+  EXPECT_EQ(file.thresholds.xmit_discards, d.thresholds.xmit_discards);
+  EXPECT_EQ(file.thresholds.xmit_wait, d.thresholds.xmit_wait);
+  const perfmgr::PerfMgrConfig c =
+      parse_perfmgr_config("[perfmgr]\nenabled = true\ninterval_ms = 5000\n[perfmgr.thresholds]\nsymbol_errors = 3\n", "p.toml");
+  EXPECT_TRUE(c.enabled);
+  EXPECT_EQ(c.interval_ms, 5000u);
+  EXPECT_EQ(c.thresholds.symbol_errors, 3u);
+  EXPECT_NO_THROW(parse_config("[perfmgr]\nenabled = true\n", "p.toml"));  // the node's parser passes over it
+  auto error_of = [](const std::string& text) {
+    try {
+      parse_perfmgr_config(text, "p.toml");
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error_of("[perfmgr]\n\ninterval = 5\n"), "p.toml:3: unknown key perfmgr.interval");
+  EXPECT_EQ(error_of("[perfmgr]\ninterval_ms = 5\n"), "p.toml:2: perfmgr.interval_ms = 5 is outside 100..86400000");
+  EXPECT_EQ(error_of("[perfmgr]\nthresholds = 3\n"),
+            "p.toml:2: perfmgr.thresholds must be a table (symbol_errors = 10, ...)");
+  EXPECT_EQ(error_of("[perfmgr.thresholds]\nsymbol = 1\n"), "p.toml:2: unknown key perfmgr.thresholds.symbol");
 }
 
 TEST(ConfigDiff, NamesTheChangedKeys) {

@@ -42,7 +42,10 @@ class Service : public ::testing::Test {
     cfg.engine.cores = 2;
     cfg.engine.pin = false;
     cfg.log.level = "warn";
-    node_ = new node::InternalNode(cfg);
+    node::InternalOptions options;
+    options.perfmgr.enabled = true;  // the fabric health series and commands
+    options.perfmgr.interval_ms = 500;
+    node_ = new node::InternalNode(cfg, {}, options);
     commands_ = new AdminCommands(*node_);
     std::filesystem::create_directories(dir_ / "run");  // the daemon creates no directory (systemd's RuntimeDirectory= does)
     socket_ = (dir_ / "run" / "admin.sock").string();
@@ -275,6 +278,37 @@ TEST_F(Service, MetricsEndpoint) {
     if (!line.empty() && line[0] != '#') {
       EXPECT_TRUE(std::regex_match(line, sample)) << line;
     }
+}
+
+// The fabric health commands: tables with exit 0, a LID nobody has is the
+// daemon's error (1), a LID outside the unicast range a usage error (2).
+TEST_F(Service, CtlFabricHealthCommands) {
+  int status = -1;
+  std::string out = ctl("portstatus", status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("no link below the width both ends enable"), std::string::npos) << out;
+  out = ctl("switchbalance --verbose", status);
+  EXPECT_EQ(status, 0) << out;
+  // ft2:8: every leaf spreads the other leaves' hosts over its spines.
+  EXPECT_NE(out.find("Switch: 0x"), std::string::npos) << out;
+  EXPECT_EQ(out.find("Unbalanced"), std::string::npos) << out;
+  out = ctl("lidbalance", status);
+  EXPECT_EQ(status, 0) << out;
+  out = ctl("querylid 1", status);
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("LID 1: "), std::string::npos) << out;
+  out = ctl("querylid 49000", status);
+  EXPECT_EQ(status, 1) << out;
+  out = ctl("querylid 0", status);
+  EXPECT_EQ(status, 2) << out;
+  // The manager's first round ends within its interval (500 ms) after subnet up.
+  for (int i = 0; i < 100; ++i) {
+    out = ctl("errors", status);
+    if (status == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("0 of "), std::string::npos) << out;  // no port of the sim has errors
 }
 
 // Every series the Grafana dashboard plots is one the daemon exports.

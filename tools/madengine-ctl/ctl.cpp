@@ -125,6 +125,75 @@ void print_paths(const json& r) {
   }
 }
 
+void print_portstatus(const json& r) {
+  fmt::print("epoch {}: {} nodes ({} switches), {} linked ports\n", num(r["epoch"]), num(r["nodes"]), num(r["switches"]),
+             num(r["linked"]));
+  std::string states;
+  for (const auto& [k, v] : r["states"].items()) states += fmt::format("{}{} {}", states.empty() ? "" : ", ", num(v), k);
+  fmt::print("ports           {}\n", states);
+  for (const auto& [k, v] : r["rates"].items()) fmt::print("links at {:<14} {}\n", k, num(v));
+  if (r["reduced_width"].empty()) {
+    fmt::print("no link below the width both ends enable\n");
+    return;
+  }
+  fmt::print("links below the width both ends enable:\n");
+  for (const json& p : r["reduced_width"])
+    fmt::print("  {} \"{}\" port {}: {} (could be {}) to \"{}\" port {}\n", num(p["guid"]), num(p["name"]), num(p["port"]),
+               num(p["width"]), num(p["could_be"]), num(p["peer"]), num(p["peer_port"]));
+}
+
+// As ibqueryerrors prints: a node line, then its ports with their non-zero error counters.
+void print_errors(const json& r) {
+  std::string node;
+  for (const json& p : r["ports"]) {
+    const std::string key = num(p["guid"]);
+    if (key != node) {
+      fmt::print("Errors for {} \"{}\"\n", key, num(p["name"]));
+      node = key;
+    }
+    std::string counters;
+    for (const auto& [k, v] : p["counters"].items()) counters += fmt::format(" [{} == {}]", k, num(v));
+    fmt::print("   GUID {} port {} (lid {}):{}\n", key, num(p["port"]), num(p["lid"]), counters);
+  }
+  fmt::print("{} of {} ports read in round {} have errors\n", r["ports"].size(), num(r["ports_read"]), num(r["round"]));
+}
+
+void print_querylid(const json& r) {
+  fmt::print("LID {}: {} \"{}\" ({}), port {} ({}), port GUID {}, LMC {}\n", num(r["lid"]), num(r["type"]), num(r["name"]),
+             num(r["guid"]), num(r["port"]), num(r["state"]), num(r["port_guid"]), num(r["lmc"]));
+  if (r.contains("peer"))
+    fmt::print("  linked to \"{}\" ({}) port {}\n", num(r["peer"]["name"]), num(r["peer"]["guid"]), num(r["peer"]["port"]));
+  if (!r.contains("counters")) return;
+  for (const json& p : r["counters"]) {
+    fmt::print("  port {}{}: {:.0f} B/s out, {:.0f} B/s in\n", num(p["port"]), p.value("extended", false) ? " (64-bit)" : "",
+               p.value("xmit_bytes_per_s", 0.0), p.value("rcv_bytes_per_s", 0.0));
+    for (const auto& [k, v] : p["counters"].items()) fmt::print("    {:<30} {}\n", k, num(v));
+  }
+}
+
+// As OpenSM's console prints them.
+void print_switchbalance(const json& r) {
+  for (const json& s : r["switches"]) {
+    fmt::print("{}Switch: {} ({})\n", s.value("unbalanced", false) ? "Unbalanced " : "", num(s["guid"]), num(s["name"]));
+    for (const json& p : s["ports"]) fmt::print("Port {}: {}\n", num(p["port"]), num(p["lids"]));
+  }
+}
+
+void print_lidbalance(const json& r) {
+  for (const json& f : r["findings"]) {
+    if (num(f["kind"]) == "remote") {
+      fmt::print("Unbalanced Remote Forwarding: Switch {} ({}): CA {} ({}):", num(f["switch"]), num(f["switch_name"]),
+                 num(f["guid"]), num(f["name"]));
+      for (const json& d : f["dests"]) fmt::print(" Dest {}({}) - {}", num(d["guid"]), num(d["name"]), num(d["lids"]));
+    } else {
+      fmt::print("Unbalanced Port Forwarding: Switch {} ({}): CA {} ({}):", num(f["switch"]), num(f["switch_name"]),
+                 num(f["guid"]), num(f["name"]));
+      for (const json& p : f["ports"]) fmt::print(" Port {} - {}", num(p["port"]), num(p["lids"]));
+    }
+    fmt::print("\n");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -152,10 +221,25 @@ int main(int argc, char** argv) {
       ->add_option("LEVEL", level, "trace|debug|info|warn|error")
       ->required()
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  app.add_subcommand("portstatus", "ports by state and link rate, links below the width both ends enable");
+  app.add_subcommand("errors", "ports with non-zero error counters, as ibqueryerrors (the performance manager's last round)");
+  unsigned qlid = 0;
+  app.add_subcommand("querylid", "the node and port that own LID, its link and counters")
+      ->add_option("LID", qlid, "LID")
+      ->required()
+      ->check(CLI::Range(1, 0xbfff));
+  auto* sb = app.add_subcommand("switchbalance", "LIDs routed out of each switch-to-switch port (OpenSM's console)");
+  bool verbose = false;
+  std::string sb_guid, lb_guid;
+  sb->add_flag("-v,--verbose", verbose, "balanced switches too");
+  sb->add_option("GUID", sb_guid, "one switch");
+  app.add_subcommand("lidbalance", "end ports whose LIDs a switch spreads unevenly (OpenSM's console)")
+      ->add_option("GUID", lb_guid, "one switch");
   madengine::cli::add_version_flag(app, "madengine-ctl");
   if (const auto rc = madengine::cli::parse(app, argc, argv)) return *rc;
   if (app.get_subcommands().empty()) {
-    fmt::print(stderr, "A command is required: status, sweep, priority, handover, sms, lfts, paths, counters, loglevel\n"
+    fmt::print(stderr, "A command is required: status, sweep, priority, handover, sms, lfts, paths, counters, loglevel, "
+                       "portstatus, errors, querylid, switchbalance, lidbalance\n"
                        "Run with --help for more information.\n");
     return madengine::cli::kExitUsage;
   }
@@ -168,6 +252,12 @@ int main(int argc, char** argv) {
     if (from != 0) req["from"] = from;
   }
   if (cmd == "loglevel") req["level"] = level;
+  if (cmd == "querylid") req["lid"] = qlid;
+  if (cmd == "switchbalance") {
+    req["verbose"] = verbose;
+    if (!sb_guid.empty()) req["guid"] = sb_guid;
+  }
+  if (cmd == "lidbalance" && !lb_guid.empty()) req["guid"] = lb_guid;
   json reply;
   try {
     const std::string line = ask(socket, req.dump());
@@ -194,5 +284,10 @@ int main(int argc, char** argv) {
   else if (cmd == "priority") fmt::print("priority {} (was {})\n", num(reply["priority"]), num(reply["was"]));
   else if (cmd == "handover") fmt::print("handing over to {}: our priority is now {} (was {})\n", num(reply["handover_to"]), num(reply["priority"]), num(reply["was"]));
   else if (cmd == "loglevel") fmt::print("log level {} (was {})\n", num(reply["level"]), num(reply["was"]));
+  else if (cmd == "portstatus") print_portstatus(reply);
+  else if (cmd == "errors") print_errors(reply);
+  else if (cmd == "querylid") print_querylid(reply);
+  else if (cmd == "switchbalance") print_switchbalance(reply);
+  else if (cmd == "lidbalance") print_lidbalance(reply);
   return 0;
 }

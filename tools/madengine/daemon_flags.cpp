@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "cli/command_line.hpp"
+#include "node/perfmgr_keys.hpp"
 
 namespace madengine::daemon_cli {
 
@@ -49,6 +50,7 @@ void load_configuration(const CommandLine& cl, node::NodeConfig& cfg, service::S
   if (!cl.config_file.empty()) {
     cfg = node::load_config_file(cl.config_file);
     svc = service::load_service_config(cl.config_file);
+    svc.perfmgr = node::load_perfmgr_config(cl.config_file);
   }
   cl.flags.apply();
   if (cl.metrics_opt->count() != 0) svc.metrics_listen = cl.metrics_listen;

@@ -125,7 +125,9 @@ int main(int argc, char** argv) {
   std::optional<ShutdownWatchdog> watchdog;  // outlives the daemon: its destruction is watched too
   try {
     // umad: the engine's cores; sim: a thread drives the fabric at --sim-speed.
-    node::InternalNode d(cfg);
+    node::InternalOptions options;
+    options.perfmgr = svc.perfmgr;
+    node::InternalNode d(cfg, {}, options);
     // The service's parts read the node; they go before it does.
     service::MetricsRenderer renderer(d);
     std::unique_ptr<service::MetricsServer> metrics;

@@ -75,7 +75,13 @@ json AdminCommands::handle(const json& r) {
     if (cmd == "paths") return paths(r);
     if (cmd == "counters") return counters();
     if (cmd == "loglevel") return loglevel(r);
-    return error(fmt::format("unknown command \"{}\" (status, sweep, priority, handover, sms, lfts, paths, counters, loglevel)", cmd));
+    if (cmd == "portstatus") return portstatus();
+    if (cmd == "errors") return errors();
+    if (cmd == "querylid") return querylid(r);
+    if (cmd == "switchbalance") return switchbalance(r);
+    if (cmd == "lidbalance") return lidbalance(r);
+    return error(fmt::format("unknown command \"{}\" (status, sweep, priority, handover, sms, lfts, paths, counters, "
+                             "loglevel, portstatus, errors, querylid, switchbalance, lidbalance)", cmd));
   } catch (const std::exception& e) {
     return error(e.what());
   }
@@ -149,7 +155,7 @@ json AdminCommands::sms() {
 json AdminCommands::lfts() {
   const auto snap = node_.store().current();
   if (!snap) return error("no epoch published yet (the subnet is not up)");
-  return json{{"ok", true}, {"epoch", snap->epoch}, {"lfts", dump_lfts(*snap)}};
+  return json{{"ok", true}, {"epoch", snap->epoch}, {"lfts", dump_lfts(*snap, node_.node_names())}};
 }
 
 json AdminCommands::paths(const json& r) {
@@ -182,7 +188,8 @@ json AdminCommands::paths(const json& r) {
     for (int hop = 0; hop < 64 && n != fabric::kNoNode; ++hop) {
       const std::uint8_t out = view.lft_port(n, static_cast<std::uint16_t>(dlid));
       route.push_back(json{{"switch", hex_guid(f.nodes[n].node_guid)}, {"lid", f.nodes[n].base_lid},
-                           {"description", f.nodes[n].description}, {"out_port", out}});
+                           {"description", std::string(node_.node_names().name(f.nodes[n].node_guid, f.nodes[n].description))},
+                           {"out_port", out}});
       if (out == 0 || out == fabric::kLftNoRoute || out >= f.nodes[n].ports.size()) break;
       const fabric::NodeId next = f.nodes[n].ports[out].peer;
       if (next == fabric::kNoNode || !f.nodes[next].is_switch()) break;

@@ -39,6 +39,13 @@ class AdminCommands {
   nlohmann::json priority(const nlohmann::json& request);
   nlohmann::json handover();
   nlohmann::json loglevel(const nlohmann::json& request);
+  // Fabric health (perf_admin.cpp): port states and link rates, ports with
+  // error counters (as ibqueryerrors), one LID's port, route balance.
+  nlohmann::json portstatus();
+  nlohmann::json errors();
+  nlohmann::json querylid(const nlohmann::json& request);
+  nlohmann::json switchbalance(const nlohmann::json& request);
+  nlohmann::json lidbalance(const nlohmann::json& request);
   // Runs fn on the SM's core and returns what it returned, or an error reply.
   nlohmann::json on_sm_core(std::function<nlohmann::json()> fn);
 

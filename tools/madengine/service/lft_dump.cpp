@@ -22,7 +22,7 @@ const char* node_type_name(fabric::NodeKind k) noexcept {
 
 }  // namespace
 
-std::string dump_lfts(const sa::Snapshot& snap) {
+std::string dump_lfts(const sa::Snapshot& snap, const perfmgr::NodeNameMap& names) {
   const fabric::Fabric& f = snap.fabric;
   std::vector<const fabric::Lft*> lfts;
   for (const fabric::Lft& l : snap.lfts)
@@ -36,7 +36,7 @@ std::string dump_lfts(const sa::Snapshot& snap) {
     // The table reaches the highest LID in use; OpenSM prints up to its own.
     const unsigned max_lid = std::min<unsigned>(snap.top_lid, l->ports.empty() ? 0 : static_cast<unsigned>(l->ports.size() - 1));
     fmt::format_to(o, "Unicast lids [0-{}] of switch Lid {} guid 0x{:016x} ('{}'):\n", max_lid, sw.base_lid, sw.node_guid,
-                   sw.description);
+                   names.name(sw.node_guid, sw.description));
     for (unsigned lid = 0; lid <= max_lid; ++lid) {
       const std::uint8_t port = l->ports[lid];
       if (port >= sw.ports.size()) continue;  // no route (0xff), or not a port of this switch
@@ -45,7 +45,7 @@ std::string dump_lfts(const sa::Snapshot& snap) {
       if (e != nullptr) {
         const fabric::Node& n = f.nodes[e->node];
         const std::uint64_t guid = e->port < n.ports.size() && n.ports[e->port].guid != 0 ? n.ports[e->port].guid : n.node_guid;
-        fmt::format_to(o, "{} portguid 0x{:016x}: '{}'", node_type_name(n.kind), guid, n.description);
+        fmt::format_to(o, "{} portguid 0x{:016x}: '{}'", node_type_name(n.kind), guid, names.name(n.node_guid, n.description));
       } else {
         out += "unknown node and type";
       }

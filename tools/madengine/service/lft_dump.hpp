@@ -7,10 +7,12 @@
 
 #include <string>
 
+#include "perfmgr/node_name_map.hpp"
 #include "sa/snapshot.hpp"
 
 namespace madengine::service {
 
-std::string dump_lfts(const sa::Snapshot& snap);
+// Nodes are named through `names` (OpenSM's dump does the same with its node name map).
+std::string dump_lfts(const sa::Snapshot& snap, const perfmgr::NodeNameMap& names = {});
 
 }  // namespace madengine::service

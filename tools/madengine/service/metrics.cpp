@@ -10,15 +10,19 @@
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <future>
+#include <string_view>
+#include <vector>
 #include <stdexcept>
 
 #include "engine/engine.hpp"
 #include "sa/server/sa_server.hpp"
 #include "service/port_states.hpp"
 #include "service/service_config.hpp"
+#include "perfmgr/perf_manager.hpp"
 #include "sm/sm.hpp"
 
 namespace madengine::service {
@@ -174,6 +178,78 @@ void engine_metrics(Out& o, const EngineStats& e) {
   }
 }
 
+// A Prometheus label value: backslash, double quote and newline escaped.
+std::string label_value(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (const char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+// The performance manager's last round: its own counters, then per port
+// (labelled by the node's name, its GUID and the port) data, packets and
+// the error counters, for at most metrics_ports_max ports (those with
+// errors first); the ports left out are counted.
+void perf_metrics(Out& o, const perfmgr::PerfManager& pm, const perfmgr::NodeNameMap& names) {
+  const perfmgr::PerfMgrCounters c = pm.counters();
+  o.one("perfmgr_rounds_total", "counter", "performance manager rounds completed (every port read once)", c.rounds);
+  o.one("perfmgr_mads_total", "counter", "PerfMgt requests sent (ClassPortInfo, PortCounters, PortCountersExtended, clears)", c.mads);
+  o.one("perfmgr_failed_total", "counter", "PerfMgt requests that timed out or were answered with an error", c.failed);
+  o.one("perfmgr_clears_total", "counter", "PortCounters cleared near saturation (OpenSM's rule)", c.clears);
+  o.one("perfmgr_alarms_total", "counter", "ports reported for errors past the thresholds", c.alarms);
+  o.one("perfmgr_cpu_seconds_total", "counter", "CPU time the performance manager spent on its core",
+        static_cast<double>(c.cpu_ns) / 1e9);
+  o.one("perfmgr_round_seconds", "gauge", "length of the last round", c.last_round_s);
+  const auto table = pm.table();
+  const std::size_t n = table ? table->ports.size() : 0;
+  o.one("perfmgr_ports", "gauge", "ports read by the last round", n);
+  std::vector<const perfmgr::PortPerf*> ports;
+  ports.reserve(n);
+  if (table)
+    for (const perfmgr::PortPerf& p : table->ports) ports.push_back(&p);
+  std::stable_partition(ports.begin(), ports.end(), [](const perfmgr::PortPerf* p) { return p->has_errors(); });
+  const std::size_t shown = std::min<std::size_t>(ports.size(), pm.config().metrics_ports_max);
+  o.one("perfmgr_ports_dropped", "gauge", "ports whose series were left out (perfmgr.metrics_ports_max)", ports.size() - shown);
+  std::vector<std::string> labels(shown);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const perfmgr::PortPerf& p = *ports[i];
+    labels[i] = fmt::format("node=\"{}\",guid=\"0x{:016x}\",port=\"{}\"",
+                            label_value(names.name(p.node_guid, p.description)), p.node_guid, p.port_num);
+  }
+  struct Data {
+    const char* name;
+    const char* help;
+    perfmgr::Counter counter;
+    std::uint64_t scale;
+  };
+  static constexpr Data kData[] = {
+      {"port_xmit_bytes_total", "bytes sent by the port since the manager first read it", perfmgr::Counter::kXmitData, 4},
+      {"port_rcv_bytes_total", "bytes received by the port since the manager first read it", perfmgr::Counter::kRcvData, 4},
+      {"port_xmit_packets_total", "packets sent by the port since the manager first read it", perfmgr::Counter::kXmitPkts, 1},
+      {"port_rcv_packets_total", "packets received by the port since the manager first read it", perfmgr::Counter::kRcvPkts, 1},
+  };
+  for (const Data& d : kData) {
+    o.family(d.name, "counter", d.help);
+    for (std::size_t i = 0; i < shown; ++i) o.sample(d.name, at(ports[i]->total, d.counter) * d.scale, labels[i]);
+  }
+  static constexpr perfmgr::Counter kErrors[] = {
+      perfmgr::Counter::kSymbolErrors, perfmgr::Counter::kLinkErrorRecovery, perfmgr::Counter::kLinkDowned,
+      perfmgr::Counter::kRcvErrors,    perfmgr::Counter::kXmitDiscards,      perfmgr::Counter::kXmitWait};
+  o.family("port_errors_total", "counter",
+           "a port's error counters since the manager first read it, by counter (xmit_wait: ticks a packet waited)");
+  for (std::size_t i = 0; i < shown; ++i)
+    for (const perfmgr::Counter e : kErrors)
+      o.sample("port_errors_total", at(ports[i]->total, e),
+               fmt::format("{},counter=\"{}\"", labels[i], perfmgr::metric_name(e)));
+}
+
 }  // namespace
 
 std::string MetricsRenderer::render() {
@@ -208,6 +284,7 @@ std::string MetricsRenderer::render() {
   o.one("journal_write_failures_total", "counter", "SA state journal writes that failed", j.failed);
   o.one("events_dropped_total", "counter", "node events the event queue had no room for", node_.status().events_dropped);
   engine_metrics(o, node_.engine().stats());
+  if (const perfmgr::PerfManager* pm = node_.perfmgr(); pm != nullptr) perf_metrics(o, *pm, node_.node_names());
   return o.take();
 }
 

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "perfmgr/perf_config.hpp"
+
 namespace madengine::service {
 
 inline constexpr const char* kDefaultAdminSocket = "/run/madengine/admin.sock";
@@ -13,6 +15,8 @@ struct ServiceConfig {
   std::string metrics_listen;                      // "HOST:PORT"; empty: no metrics endpoint
   std::string admin_socket = kDefaultAdminSocket;  // empty: no admin socket
   bool admin_socket_given = false;                 // the file (or a flag) named it
+  // [perfmgr]: read by the node's parser (node/perfmgr_keys.hpp) from the same file.
+  perfmgr::PerfMgrConfig perfmgr;
 };
 
 // The daemon on a simulated fabric opens no admin socket unless one was
