@@ -225,7 +225,13 @@ void SubnetManager::refresh_status() noexcept {
   // The HA counters move with every poll, not only with a state change: a
   // standby's failed polls must be visible while it still stands by.
   const ha::HaCounters hc = ha_->counters();
+  const LocalPort lp = transport_.local_port();
+  const bool master = ha_->state() == wire::SmState::kMaster;
   update_status([&](SmStatus& s) {
+    // A standby (or a master that handed over) names the master its port
+    // points at, not the LID of its own last sweep.
+    if (!master) s.sm_lid = lp.sm_lid;
+    s.port_lid = lp.lid;
     s.smps = c;
     s.replica_age_ms = age_ms;
     s.ha = hc;

@@ -221,7 +221,8 @@ struct SmRoleState {
 struct SmStatus {
   bool subnet_up = false;
   wire::SmState state = wire::SmState::kNotActive;
-  std::uint16_t sm_lid = 0;
+  std::uint16_t sm_lid = 0;    // the master's LID: ours as master, else what our port's MasterSMLID says
+  std::uint16_t port_lid = 0;  // our own port's LID
   std::uint64_t epoch = 0;
   std::uint64_t heavy_sweeps = 0;
   std::uint64_t light_sweeps = 0;

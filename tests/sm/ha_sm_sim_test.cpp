@@ -159,6 +159,11 @@ TEST(HaSmSim, StandbyRefreshesAtItsBoundedRate) {
   // Its polls reach the status (and the metrics) without a state change.
   lo.refresh_status();
   EXPECT_GE(lo.status().ha.polls, 10u) << "a poll every 10 s for two minutes";
+  // Its status names the master's LID, not its own (nor 0).
+  hi.refresh_status();
+  EXPECT_NE(hi.status().sm_lid, 0u);
+  EXPECT_EQ(lo.status().sm_lid, hi.status().sm_lid);
+  EXPECT_NE(lo.status().port_lid, lo.status().sm_lid);
 }
 
 TEST(HaSmSim, HigherSmStartedLaterGetsTheSubnetByHandover) {

@@ -143,7 +143,7 @@ json AdminCommands::sms() {
     json list = json::array();
     const sm::SmStatus s = sm.status();
     const sm::ha::SmIdentity& self = sm.identity();
-    list.push_back(json{{"guid", hex_guid(self.guid)}, {"lid", s.sm_lid},  {"priority", self.priority},
+    list.push_back(json{{"guid", hex_guid(self.guid)}, {"lid", s.port_lid},  {"priority", self.priority},
                         {"state", wire::to_string(s.state)}, {"self", true}});
     for (const sm::ha::FoundSm& p : sm.peers())
       list.push_back(json{{"guid", hex_guid(p.sm.guid)}, {"lid", p.at.lid}, {"priority", p.sm.priority},
