@@ -3,10 +3,10 @@
 // madengine from OpenSM's guid2lid), OpenSM and osmtest over the RMPP layer.
 // `osmtest -f c` writes an inventory from whole GetTables (nodes, ports,
 // every path, links); `-f v` checks it record by record with Gets and
-// GetTables; `-f a`, `-f s` and `-f m` add a wrong SM_Key, ServiceRecords
-// with leases and the multicast rules. Both SAs must pass c, v and m with
-// the same inventory, and every flow must end against madengine as it
-// ends against OpenSM.
+// GetTables; `-f s` and `-f m` add ServiceRecords with leases and the
+// multicast rules, `-f a` all of them and a wrong SM_Key. Both SAs must
+// pass c, v and m with the same inventory, and s must end against
+// madengine as it ends against OpenSM.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -60,10 +60,12 @@ Ending ending_of(const ibsim::RunResult& r) {
   return e;
 }
 
-// The flows compared: c (inventory), v (validate it), a (every validation:
-// v, a wrong SM_Key ignored, services, multicast), s (services) and m
-// (multicast). Not f (a stress of 100,000 queries) nor q (see docs/sa.md).
-constexpr const char* kFlows[] = {"v", "a", "s", "m"};
+// The flows compared: c (inventory), v (validate it), s (services) and m
+// (multicast). `a` (v, a wrong SM_Key ignored, s, m) runs against madengine
+// only: against OpenSM it hung to its time limit in 2 of 4 loaded runs
+// (its MultiPathRecord answers timing out; docs/sa.md). Not f (a stress of
+// 100,000 queries) nor q (docs/sa.md).
+constexpr const char* kFlows[] = {"v", "s", "m"};
 
 struct Flows {
   ibsim::RunResult create;
@@ -81,6 +83,11 @@ Flows run_osmtest(const IbsimFabric& f) {
   for (const char* flow : kFlows)
     r.run[flow] = f.run(std::string("stdbuf -oL osmtest -f ") + flow + " -i " + inv, kClientHost, 90s);
   return r;
+}
+
+// `osmtest -f a` against `f`.
+ibsim::RunResult run_all_validations(const IbsimFabric& f) {
+  return f.run("stdbuf -oL osmtest -f a -i " + f.work_dir() + "/osmtest.inventory", kClientHost, 90s);
 }
 
 std::string tail(const std::string& s) { return s.substr(s.size() > 20000 ? s.size() - 20000 : 0); }
@@ -112,7 +119,7 @@ TEST(OsmtestIbsim, FlowsEndAgainstMadengineAsAgainstOpenSm) {
   const Flows ours = run_osmtest(fabric);
   expect_passed(ours, "madengine");
 
-  // Every flow ends as it does against OpenSM: a and s both stop where
+  // Every flow ends as it does against OpenSM: s stops where
   // osmtest 3.3.23 finds its own ServiceData8 mismatch (it fails there
   // against OpenSM too), the others pass.
   for (const char* flow : kFlows) {
@@ -130,6 +137,12 @@ TEST(OsmtestIbsim, FlowsEndAgainstMadengineAsAgainstOpenSm) {
       }
     }
   }
+  // -f a against madengine: validation and the wrong SM_Key (discarded,
+  // osmtest waits for its time-out) pass; it stops where -f s stops.
+  const ibsim::RunResult all = run_all_validations(fabric);
+  EXPECT_EQ(ending_of(all).exit_code, ending_of(ours.run.at("s")).exit_code) << tail(all.out);
+  EXPECT_EQ(all.out.find("ERR 0147"), std::string::npos) << "the wrong SM_Key was answered:\n" << tail(all.out);
+  EXPECT_NE(all.out.find("Data mismatch in service_data8"), std::string::npos) << tail(all.out);
   const auto a = inventory_counts(osm.inventory), b = inventory_counts(ours.inventory);
   std::printf("osmtest inventory, OpenSM:\n%smadengine:\n%s", counts_text(a).c_str(), counts_text(b).c_str());
   EXPECT_EQ(a, b);
