@@ -115,8 +115,7 @@ Task<void> SubnetManager::heavy_sweep() {
     }
     co_return;
   }
-  clear_port_state_changes(*queue_, d, dopts);
-  st.discovery_smps += static_cast<std::uint32_t>(d.port_state_changed.size());  // the clears belong to discovery
+  const std::shared_ptr<const PortStateRecheck> recheck = clear_port_state_changes(*queue_, d, dopts);
   resweep_ = d.errors != 0;
   if (role_.mastership_new && !role_.sa_state_decided) role_.reregister = settle_sa_state();
   if (current_ == nullptr && warm_ != nullptr && publish_warm(d.fabric, d.current_lids())) {
@@ -256,6 +255,14 @@ Task<void> SubnetManager::heavy_sweep() {
   st.tables_smps = tables.smps;
   st.tables_ports_read = tables.ports_read;
   const Nanos t5 = clock.now_ns();
+  st.discovery_smps += recheck->smps;  // the clears and their re-reads belong to discovery
+  if (recheck->moved) {
+    // A link changed while we swept, and the clear erased its bit: no light
+    // sweep would see it. Sweep again at once.
+    spdlog::info("sm: {} since discovery read it: heavy sweep", recheck->what);
+    walk_reason_ = "a port moved during the sweep";
+    heavy_requested_.store(true, std::memory_order_relaxed);
+  }
   st.tables_s = seconds(t_tables, t5);
   st.programming_s = seconds(t4, t5);
   st.smps = queue_->submitted() - smps0;

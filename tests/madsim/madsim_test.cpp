@@ -89,5 +89,13 @@ TEST(MadsimRegression, Seed83) { expect_passes(83); }
 TEST(MadsimRegression, Seed1316) { expect_passes(1316); }
 TEST(MadsimRegression, Seed371) { expect_passes(371); }
 
+// A link came back while the master's discovery ran (after it had read
+// that switch): the clear of PortStateChange once the SM acted on the sweep
+// erased the bit the return had set, so no light sweep saw the link and its
+// ports stayed INIT. The clear now reads those switches' ports again.
+TEST(MadsimRegression, Seed1962) { expect_passes(1962); }
+TEST(MadsimRegression, Seed1419) { expect_passes(1419); }
+TEST(MadsimRegression, Seed931) { expect_passes(931); }
+
 }  // namespace
 }  // namespace madsim
