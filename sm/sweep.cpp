@@ -236,6 +236,10 @@ Task<void> SubnetManager::heavy_sweep() {
   bc.keys = mkeys_in_use() ? &mkeys_ : nullptr;
   phase(SmPhase::kProgramming);
   st.bringup = co_await bring_up(*queue_, d, routes, bc, programmed_);
+  // A Set that failed (an LFT block, a PortInfo lost) left that table as it
+  // was, and nothing on the wire will report it: sweep again (OpenSM repeats
+  // a sweep after initialization errors). What was written is not rewritten.
+  if (st.bringup.errors != 0) resweep_ = true;
   save_mkeys_async();
   unreachable_ = unreachable_ || (mkeys_in_use() && st.bringup.errors != 0);
   st.mft_blocks_written = co_await program_mcast(d.fabric);

@@ -97,5 +97,10 @@ TEST(MadsimRegression, Seed1962) { expect_passes(1962); }
 TEST(MadsimRegression, Seed1419) { expect_passes(1419); }
 TEST(MadsimRegression, Seed931) { expect_passes(931); }
 
+// An LFT block Set was lost (SMP loss on LinearForwardingTable) in the
+// last sweep of a quiet fabric: a switch had no route to a LID for good. A
+// heavy sweep with bring-up errors is now followed by another.
+TEST(MadsimRegression, Seed769) { expect_passes(769); }
+
 }  // namespace
 }  // namespace madsim
