@@ -229,6 +229,10 @@ Task<void> SubnetManager::heavy_sweep() {
   // joined): those clients registered with that master's SA, not ours.
   bc.client_reregister = (role_.mastership_new && role_.reregister) || decision.absorbed;
   if (decision.absorbed) spdlog::info("sm: another master's part joined ours: its clients are asked to reregister");
+  // Before our first publication the SA answers BUSY: clients asked now
+  // would reregister into refusals. They are asked once this sweep published.
+  const bool reregister_after_publish = bc.client_reregister && current_ == nullptr;
+  if (reregister_after_publish) bc.client_reregister = false;
   bc.partitions = &plan_partitions_for(d.fabric, lp.port_guid);
   bc.allow_both_pkeys = cfg_.allow_both_pkeys;
   bc.part_enforce = cfg_.part_enforce;
@@ -284,7 +288,7 @@ Task<void> SubnetManager::heavy_sweep() {
   snap->sm = sm_identity(lp, sm_lid_, ha_->state(), ha_->act_count());
   snap->subnet_prefix = cfg_.subnet_prefix;
   fill_tables(d.fabric, *snap);
-  snap->fabric = std::move(d.fabric);
+  snap->fabric = reregister_after_publish ? d.fabric : std::move(d.fabric);
   Task<bool> indexing = index_snapshot(snap);
   if (const bool ok = co_await indexing; !ok) co_return;
   snap->epoch = ++epoch_;
@@ -292,6 +296,20 @@ Task<void> SubnetManager::heavy_sweep() {
   current_routes_ = std::move(next_routes);
   store_.publish(snap);
   st.gid_traps = report_gid_changes(*snap);
+  if (reregister_after_publish && ha_->state() == wire::SmState::kMaster) {
+    const BringupReport rr = co_await ask_clients_to_reregister(*queue_, d, bc, programmed_);
+    spdlog::info("sm: SA answering: {} clients asked to reregister, {} errors", rr.client_reregisters, rr.errors);
+    st.bringup.client_reregisters += rr.client_reregisters;
+    st.bringup.port_info_sets += rr.port_info_sets;
+    st.bringup.errors += rr.errors;
+    st.bringup.smps += rr.smps;
+    st.smps += rr.smps;
+    if (rr.errors != 0) {
+      // Some were not asked: the next sweep asks again (with its bring-up).
+      role_.mastership_new = true;
+      resweep_ = true;
+    }
+  }
   phase(SmPhase::kPublished);
 
   const BringupReport& b = st.bringup;

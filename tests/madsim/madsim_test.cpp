@@ -102,5 +102,14 @@ TEST(MadsimRegression, Seed931) { expect_passes(931); }
 // heavy sweep with bring-up errors is now followed by another.
 TEST(MadsimRegression, Seed769) { expect_passes(769); }
 
+// A standby took over with a replica too old to vouch for, and a LID to
+// hand out (a switch reset): it could not publish before programming, so its
+// SA answered BUSY while bring-up's PortInfo Sets asked every client to
+// reregister, and their registrations were refused. A new master now asks
+// once its first publication is out.
+TEST(MadsimRegression, Seed713) { expect_passes(713); }
+TEST(MadsimRegression, Seed447) { expect_passes(447); }
+TEST(MadsimRegression, Seed1038) { expect_passes(1038); }
+
 }  // namespace
 }  // namespace madsim
