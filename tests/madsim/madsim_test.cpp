@@ -111,5 +111,11 @@ TEST(MadsimRegression, Seed713) { expect_passes(713); }
 TEST(MadsimRegression, Seed447) { expect_passes(447); }
 TEST(MadsimRegression, Seed1038) { expect_passes(1038); }
 
+// The SA answered ServiceRecords with the lease as registered, and a
+// standby's replica (like OpenSM's answers, it reads the time left) took it
+// as the time left at its copy: after the takeover leases ran seconds past
+// their end. The SA now answers the time left.
+TEST(MadsimRegression, Seed1343) { expect_passes(1343); }
+
 }  // namespace
 }  // namespace madsim
