@@ -27,6 +27,20 @@ fabric::NodeId local_node_of(const fabric::Fabric& f) {
   return fabric::kNoNode;
 }
 
+// End ports whose PortInfo did not answer this sweep read as LID 0: they
+// keep the LID `last` (our last publication, or the master's fabric as a
+// standby saw it) knew them by, rather than take a new one. A port that
+// answered with LID 0 has none.
+void keep_unread_lids(const fabric::Fabric& f, std::vector<std::uint16_t>& lids, const sa::Snapshot* last) {
+  if (last == nullptr) return;
+  const std::vector<fabric::EndPort> ends = f.end_ports();
+  for (std::size_t i = 0; i < ends.size() && i < lids.size(); ++i) {
+    if (lids[i] != 0 || f.nodes[ends[i].node].ports[ends[i].port].info.port_state() != 0) continue;
+    const auto it = last->by_port_guid.find(end_port_guid(f, ends[i]));
+    if (it != last->by_port_guid.end()) lids[i] = last->fabric.lid_of(it->second);
+  }
+}
+
 }  // namespace
 
 Task<void> SubnetManager::heavy_sweep() {
@@ -126,6 +140,8 @@ Task<void> SubnetManager::heavy_sweep() {
       ++s.prepared_publications;
     });
   }
+  std::vector<std::uint16_t> current_lids = d.current_lids();
+  if (d.errors != 0) keep_unread_lids(d.fabric, current_lids, current_ != nullptr ? current_.get() : warm_.get());
   warm_.reset();
   if (decision.assert_all && current_ != nullptr) {
     // Handed a subnet or joined to one: rewrite every port and table (SM LID
@@ -138,7 +154,7 @@ Task<void> SubnetManager::heavy_sweep() {
   // engine clock is simulated time, which does not move while we compute.
   const auto w1 = std::chrono::steady_clock::now();
   phase(SmPhase::kLids);
-  const LidAssignReport lids = assign_lids(d.fabric, guid2lid_, cfg_.lmc, d.current_lids());
+  const LidAssignReport lids = assign_lids(d.fabric, guid2lid_, cfg_.lmc, current_lids);
   st.lids_new = lids.assigned_new;
   save_guid2lid_async();
   st.lids_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w1).count();

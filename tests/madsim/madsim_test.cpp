@@ -129,5 +129,12 @@ TEST(MadsimRegression, Seed1315) { expect_passes(1315); }
 TEST(MadsimRegression, Seed663) { expect_passes(663); }
 TEST(MadsimRegression, Seed1694) { expect_passes(1694); }
 
+// A standby took over under heavy SMP loss: the PortInfo of some ports did
+// not answer, read as LID 0, and those ports were given new LIDs (one took
+// another's). A port whose PortInfo did not answer now keeps the LID the
+// last fabric we knew (our publication, or the master's as a standby saw it)
+// gave it.
+TEST(MadsimRegression, Seed385) { expect_passes(385); }
+
 }  // namespace
 }  // namespace madsim
