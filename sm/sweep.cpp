@@ -1,6 +1,7 @@
 // The SM's sweeps (see sm.hpp): a heavy sweep discovers, elects, numbers,
 // routes (on the compute pool), programs and publishes; a light sweep asks
 // every switch whether a port changed; multicast-only changes write MFTs.
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -411,6 +412,13 @@ Task<bool> SubnetManager::light_sweep() {
                      nullptr);
     });
   }
+  // Another SM of the last election that has become MASTER since (its
+  // polls of us failed): the heavy sweep's election settles which stays.
+  ha_->check_peers(*queue_, [this, changed](std::uint64_t guid) {
+    spdlog::info("sm: SM {:#018x} answers MASTER since our last election: heavy sweep", guid);
+    *changed = true;
+    walk_reason_ = fmt::format("SM {:#018x} became MASTER", guid);
+  });
   const std::uint16_t want_lid = sm_lid_;
   queue_->submit(make_dr_request(wire::method::kGet, wire::smp_attr::kPortInfo, local_port_, wire::DrPath{}, port_num, {},
                                  cfg_.m_key),
