@@ -371,8 +371,8 @@ Task<void> SubnetManager::run() {
       if (sched_->clock().now_ns() < next_light) continue;
       if (resweep_) {
         // The last heavy sweep missed nodes (an SMA that did not answer, SMPs
-        // lost): a light sweep would not see them return (their links never
-        // changed), so sweep again, once per light sweep interval.
+        // lost) or failed to write a table: a light sweep would see neither
+        // (no link changed), so sweep again, once per light sweep interval.
         resweep_ = false;
         break;
       }

@@ -404,7 +404,7 @@ class SubnetManager {
   std::uint64_t traps_ = 0;
   std::uint64_t sminfo_answered_ = 0;
   bool replica_now_ = false;       // became STANDBY: replicate without waiting for the interval
-  bool resweep_ = false;           // the last heavy sweep as master had discovery errors: sweep again
+  bool resweep_ = false;           // the last heavy sweep as master had discovery or bring-up errors: sweep again
   bool sa_state_restored_ = false; // cfg_.sa_state_restored, until our first mastership
 
   std::atomic<bool> heavy_requested_{true};

@@ -1,6 +1,7 @@
 // The SM's sweeps (see sm.hpp): a heavy sweep discovers, elects, numbers,
 // routes (on the compute pool), programs and publishes; a light sweep asks
 // every switch whether a port changed; multicast-only changes write MFTs.
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -25,6 +26,20 @@ fabric::NodeId local_node_of(const fabric::Fabric& f) {
   for (fabric::NodeId i = 0; i < f.nodes.size(); ++i)
     if (f.nodes[i].dr_path.hops == 0) return i;
   return fabric::kNoNode;
+}
+
+// End ports whose PortInfo did not answer this sweep read as LID 0: they
+// keep the LID `last` (our last publication, or the master's fabric as a
+// standby saw it) knew them by, rather than take a new one. A port that
+// answered with LID 0 has none.
+void keep_unread_lids(const fabric::Fabric& f, std::vector<std::uint16_t>& lids, const sa::Snapshot* last) {
+  if (last == nullptr) return;
+  const std::vector<fabric::EndPort> ends = f.end_ports();
+  for (std::size_t i = 0; i < ends.size() && i < lids.size(); ++i) {
+    if (lids[i] != 0 || f.nodes[ends[i].node].ports[ends[i].port].info.port_state() != 0) continue;
+    const auto it = last->by_port_guid.find(end_port_guid(f, ends[i]));
+    if (it != last->by_port_guid.end()) lids[i] = last->fabric.lid_of(it->second);
+  }
 }
 
 }  // namespace
@@ -115,8 +130,7 @@ Task<void> SubnetManager::heavy_sweep() {
     }
     co_return;
   }
-  clear_port_state_changes(*queue_, d, dopts);
-  st.discovery_smps += static_cast<std::uint32_t>(d.port_state_changed.size());  // the clears belong to discovery
+  const std::shared_ptr<const PortStateRecheck> recheck = clear_port_state_changes(*queue_, d, dopts);
   resweep_ = d.errors != 0;
   if (role_.mastership_new && !role_.sa_state_decided) role_.reregister = settle_sa_state();
   if (current_ == nullptr && warm_ != nullptr && publish_warm(d.fabric, d.current_lids())) {
@@ -127,6 +141,8 @@ Task<void> SubnetManager::heavy_sweep() {
       ++s.prepared_publications;
     });
   }
+  std::vector<std::uint16_t> current_lids = d.current_lids();
+  if (d.errors != 0) keep_unread_lids(d.fabric, current_lids, current_ != nullptr ? current_.get() : warm_.get());
   warm_.reset();
   if (decision.assert_all && current_ != nullptr) {
     // Handed a subnet or joined to one: rewrite every port and table (SM LID
@@ -139,7 +155,7 @@ Task<void> SubnetManager::heavy_sweep() {
   // engine clock is simulated time, which does not move while we compute.
   const auto w1 = std::chrono::steady_clock::now();
   phase(SmPhase::kLids);
-  const LidAssignReport lids = assign_lids(d.fabric, guid2lid_, cfg_.lmc, d.current_lids());
+  const LidAssignReport lids = assign_lids(d.fabric, guid2lid_, cfg_.lmc, current_lids);
   st.lids_new = lids.assigned_new;
   save_guid2lid_async();
   st.lids_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w1).count();
@@ -230,6 +246,10 @@ Task<void> SubnetManager::heavy_sweep() {
   // joined): those clients registered with that master's SA, not ours.
   bc.client_reregister = (role_.mastership_new && role_.reregister) || decision.absorbed;
   if (decision.absorbed) spdlog::info("sm: another master's part joined ours: its clients are asked to reregister");
+  // Before our first publication the SA answers BUSY: clients asked now
+  // would reregister into refusals. They are asked once this sweep published.
+  const bool reregister_after_publish = bc.client_reregister && current_ == nullptr;
+  if (reregister_after_publish) bc.client_reregister = false;
   bc.partitions = &plan_partitions_for(d.fabric, lp.port_guid);
   bc.allow_both_pkeys = cfg_.allow_both_pkeys;
   bc.part_enforce = cfg_.part_enforce;
@@ -237,6 +257,10 @@ Task<void> SubnetManager::heavy_sweep() {
   bc.keys = mkeys_in_use() ? &mkeys_ : nullptr;
   phase(SmPhase::kProgramming);
   st.bringup = co_await bring_up(*queue_, d, routes, bc, programmed_);
+  // A Set that failed (an LFT block, a PortInfo lost) left that table as it
+  // was, and nothing on the wire will report it: sweep again (OpenSM repeats
+  // a sweep after initialization errors). What was written is not rewritten.
+  if (st.bringup.errors != 0) resweep_ = true;
   save_mkeys_async();
   unreachable_ = unreachable_ || (mkeys_in_use() && st.bringup.errors != 0);
   st.mft_blocks_written = co_await program_mcast(d.fabric);
@@ -256,6 +280,14 @@ Task<void> SubnetManager::heavy_sweep() {
   st.tables_smps = tables.smps;
   st.tables_ports_read = tables.ports_read;
   const Nanos t5 = clock.now_ns();
+  st.discovery_smps += recheck->smps;  // the clears and their re-reads belong to discovery
+  if (recheck->moved) {
+    // A link changed while we swept, and the clear erased its bit: no light
+    // sweep would see it. Sweep again at once.
+    spdlog::info("sm: {} since discovery read it: heavy sweep", recheck->what);
+    walk_reason_ = "a port moved during the sweep";
+    heavy_requested_.store(true, std::memory_order_relaxed);
+  }
   st.tables_s = seconds(t_tables, t5);
   st.programming_s = seconds(t4, t5);
   st.smps = queue_->submitted() - smps0;
@@ -273,7 +305,7 @@ Task<void> SubnetManager::heavy_sweep() {
   snap->sm = sm_identity(lp, sm_lid_, ha_->state(), ha_->act_count());
   snap->subnet_prefix = cfg_.subnet_prefix;
   fill_tables(d.fabric, *snap);
-  snap->fabric = std::move(d.fabric);
+  snap->fabric = reregister_after_publish ? d.fabric : std::move(d.fabric);
   Task<bool> indexing = index_snapshot(snap);
   if (const bool ok = co_await indexing; !ok) co_return;
   snap->epoch = ++epoch_;
@@ -281,6 +313,20 @@ Task<void> SubnetManager::heavy_sweep() {
   current_routes_ = std::move(next_routes);
   store_.publish(snap);
   st.gid_traps = report_gid_changes(*snap);
+  if (reregister_after_publish && ha_->state() == wire::SmState::kMaster) {
+    const BringupReport rr = co_await ask_clients_to_reregister(*queue_, d, bc, programmed_);
+    spdlog::info("sm: SA answering: {} clients asked to reregister, {} errors", rr.client_reregisters, rr.errors);
+    st.bringup.client_reregisters += rr.client_reregisters;
+    st.bringup.port_info_sets += rr.port_info_sets;
+    st.bringup.errors += rr.errors;
+    st.bringup.smps += rr.smps;
+    st.smps += rr.smps;
+    if (rr.errors != 0) {
+      // Some were not asked: the next sweep asks again (with its bring-up).
+      role_.mastership_new = true;
+      resweep_ = true;
+    }
+  }
   phase(SmPhase::kPublished);
 
   const BringupReport& b = st.bringup;
@@ -366,6 +412,13 @@ Task<bool> SubnetManager::light_sweep() {
                      nullptr);
     });
   }
+  // Another SM of the last election that has become MASTER since (its
+  // polls of us failed): the heavy sweep's election settles which stays.
+  ha_->check_peers(*queue_, [this, changed](std::uint64_t guid) {
+    spdlog::info("sm: SM {:#018x} answers MASTER since our last election: heavy sweep", guid);
+    *changed = true;
+    walk_reason_ = fmt::format("SM {:#018x} became MASTER", guid);
+  });
   const std::uint16_t want_lid = sm_lid_;
   queue_->submit(make_dr_request(wire::method::kGet, wire::smp_attr::kPortInfo, local_port_, wire::DrPath{}, port_num, {},
                                  cfg_.m_key),

@@ -781,10 +781,18 @@ class SaServer::CoreWorker final : public Poller {
     switch (attr) {
       case a::kServiceRecord: {
         // A ServiceKey goes only to trusted requesters (IBA 15.2.5.14, as OpenSM).
+        // ServiceLease is the time left, in whole seconds rounded up (as
+        // OpenSM's lease timer keeps it): a standby copying the table, or a
+        // client, reads when the lease ends, not how long it once was.
         const auto v = server_.services_.view();
         for (const auto& e : *v) {
+          wire::ServiceRecord rec = e.rec;
+          if (e.expires_ns >= 0) {
+            const Nanos left_ns = std::max<Nanos>(0, e.expires_ns - answer_now_ns_);
+            rec.service_lease = wire::be32::from(static_cast<std::uint32_t>((left_ns + kNanosPerSecond - 1) / kNanosPerSecond));
+          }
           const std::size_t before = sink.count();
-          const bool more = sink.offer(&e.rec);
+          const bool more = sink.offer(&rec);
           if (!trusted && sink.count() != before) {
             wire::ServiceRecord r;
             std::memcpy(&r, sink.last(), sizeof r);

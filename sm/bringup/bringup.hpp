@@ -94,4 +94,11 @@ struct BringupReport {
 Task<BringupReport> bring_up(SmpQueue& q, DiscoveryResult& d, const RoutingResult& routes, const BringupConfig& cfg,
                              ProgrammedState& state);
 
+// PortInfo.ClientReregister (IBA 14.4.11) alone on every CA port that
+// supports it, with the configuration bring_up() wrote (cfg as it had it,
+// without client_reregister): for a new mastership whose SA answers only
+// once its first publication is out, which bring-up precedes.
+Task<BringupReport> ask_clients_to_reregister(SmpQueue& q, DiscoveryResult& d, const BringupConfig& cfg,
+                                              ProgrammedState& state);
+
 }  // namespace madengine::sm

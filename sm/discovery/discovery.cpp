@@ -3,6 +3,8 @@
 // queue draining. The peer's port number is NodeInfo.LocalPortNum (IBA 14.2.5.3).
 #include "sm/discovery/discovery.hpp"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <algorithm>
 #include <memory>
 
@@ -256,16 +258,46 @@ Task<DiscoveryResult> discover(SmpQueue& q, DiscoveryOptions opts) {
   co_return std::move(*out);
 }
 
-void clear_port_state_changes(SmpQueue& q, const DiscoveryResult& d, const DiscoveryOptions& opts) {
+std::shared_ptr<PortStateRecheck> clear_port_state_changes(SmpQueue& q, const DiscoveryResult& d,
+                                                           const DiscoveryOptions& opts) {
+  auto out = std::make_shared<PortStateRecheck>();
   for (const fabric::NodeId id : d.port_state_changed) {
     const fabric::Node& n = d.fabric.nodes[id];
+    // Each port as discovery saw it: linked or not, and its state.
+    std::vector<std::pair<bool, std::uint8_t>> seen(n.ports.size());
+    for (std::uint8_t p = 1; p < n.ports.size(); ++p) seen[p] = {has_link(n.ports[p].info), n.ports[p].state};
     wire::SwitchInfo clear = n.switch_info;
     clear.prepare_for_set(true);  // write 1 to clear (IBA 14.2.5.4)
-    q.submit(make_dr_request(wire::method::kSet, wire::smp_attr::kSwitchInfo, 0, n.dr_path, opts.port_num,
+    ++out->smps;
+    const wire::DrPath path = n.dr_path;
+    std::string name = n.description.empty() ? fmt::format("{:#018x}", n.node_guid) : n.description;
+    q.submit(make_dr_request(wire::method::kSet, wire::smp_attr::kSwitchInfo, 0, path, opts.port_num,
                              std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(&clear), sizeof clear),
                              opts.m_key),
-             nullptr);
+             [&q, out, path, opts, seen = std::move(seen), name = std::move(name)](const TxnResult& r) {
+               // Not cleared: the bit stays for the next light sweep to see.
+               if (!smp_response_ok(r)) return;
+               // Read after the clear: a change from now on sets the bit again;
+               // one since discovery's read shows here. Bring-up may already
+               // move ports forward (INIT -> ARMED -> ACTIVE); only a link
+               // gained or lost, or a state gone back (a retrain), moved.
+               for (std::uint8_t p = 1; p < seen.size(); ++p) {
+                 ++out->smps;
+                 q.submit(make_dr_request(wire::method::kGet, wire::smp_attr::kPortInfo, wire::port_info_modifier(p, true),
+                                          path, opts.port_num, {}, opts.m_key),
+                          [out, p, was = seen[p], name](const TxnResult& res) {
+                            const auto pi =
+                                smp_response_ok(res) ? wire::decode<wire::PortInfo>(smp_data(res.response)) : std::nullopt;
+                            if (!pi || out->moved) return;
+                            if (has_link(*pi) == was.first && pi->port_state() >= was.second) return;
+                            out->moved = true;
+                            out->what = fmt::format("{} port {} went from state {} to {}", name, p, was.second,
+                                                    pi->port_state());
+                          });
+               }
+             });
   }
+  return out;
 }
 
 }  // namespace madengine::sm

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -61,7 +63,19 @@ void apply_port_info(fabric::Node& n, std::uint8_t port, const wire::PortInfo& p
 // Runs one heavy sweep on `q` (which must be idle) and returns the fabric.
 Task<DiscoveryResult> discover(SmpQueue& q, DiscoveryOptions opts);
 
-// Clears the PortStateChange bits `d` found (submitted on `q`, not awaited).
-void clear_port_state_changes(SmpQueue& q, const DiscoveryResult& d, const DiscoveryOptions& opts);
+// What clearing the PortStateChange bits found: the SMPs it sent, and the
+// first port of those switches that moved since discovery read it.
+struct PortStateRecheck {
+  std::uint32_t smps = 0;
+  bool moved = false;
+  std::string what;  // the first port that moved
+};
+
+// Clears the PortStateChange bits `d` found (submitted on `q`, not awaited),
+// then reads each cleared switch's ports again: a link that changed between
+// discovery's read and the clear left no bit behind, so only the ports tell.
+// The result fills in as the answers arrive (once `q` drained, it is final).
+std::shared_ptr<PortStateRecheck> clear_port_state_changes(SmpQueue& q, const DiscoveryResult& d,
+                                                           const DiscoveryOptions& opts);
 
 }  // namespace madengine::sm

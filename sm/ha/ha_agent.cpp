@@ -126,6 +126,18 @@ Task<SweepDecision> HaAgent::after_discovery(SmpQueue& q, const fabric::Fabric& 
   co_return SweepDecision{.program = a.program, .assert_all = a.assert_all, .absorbed = a.absorbed, .peers = peers_.size()};
 }
 
+void HaAgent::check_peers(SmpQueue& q, std::function<void(std::uint64_t guid)> on_new_master) const {
+  const std::uint64_t key = sm_.self().sm_key;
+  auto shared = std::make_shared<std::function<void(std::uint64_t)>>(std::move(on_new_master));
+  for (const FoundSm& p : peers_) {
+    if (!p.sm.key_ok || p.sm.state == wire::SmState::kMaster) continue;  // ignored, or the election knew it
+    q.submit(make_sminfo_get(p.at.path, port_num_, key, cfg_.m_key), [shared, key](const TxnResult& r) {
+      const auto now = decode_sminfo_reply(r, key);
+      if (now && now->key_ok && now->state == wire::SmState::kMaster) (*shared)(now->guid);
+    });
+  }
+}
+
 Task<void> HaAgent::poll_loop() {
   const Nanos interval = Nanos{cfg_.poll_interval_ms} * kNanosPerMilli;
   for (;;) {

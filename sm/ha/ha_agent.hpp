@@ -84,6 +84,11 @@ class HaAgent {
   // every IsSM port, the election, and the actions it asks for.
   Task<SweepDecision> after_discovery(SmpQueue& q, const fabric::Fabric& f, std::uint64_t own_port_guid,
                                       std::uint16_t own_lid);
+  // A master's light sweep (IBA 14.4.1; OpenSM's light sweep does the
+  // same): SubnGet(SMInfo) on `q` to every SM the last election saw, and
+  // `on_new_master` (on the core) for each that now answers MASTER but was
+  // not then: a second master, which only a heavy sweep's election ends.
+  void check_peers(SmpQueue& q, std::function<void(std::uint64_t guid)> on_new_master) const;
   // Polls polled_guid() every poll_interval_ms; returns when cancelled.
   Task<void> poll_loop();
   // SMA: a SubnGet or SubnSet(SMInfo) request, answered in place and sent.

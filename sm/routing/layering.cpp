@@ -265,8 +265,10 @@ bool assign_layers_first_fit(const SwitchGraph& g, const std::vector<fabric::Lft
   LidRoutes routes;
   cdg.set_initial_order(dependency_order(g, lfts, top_lid, home, routes));
   std::vector<SwIdx> order;
-  std::vector<std::uint32_t> by_depth(n + 2);
+  // layer before by_depth: GCC 12 at -O3 otherwise assumes n + 2 may wrap
+  // and warns that layer(n) could exceed the largest object.
   std::vector<std::uint8_t> layer(n);
+  std::vector<std::uint32_t> by_depth(n + 2);
   std::vector<std::pair<ChannelId, ChannelId>> added;
   // CA LIDs first, switches' own LIDs last (as dfsssp routes them): the
   // switches' routes are the ones that turn down then up (a spine's route to

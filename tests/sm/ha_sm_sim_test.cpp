@@ -2,8 +2,9 @@
 // two SMs of different priority (one MASTER, one STANDBY); the master's node
 // killed and the standby taking over within its polling budget with every
 // LID unchanged; a higher-priority SM started later getting the subnet by
-// handover; two subnets with a master each joined at run time ending with
-// one master, every port pointing at its LID, no LID used twice.
+// handover; a standby that took over beside a running master seen by the
+// master's light sweep; two subnets with a master each joined at run time
+// ending with one master, every port pointing at its LID, no LID used twice.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -17,6 +18,7 @@
 #include "madengine/wire/smp/port_info.hpp"
 #include "sa/snapshot.hpp"
 #include "sim/fabric.hpp"
+#include "sim/faults/smp_loss.hpp"
 #include "sim/generators.hpp"
 #include "sim/sim_transport.hpp"
 #include "sim/smp_client.hpp"
@@ -181,6 +183,28 @@ TEST(HaSmSim, HigherSmStartedLaterGetsTheSubnetByHandover) {
   EXPECT_EQ(sim_lids(rig.fabric), before);
   const std::uint16_t hi_lid = rig.fabric.lid(rig.fabric.port(hi_node, 1));
   check_one_master(rig.fabric, rig.fabric.find_node("host-5-1"), hi_lid);
+}
+
+// A standby that lost every SMInfo for a while (its polls, then its
+// discovery's Get to the master) takes over while the master runs. The
+// master's light sweep asks the SMs of its last election for their SMInfo
+// (as OpenSM's does), finds a second MASTER, sweeps, and the election
+// leaves one: nothing else would have made either sweep again.
+TEST(HaSmSim, StandbyThatTookOverBesideTheMasterIsSeenByItsLightSweep) {
+  Rig rig(sim::make_fat_tree_2level({.k = 8}));
+  sm::SubnetManager& hi = rig.add(rig.fabric.find_node("host-0-0"), 9);
+  sm::SubnetManager& lo = rig.add(rig.fabric.find_node("host-3-1"), 2);
+  ASSERT_TRUE(rig.run_until([&] { return hi.status().subnet_up && is(lo, wire::SmState::kStandby); }, 30'000));
+  sim::SmpLoss loss(rig.fabric, 11);
+  rig.fabric.set_packet_fault(&loss);
+  const Nanos t0 = rig.fabric.now_ns();
+  loss.add({.rate = 1.0, .attr_id = wire::smp_attr::kSmInfo, .from_ns = t0, .until_ns = t0 + 2 * kNanosPerSecond});
+  ASSERT_TRUE(rig.run_until([&] { return is(lo, wire::SmState::kMaster); }, 5'000));
+  EXPECT_TRUE(is(hi, wire::SmState::kMaster));  // two masters, for now
+  rig.run_until([&] { return rig.fabric.now_ns() >= t0 + 2 * kNanosPerSecond; }, 5'000);
+  EXPECT_TRUE(rig.run_until([&] { return is(hi, wire::SmState::kMaster) && is(lo, wire::SmState::kStandby); }, 5'000))
+      << "hi " << wire::to_string(hi.status().state) << ", lo " << wire::to_string(lo.status().state);
+  rig.fabric.set_packet_fault(nullptr);
 }
 
 TEST(HaSmSim, TwoSubnetsJoinedEndWithOneMaster) {

@@ -93,12 +93,13 @@ TEST(SmSim, HeavySweepSmpCountIsDeterministic) {
     discovery[i] = rig.sm->status().last_heavy.discovery_smps;
     check_sim_fabric(rig.fabric, *rig.store.current());
     // Upper bound: per node NodeDescription + PortInfo of each port read
-    // (+ SwitchInfo and a PortStateChange clear per switch), plus at most one
-    // NodeInfo per link end and one for the SM's own node.
+    // (+ SwitchInfo, a PortStateChange clear and its external ports read
+    // again after the clear, per switch), plus at most one NodeInfo per link
+    // end and one for the SM's own node.
     const auto& f = rig.store.current()->fabric;
     bound = 1;
     for (const auto& n : f.nodes) {
-      bound += 1 + (n.is_switch() ? n.num_ports() + 1u + 2u : 1u);
+      bound += 1 + (n.is_switch() ? n.num_ports() + 1u + 2u + n.num_ports() : 1u);
       for (std::uint8_t p = 1; p <= n.num_ports(); ++p) bound += n.ports[p].linked() ? 1 : 0;
     }
   }

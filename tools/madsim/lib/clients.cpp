@@ -44,6 +44,21 @@ wire::Gid gid_of(std::uint64_t port_guid) {
   return {wire::be64::from(wire::kDefaultSubnetPrefix), wire::be64::from(port_guid)};
 }
 
+// The registration an action changes (its kind, client and key), if any:
+// queries (PathRecord, GetTable) change none.
+std::optional<std::tuple<ClientOp, unsigned, std::uint32_t>> slot_of(const ClientAction& a) {
+  switch (a.op) {
+    case ClientOp::kServiceSet:
+    case ClientOp::kServiceDelete: return std::tuple{ClientOp::kServiceSet, a.client, a.key};
+    case ClientOp::kMcJoin:
+    case ClientOp::kMcLeave: return std::tuple{ClientOp::kMcJoin, a.client, a.key};
+    case ClientOp::kInformSubscribe: return std::tuple{ClientOp::kInformSubscribe, a.client, 0u};
+    case ClientOp::kPathRecord:
+    case ClientOp::kGetTable: return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Clients::Clients(sim::Fabric& fabric, const Scenario& s, Trace& trace) : fabric_(fabric), s_(s), trace_(trace) {
@@ -79,19 +94,20 @@ void Clients::reregister(unsigned client, Nanos now_ns) {
     ++reregistrations_pending;
   };
   unsigned n = 0;
+  // What it knows it holds: not what it asked for without an answer.
   for (const auto& [k, held] : services) {
-    if (k.first != client) continue;
+    if (k.first != client || held.unknown) continue;
     if (held.lease_s != 0xffffffffu && held.acked_ns + Nanos{held.lease_s} * madengine::kNanosPerSecond <= now_ns) continue;
     again(ClientAction{.client = k.first, .op = ClientOp::kServiceSet, .key = k.second, .lease_s = held.lease_s});
     ++n;
   }
   for (const auto& [k, held] : members) {
-    if (k.second != client) continue;
+    if (k.second != client || held.unknown) continue;
     again(ClientAction{.client = k.second, .op = ClientOp::kMcJoin, .key = k.first});
     ++n;
   }
-  for (const auto& [c, at] : subscriptions) {
-    if (c != client) continue;
+  for (const auto& [c, held] : subscriptions) {
+    if (c != client || held.unknown) continue;
     again(ClientAction{.client = c, .op = ClientOp::kInformSubscribe});
     ++n;
   }
@@ -199,18 +215,39 @@ void Clients::finish(Query& q, Nanos now_ns, const MadBuf* answer) {
     q.outcome = q.status == 0 ? Outcome::kOk : (q.status & wire::status::kBusy) != 0 ? Outcome::kBusy : Outcome::kSaError;
   }
   if (q.reregistration && reregistrations_pending > 0) --reregistrations_pending;
+  if (const auto slot = slot_of(a)) {
+    const auto it = in_flight_.find(*slot);
+    if (it != in_flight_.end() && it->second == static_cast<std::size_t>(&q - queries_.data())) in_flight_.erase(it);
+  }
   if (q.outcome == Outcome::kOk) {
     switch (a.op) {
       case ClientOp::kServiceSet: services[{a.client, a.key}] = ServiceHeld{now_ns, a.lease_s}; break;
       case ClientOp::kServiceDelete: services.erase({a.client, a.key}); break;
       case ClientOp::kMcJoin: members[{a.key, a.client}] = MemberHeld{now_ns}; break;
       case ClientOp::kMcLeave: members.erase({a.key, a.client}); break;
-      case ClientOp::kInformSubscribe: subscriptions[a.client] = now_ns; break;
+      case ClientOp::kInformSubscribe: subscriptions[a.client] = MemberHeld{now_ns}; break;
+      default: break;
+    }
+  } else if (q.outcome == Outcome::kLost) {
+    // Sent, never answered: carried out or not, the client cannot tell.
+    switch (a.op) {
+      case ClientOp::kServiceSet: services[{a.client, a.key}] = ServiceHeld{now_ns, a.lease_s, true}; break;
+      case ClientOp::kServiceDelete:
+        if (const auto it = services.find({a.client, a.key}); it != services.end()) it->second.unknown = true;
+        break;
+      case ClientOp::kMcJoin: members[{a.key, a.client}] = MemberHeld{now_ns, true}; break;
+      case ClientOp::kMcLeave:
+        if (const auto it = members.find({a.key, a.client}); it != members.end()) it->second.unknown = true;
+        break;
+      case ClientOp::kInformSubscribe: subscriptions[a.client] = MemberHeld{now_ns, true}; break;
       default: break;
     }
   }
-  trace_.add(now_ns, fmt::format("c{} {} key {} peer {}{}: {} status 0x{:04x} after {} attempts", a.client, to_string(a.op),
-                                 a.key, a.peer, q.reregistration ? " (again)" : "", to_string(q.outcome), q.status,
+  const std::string lease = a.op != ClientOp::kServiceSet ? std::string()
+                            : a.lease_s == 0xffffffffu  ? std::string(" lease infinite")
+                                                        : fmt::format(" lease {} s", a.lease_s);
+  trace_.add(now_ns, fmt::format("c{} {} key {}{} peer {}{}: {} status 0x{:04x} after {} attempts", a.client, to_string(a.op),
+                                 a.key, lease, a.peer, q.reregistration ? " (again)" : "", to_string(q.outcome), q.status,
                                  q.attempts));
   if (a.verify && answer != nullptr && on_verify) on_verify(q, *answer);
 }
@@ -224,8 +261,17 @@ std::size_t Clients::poll(Nanos now_ns) {
     rereg_seen_[c] = n;
     reregister(c, now_ns);
   }
-  for (Query& q : queries_) {
+  for (std::size_t i = 0; i < queries_.size(); ++i) {
+    Query& q = queries_[i];
     if (q.outcome != Outcome::kPending || q.due_ns > now_ns) continue;
+    const auto slot = slot_of(q.action);
+    if (q.tids.empty() && slot) {
+      const auto it = in_flight_.find(*slot);
+      if (it != in_flight_.end() && it->second != i) {
+        q.due_ns = now_ns + kSendRetryNs;  // after the one in flight is answered
+        continue;
+      }
+    }
     if (!q.tids.empty()) {
       sim::Host& h = *hosts_[q.action.client];
       std::optional<MadBuf> got;
@@ -244,6 +290,7 @@ std::size_t Clients::poll(Nanos now_ns) {
       }
     }
     if (send(q, now_ns)) {
+      if (slot) in_flight_[*slot] = i;
       ++work;
       continue;
     }

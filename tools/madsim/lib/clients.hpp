@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -45,13 +46,17 @@ struct Query {
 };
 
 // What the SA acknowledged and must keep (until a lease ends or a client
-// removes it).
+// removes it). `unknown`: the client's last request on it went unanswered
+// (every retry timed out), so the SA may or may not have carried it out; the
+// next answered request on it settles it again.
 struct ServiceHeld {
   Nanos acked_ns = 0;
   std::uint32_t lease_s = 0;  // 0xffffffff: infinite
+  bool unknown = false;
 };
 struct MemberHeld {
   Nanos acked_ns = 0;
+  bool unknown = false;
 };
 
 class Clients {
@@ -75,7 +80,7 @@ class Clients {
   // Keys: (client, service key) and (group key, client).
   std::map<std::pair<unsigned, std::uint32_t>, ServiceHeld> services;
   std::map<std::pair<std::uint32_t, unsigned>, MemberHeld> members;
-  std::map<unsigned, Nanos> subscriptions;
+  std::map<unsigned, MemberHeld> subscriptions;
   // Registrations being made again after a reregistration request, not yet acknowledged.
   std::uint64_t reregistrations_pending = 0;
 
@@ -89,6 +94,11 @@ class Clients {
   std::vector<std::unique_ptr<madengine::sim::Host>> hosts_;
   std::vector<std::uint32_t> rereg_seen_;  // by client: the port's ClientReregister count handled
   std::vector<Query> queries_;
+  // One request at a time per registration (a client's service, group or
+  // subscription), as a client library keeps them: two Sets of one service
+  // in flight may be carried out in either order, and neither answer tells
+  // which stands. Slot -> index of the query in flight.
+  std::map<std::tuple<ClientOp, unsigned, std::uint32_t>, std::size_t> in_flight_;
   std::size_t next_due_ = 0;  // queries_[next_due_..] not sent yet (by due time for the scenario's)
 };
 

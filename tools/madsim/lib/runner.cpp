@@ -125,6 +125,7 @@ void World::kill_sm(Slot& slot, const std::string& why, bool restart, Nanos back
   fabric_.kill_node(slot.node);
   slot.crash_pending = true;
   slot.restart_at = restart ? now() + back_after_ns : -1;
+  if (restart) fault_until(slot.restart_at);
   touched_[slot.node] = true;
   ++r_.stats.kills;
   disturb(now(), now() + (restart ? back_after_ns : 0) + 2 * kDisturbanceTailNs);
@@ -193,7 +194,7 @@ void World::on_phase(unsigned i, SmPhase p) {
       fired_[j] = true;
       fault(fmt::format("link {}[{}] down {} ms as sm{} enters {}", s_.topo.nodes[f.a].id, f.count,
                         f.length_ns / kNanosPerMilli, i, madengine::sm::to_string(p)));
-      sim::schedule_link_flap(fabric_, fabric_.port(f.a, static_cast<std::uint8_t>(f.count)), now(), f.length_ns);
+      fault_until(sim::schedule_link_flap(fabric_, fabric_.port(f.a, static_cast<std::uint8_t>(f.count)), now(), f.length_ns));
       disturb(now(), now() + f.length_ns + kDisturbanceTailNs);
     }
   }
@@ -226,11 +227,12 @@ void World::apply_timed_faults() {
       case FaultKind::kSmpLoss:
         fault(fmt::format("SMP loss {:.3f} on attribute 0x{:04x} for {} ms", f.rate, f.attr, f.length_ns / kNanosPerMilli));
         loss_.add({.rate = f.rate, .attr_id = f.attr, .from_ns = now(), .until_ns = now() + f.length_ns});
+        fault_until(now() + f.length_ns);
         disturb(now(), now() + f.length_ns + kDisturbanceTailNs);
         break;
       case FaultKind::kLinkFlap:
         fault(fmt::format("link {}[{}] down {} ms", s_.topo.nodes[f.a].id, f.count, f.length_ns / kNanosPerMilli));
-        sim::schedule_link_flap(fabric_, fabric_.port(f.a, static_cast<std::uint8_t>(f.count)), now(), f.length_ns);
+        fault_until(sim::schedule_link_flap(fabric_, fabric_.port(f.a, static_cast<std::uint8_t>(f.count)), now(), f.length_ns));
         disturb(now(), now() + f.length_ns + kDisturbanceTailNs);
         break;
       case FaultKind::kSwitchReboot:
@@ -241,7 +243,7 @@ void World::apply_timed_faults() {
         break;
       case FaultKind::kSmaMute:
         fault(fmt::format("SMA of {} mute for {} ms", s_.topo.nodes[f.a].id, f.length_ns / kNanosPerMilli));
-        sim::schedule_mute(fabric_, f.a, now(), f.length_ns);
+        fault_until(sim::schedule_mute(fabric_, f.a, now(), f.length_ns));
         disturb(now(), now() + f.length_ns + kDisturbanceTailNs);
         break;
       case FaultKind::kSmaResetting: {
@@ -249,6 +251,7 @@ void World::apply_timed_faults() {
                           f.length_ns / kNanosPerMilli));
         const Nanos end = sim::schedule_resetting_sma(fabric_, f.a, now(), f.length_ns, f.count);
         touched_[f.a] = true;
+        fault_until(end);
         disturb(now(), end + kDisturbanceTailNs);
         break;
       }
@@ -258,7 +261,7 @@ void World::apply_timed_faults() {
         fault(fmt::format("sm{} ({}) port gone for {} ms", slot.index, wire::to_string(slot.state),
                           f.length_ns / kNanosPerMilli));
         if (slot.state == wire::SmState::kMaster) master_deaths_.push_back(now());
-        sim::schedule_port_bounce(fabric_, slot.node, now(), f.length_ns);
+        fault_until(sim::schedule_port_bounce(fabric_, slot.node, now(), f.length_ns));
         touched_[slot.node] = true;
         disturb(now(), now() + f.length_ns + 2 * kDisturbanceTailNs);
         break;
@@ -382,7 +385,9 @@ bool World::settled() {
     if (masters != 1) return false;
   }
   if (!clients_->idle() || clients_->reregistrations_pending != 0) return false;
-  if (fingerprint != settle_print_) {
+  // Quiet only once every fault has ended: an SMA still resetting (its
+  // resets may run past the scenario's end) is a fault, not a wrong fabric.
+  if (fingerprint != settle_print_ || now() < faults_over_ns_) {
     settle_print_ = fingerprint;
     settle_since_ = now();
     return false;

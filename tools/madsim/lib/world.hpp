@@ -4,6 +4,7 @@
 // publication, deaths of masters, disturbed intervals).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -69,6 +70,9 @@ class World {
   void sample();
   void fault(const std::string& text);
   void disturb(Nanos from_ns, Nanos until_ns);
+  // A fault under way until `until_ns` (a link back up, the last of an SMA's
+  // resets, an SM restarted): the fabric is not quiet before.
+  void fault_until(Nanos until_ns) noexcept { faults_over_ns_ = std::max(faults_over_ns_, until_ns); }
   bool excused(Nanos from_ns, Nanos until_ns) const noexcept;
   bool at_risk(Nanos acked_ns) const noexcept;
   // Node -> component id over links that are up (dead nodes: their own).
@@ -105,6 +109,7 @@ class World {
   Nanos next_sample_ = 0;
   std::uint64_t settle_print_ = 0;  // masters' sweep and epoch counts, last seen
   Nanos settle_since_ = 0;
+  Nanos faults_over_ns_ = 0;        // every fault fired so far has ended by then
   bool joined_ = false;
   bool checking_ = false;  // after the scenario: the settle and the checks
   madengine::DurableWriteObserver observer_;
