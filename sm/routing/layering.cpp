@@ -249,6 +249,12 @@ bool assign_layers_by_cycles(const SwitchGraph& g, const std::vector<fabric::Lft
 bool assign_layers_first_fit(const SwitchGraph& g, const std::vector<fabric::Lft>& lfts, std::uint16_t top_lid,
                              unsigned vls, fabric::PathLayers& out, std::string& error) {
   const std::size_t n = g.size();
+  // Every switch has a LID, so this never fires; the bound lets the optimiser
+  // see that the sizes below cannot wrap (g++ 12 -O3 warns otherwise).
+  if (n > fabric::kLidUnicastMax) {
+    error = "more switches than unicast LIDs";
+    return false;
+  }
   out = fabric::PathLayers(n, top_lid);
   out.set_count_at_least(1);
   vls = std::max(1u, vls);
