@@ -334,7 +334,7 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   p_->compute = std::make_unique<ComputePool>(
       ComputePoolConfig{.threads = threaded ? smc.routing_threads : 0, .name = "mad-compute", .shutdown_wait_ms = 100});
   p_->io = std::make_unique<ComputePool>(
-      ComputePoolConfig{.threads = threaded ? 1u : 0u, .nice = 0, .name = "mad-io", .finish_queued = true});
+      ComputePoolConfig{.threads = threaded ? 1u : 0u, .nice = 0, .name = "mad-io", .shutdown_wait_ms = 250, .finish_queued = true});
   smc.compute = p_->compute.get();
   smc.io = p_->io.get();
   smc.mcast = &p_->sa->mcast_provider();
@@ -412,15 +412,29 @@ void Node::start() {
   p_->started = true;
 }
 
-void Node::stop() noexcept {
-  if (!p_->started) return;
-  p_->driver.reset();  // joins the thread that pumped the fabric
-  if (p_->engine_running) {
-    p_->engine->stop();
-    p_->engine_running = false;
+void Node::stop() noexcept { p_->stop_until(StopDeadline::max()); }
+
+bool Node::Parts::stop_until(StopDeadline deadline) noexcept {
+  if (!started) return true;
+  // Told first, all of them, so they wind down side by side.
+  if (engine_running) engine->request_stop();
+  bool done = true;
+  if (driver) {
+    if (driver->stop_until(deadline)) driver.reset();  // the thread that pumped the fabric
+    else done = false;
   }
-  p_->events->stop();
-  p_->started = false;
+  if (engine_running) {
+    if (engine->stop_until(deadline)) engine_running = false;
+    else done = false;
+  }
+  // Callbacks last: what happened before the stop is still delivered.
+  done = events->stop_until(deadline) && done;
+  if (done) started = false;
+  return done;
+}
+
+bool InternalNode::stop_within(std::chrono::milliseconds bound) noexcept {
+  return parts().stop_until(std::chrono::steady_clock::now() + bound);
 }
 
 bool Node::started() const noexcept { return p_->started; }
