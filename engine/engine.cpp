@@ -182,10 +182,15 @@ void Engine::start() {
   check_stopped("start");
   stop_.store(false, std::memory_order_relaxed);
   threads_.reserve(cores_.size());
+  exits_.clear();
   const std::vector<unsigned> cpus = config_.pin ? allowed_cpus() : std::vector<unsigned>{};
   for (std::uint16_t c = 0; c < shared_.cores; ++c) {
     Core* core = cores_[c].get();
-    threads_.emplace_back([this, core] { core->run(stop_); });
+    ThreadExit* exit = exits_.emplace_back(std::make_unique<ThreadExit>()).get();
+    threads_.emplace_back([this, core, exit] {
+      ThreadExit::Mark mark(*exit);
+      core->run(stop_);
+    });
     // Named for top -H, perf and /proc/PID/task/*/comm: "mad-core3".
     const std::string name = "mad-core" + std::to_string(c);
     ::pthread_setname_np(threads_.back().native_handle(), name.c_str());
@@ -193,15 +198,26 @@ void Engine::start() {
   }
 }
 
-void Engine::stop() noexcept {
+void Engine::stop() noexcept { stop_until(StopDeadline::max()); }
+
+void Engine::request_stop() noexcept {
   if (threads_.empty()) return;
   // release: pairs with the acquire load in Core::run().
   stop_.store(true, std::memory_order_release);
   for (auto& w : shared_.wakers) w->wake();  // a blocked core sees stop_ at once
-  for (std::thread& t : threads_) t.join();
+}
+
+bool Engine::stop_until(StopDeadline deadline) noexcept {
+  if (threads_.empty()) return true;
+  request_stop();
+  bool all = true;
+  for (std::size_t c = 0; c < threads_.size(); ++c) all = join_until(threads_[c], *exits_[c], deadline) && all;
+  if (!all) return false;
   threads_.clear();
+  exits_.clear();
   // Every core has released what it held; what is left is in the rings.
   drain_rings();
+  return true;
 }
 
 std::size_t Engine::poll_all_once() noexcept {

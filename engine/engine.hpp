@@ -16,6 +16,7 @@
 #include "engine/lifecycle.hpp"
 #include "engine/mad_pool.hpp"
 #include "engine/poller.hpp"
+#include "engine/thread_exit.hpp"
 #include "madengine/engine/transport.hpp"
 
 namespace madengine {
@@ -73,6 +74,12 @@ class Engine {
   // Stops and joins every core, then returns every buffer still in a ring to
   // the pool: afterwards pool().in_use() is 0 unless a handler kept one.
   void stop() noexcept;
+  // The same in two steps with a bound: every core is told to stop (each
+  // sees it at its next loop turn), then joined if it ends by `deadline`.
+  // False when a core is still inside a call at the deadline (running()
+  // stays true; stop() or a later stop_until() joins it).
+  void request_stop() noexcept;
+  bool stop_until(StopDeadline deadline) noexcept;
   bool running() const noexcept { return !threads_.empty(); }
 
   // Drives every core once from the calling thread instead of start():
@@ -98,6 +105,7 @@ class Engine {
   CoreShared shared_;
   std::vector<std::unique_ptr<Core>> cores_;
   std::vector<std::thread> threads_;
+  std::vector<std::unique_ptr<ThreadExit>> exits_;  // [core], marked as its thread ends
   std::atomic<bool> stop_{false};
 };
 

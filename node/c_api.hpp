@@ -3,6 +3,8 @@
 // and turns it into a status with a thread-local message.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -14,6 +16,7 @@
 #include "madengine/node/fabric_view.hpp"
 #include "madengine/node/node.hpp"
 #include "perfmgr/perf_config.hpp"
+#include "node/internal_node.hpp"
 
 struct me_fabric {
   madengine::node::FabricView view;
@@ -26,11 +29,19 @@ struct me_lfts {
   std::string error;
 };
 
+// Two locks: `life` is held through a start or a stop (which can take up to
+// the stop bound) and by the setters; `mu` only for a moment, to claim a
+// call (NodeCall) and read `node`, so a query never waits for a stop.
+// me_node_destroy waits until no call is in flight before it frees anything.
 struct me_node {
   madengine::node::NodeConfig cfg;
   madengine::perfmgr::PerfMgrConfig perfmgr;  // [perfmgr] of the same TOML
-  std::mutex mu;  // start, stop, destroy and the setters
-  std::unique_ptr<madengine::node::Node> node;
+  std::mutex life;                 // start, stop and the setters, one at a time
+  std::mutex mu;                   // node, calls, closing
+  std::condition_variable idle;    // calls fell to 0
+  std::unique_ptr<madengine::node::InternalNode> node;  // made at the first start, under both locks
+  unsigned calls = 0;              // entry points running on this handle
+  std::atomic<bool> closing{false};  // me_node_destroy began: new calls refused, waits end
   // What me_set_* registered, handed to the node at the first start.
   me_subnet_up_fn subnet_up = nullptr;
   void* subnet_up_user = nullptr;
@@ -69,6 +80,25 @@ class CallbackScope {
   CallbackScope(const CallbackScope&) = delete;
   CallbackScope& operator=(const CallbackScope&) = delete;
   static bool active() noexcept;
+};
+
+// An entry point's claim on a node handle for as long as it runs: counted,
+// so me_node_destroy waits for it; refused once the destroy began. node()
+// is the node as the claim found it (null before the first start); it stays
+// valid for the claim's life (the node is only ever freed by the destroy).
+class NodeCall {
+ public:
+  explicit NodeCall(me_node& n) noexcept;
+  ~NodeCall();
+  NodeCall(const NodeCall&) = delete;
+  NodeCall& operator=(const NodeCall&) = delete;
+  bool ok() const noexcept { return ok_; }
+  madengine::node::InternalNode* node() const noexcept { return node_; }
+
+ private:
+  me_node& n_;
+  bool ok_ = false;
+  madengine::node::InternalNode* node_ = nullptr;
 };
 
 // The routing hook that calls the C callback with a borrowed me_fabric.

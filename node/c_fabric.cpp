@@ -91,11 +91,16 @@ me_fabric* me_node_fabric(me_node* n) {
     return nullptr;
   }
   try {
-    if (!n->node) {
+    capi::NodeCall call(*n);
+    if (!call.ok()) {
+      fail(ME_ERR_STATE, "the node is being destroyed");
+      return nullptr;
+    }
+    if (call.node() == nullptr) {
       fail(ME_ERR_NO_SUBNET, "the node is not started");
       return nullptr;
     }
-    node::FabricView v = n->node->fabric_view();
+    node::FabricView v = call.node()->fabric_view();
     if (v.empty()) {
       fail(ME_ERR_NO_SUBNET, "no epoch published yet");
       return nullptr;

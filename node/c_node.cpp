@@ -167,7 +167,9 @@ int set_hook(me_node* n, Fn&& assign) noexcept {
   if (bad(n)) return ME_ERR_INVALID;
   if (CallbackScope::active()) return fail(ME_ERR_CONTEXT, "callbacks and handlers are not set from a callback");
   try {
-    std::lock_guard lock(n->mu);
+    NodeCall call(*n);
+    if (!call.ok()) return fail(ME_ERR_STATE, "the node is being destroyed");
+    std::lock_guard lock(n->life);
     if (n->node) return fail(ME_ERR_STATE, "callbacks and handlers are set before me_node_start");
     return assign(*n);
   } catch (...) {
@@ -176,6 +178,20 @@ int set_hook(me_node* n, Fn&& assign) noexcept {
 }
 
 }  // namespace
+
+NodeCall::NodeCall(me_node& n) noexcept : n_(n) {
+  std::lock_guard lock(n.mu);
+  if (n.closing.load(std::memory_order_relaxed)) return;
+  ++n.calls;
+  ok_ = true;
+  node_ = n.node.get();
+}
+
+NodeCall::~NodeCall() {
+  if (!ok_) return;
+  std::lock_guard lock(n_.mu);
+  if (--n_.calls == 0) n_.idle.notify_all();
+}
 
 void set_error(std::string_view message) noexcept {
   try {
@@ -220,6 +236,7 @@ using namespace madengine;
 using capi::CallbackScope;
 using capi::current_exception_status;
 using capi::fail;
+using capi::NodeCall;
 
 extern "C" {
 
@@ -268,9 +285,15 @@ int me_node_start(me_node* n) {
   if (capi::bad(n)) return ME_ERR_INVALID;
   if (CallbackScope::active()) return fail(ME_ERR_CONTEXT, "me_node_start from a callback");
   try {
-    std::lock_guard lock(n->mu);
-    if (!n->node) n->node = std::make_unique<node::InternalNode>(n->cfg, capi::hooks_of(*n), capi::options_of(*n));
-    if (n->node->started()) return fail(ME_ERR_STATE, "the node is running");
+    NodeCall call(*n);
+    if (!call.ok()) return fail(ME_ERR_STATE, "the node is being destroyed");
+    std::lock_guard life(n->life);
+    if (!n->node) {
+      auto made = std::make_unique<node::InternalNode>(n->cfg, capi::hooks_of(*n), capi::options_of(*n));
+      std::lock_guard lock(n->mu);
+      n->node = std::move(made);
+    }
+    if (n->node->started()) return fail(ME_ERR_STATE, "the node is running (or still stopping)");
     n->node->start();
     return ME_OK;
   } catch (...) {
@@ -282,13 +305,22 @@ int me_node_wait_subnet_up(me_node* n, std::uint32_t timeout_ms) {
   if (capi::bad(n)) return ME_ERR_INVALID;
   if (CallbackScope::active()) return fail(ME_ERR_CONTEXT, "me_node_wait_subnet_up from a callback");
   try {
-    node::Node* nd = nullptr;
-    {
-      std::lock_guard lock(n->mu);
-      if (!n->node || !n->node->started()) return fail(ME_ERR_STATE, "the node is not started");
-      nd = n->node.get();
+    NodeCall call(*n);
+    if (!call.ok()) return fail(ME_ERR_STATE, "the node is being destroyed");
+    node::InternalNode* nd = call.node();
+    if (nd == nullptr || !nd->started()) return fail(ME_ERR_STATE, "the node is not started");
+    // In slices, so a stop or a destroy ends the wait within one. On the SM's
+    // status only: Node::wait_subnet_up would pump a sim node that a stop
+    // just left unstarted, beside a restart's driver.
+    constexpr auto kSlice = std::chrono::milliseconds(50);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+      if (nd->sm().wait_subnet_up(std::clamp(left, std::chrono::milliseconds(0), kSlice))) return ME_OK;
+      if (n->closing.load(std::memory_order_relaxed)) return fail(ME_ERR_STATE, "the node was destroyed while waiting");
+      if (!nd->started()) return fail(ME_ERR_STATE, "the node was stopped while waiting");
+      if (left <= kSlice) break;
     }
-    if (nd->wait_subnet_up(std::chrono::milliseconds(timeout_ms))) return ME_OK;
     return fail(ME_ERR_TIMEOUT, "the subnet did not come up within " + std::to_string(timeout_ms) + " ms");
   } catch (...) {
     return current_exception_status();
@@ -299,8 +331,13 @@ int me_node_stop(me_node* n) {
   if (capi::bad(n)) return ME_ERR_INVALID;
   if (CallbackScope::active()) return fail(ME_ERR_CONTEXT, "me_node_stop from a callback");
   try {
-    std::lock_guard lock(n->mu);
-    if (n->node) n->node->stop();
+    NodeCall call(*n);
+    if (!call.ok()) return fail(ME_ERR_STATE, "the node is being destroyed");
+    std::lock_guard life(n->life);
+    if (n->node && !n->node->stop_within(std::chrono::milliseconds(ME_NODE_STOP_WAIT_MS)))
+      return fail(ME_ERR_TIMEOUT, "a thread of the node (an engine core, the simulated fabric's driver or the event "
+                                  "thread) is still inside a call after " +
+                                      std::to_string(ME_NODE_STOP_WAIT_MS) + " ms: the node is still stopping");
     return ME_OK;
   } catch (...) {
     return current_exception_status();
@@ -314,6 +351,12 @@ void me_node_destroy(me_node* n) {
     return;
   }
   try {
+    {
+      // New calls are refused from here; waits see `closing` within a slice.
+      std::unique_lock lock(n->mu);
+      n->closing.store(true, std::memory_order_relaxed);
+      n->idle.wait(lock, [n] { return n->calls == 0; });
+    }
     delete n;
   } catch (...) {
     current_exception_status();
@@ -325,8 +368,10 @@ int me_node_get_status(me_node* n, struct me_node_status* out) {
   if (out == nullptr) return fail(ME_ERR_INVALID, "null status");
   *out = me_node_status{};
   try {
-    if (!n->node) return ME_OK;  // not started yet: nothing to report
-    const node::NodeStatus s = n->node->status();
+    NodeCall call(*n);
+    if (!call.ok()) return fail(ME_ERR_STATE, "the node is being destroyed");
+    if (call.node() == nullptr) return ME_OK;  // not started yet: nothing to report
+    const node::NodeStatus s = call.node()->status();
     out->subnet_up = s.subnet_up ? 1 : 0;
     out->sm_state = static_cast<std::int32_t>(s.state);
     out->sm_lid = s.sm_lid;
@@ -346,9 +391,11 @@ int me_path_query(me_node* n, std::uint16_t slid, std::uint16_t dlid, struct me_
   if (out == nullptr) return fail(ME_ERR_INVALID, "null path");
   *out = me_path{};
   try {
-    if (!n->node) return fail(ME_ERR_NO_SUBNET, "the node is not started");
+    NodeCall call(*n);
+    if (!call.ok()) return fail(ME_ERR_STATE, "the node is being destroyed");
+    if (call.node() == nullptr) return fail(ME_ERR_NO_SUBNET, "the node is not started");
     node::PathInfo p;
-    switch (n->node->path(slid, dlid, p)) {
+    switch (call.node()->path(slid, dlid, p)) {
       case node::PathResult::kNoEpoch: return fail(ME_ERR_NO_SUBNET, "no epoch published yet");
       case node::PathResult::kNoPath:
         return fail(ME_ERR_NO_PATH, "no path from LID " + std::to_string(slid) + " to LID " + std::to_string(dlid));

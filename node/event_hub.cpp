@@ -102,18 +102,29 @@ void EventHub::start() {
     std::lock_guard lock(mu_);
     stopping_ = false;
   }
-  thread_ = std::thread([this] { run(); });
+  exit_.reset();
+  thread_ = std::thread([this] {
+    ThreadExit::Mark mark(exit_);
+    run();
+  });
 }
 
-void EventHub::stop() noexcept {
+void EventHub::stop() noexcept { stop_until(StopDeadline::max()); }
+
+bool EventHub::stop_until(StopDeadline deadline) noexcept {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
-  if (!thread_.joinable() || on_event_thread()) return;
-  thread_.join();
+  if (!thread_.joinable() || on_event_thread()) return true;
+  try {
+    if (!join_until(thread_, exit_, deadline)) return false;
+  } catch (...) {
+    return false;  // the wait itself failed (a mutex error): the thread is left to a later stop()
+  }
   thread_id_.store(std::thread::id{});
+  return true;
 }
 
 void EventHub::run() {

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "engine/thread_exit.hpp"
 #include "madengine/node/events.hpp"
 #include "perfmgr/perf_manager.hpp"
 #include "sa/snapshot.hpp"
@@ -48,6 +49,9 @@ class EventHub {
   // when called from it (a callback): then it only asks it to end.
   void start();
   void stop() noexcept;
+  // stop() with a bound: false when a callback still runs at `deadline`
+  // (the thread ends after it; stop() waits for that).
+  bool stop_until(StopDeadline deadline) noexcept;
   bool on_event_thread() const noexcept { return std::this_thread::get_id() == thread_id_.load(); }
   // Without the thread: delivers what is pending on the calling thread.
   std::size_t dispatch();
@@ -74,6 +78,7 @@ class EventHub {
   std::deque<Item> queue_;  // guarded by mu_
   bool stopping_ = false;   // guarded by mu_
   std::atomic<std::uint64_t> dropped_{0};
+  ThreadExit exit_;
   std::thread thread_;
   std::atomic<std::thread::id> thread_id_{};
   // Owned by whoever delivers.

@@ -5,6 +5,7 @@
 // carry). Private: not part of libmadengine's API.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -71,6 +72,12 @@ class InternalNode : public Node {
   perfmgr::PerfManager* perfmgr() noexcept;
   // perfmgr.node_name_map as loaded at start (empty without one).
   const perfmgr::NodeNameMap& node_names() const noexcept;
+
+  // stop() with a bound: every thread of the node is told to end and joined
+  // if it ends within `bound`. False when one is still inside a call that
+  // has not returned (a device, a callback): the node stays started, stop()
+  // and the destructor wait for it. The daemon's shutdown and me_node_stop.
+  bool stop_within(std::chrono::milliseconds bound) noexcept;
 
   // Runs `fn` on engine core `core` between MAD bursts (the SM's core:
   // sm_core(); the SM's state is touched only there). Any thread; false when

@@ -124,9 +124,15 @@ std::shared_ptr<const sm::PartitionConfig> load_partitions(const std::string& pa
 // has one thread.
 class JournalWriter final : public Poller {
  public:
-  JournalWriter(const std::string& path, std::uint32_t interval_ms, sa::SaServer& sa, sm::SubnetManager& sm,
-                const Clock& clock, ComputePool& io)
-      : path_(path), interval_ns_(Nanos{interval_ms} * kNanosPerMilli), sa_(sa), sm_(sm), clock_(clock), io_(io) {}
+  JournalWriter(const std::string& path, const sa::FabricIdentity& fabric, std::uint32_t interval_ms, sa::SaServer& sa,
+                sm::SubnetManager& sm, const Clock& clock, ComputePool& io)
+      : path_(path),
+        fabric_(fabric),
+        interval_ns_(Nanos{interval_ms} * kNanosPerMilli),
+        sa_(sa),
+        sm_(sm),
+        clock_(clock),
+        io_(io) {}
   std::size_t poll(Nanos now_ns) noexcept override {
     if (now_ns < next_ns_) return 0;
     next_ns_ = now_ns + interval_ns_;
@@ -149,7 +155,7 @@ class JournalWriter final : public Poller {
     }
     try {
       std::string err;
-      if (sa::write_journal_file(path_, sa_.capture_state(), clock_.now_ns(), err))
+      if (sa::write_journal_file(path_, sa_.capture_state(), clock_.now_ns(), err, fabric_))
         spdlog::info("sa journal {}: written at shutdown", path_);
       else
         spdlog::warn("sa journal {}: not written at shutdown: {}", path_, err);
@@ -164,7 +170,7 @@ class JournalWriter final : public Poller {
     try {
       const bool queued = io_.submit([this, path = path_, image = sa_.capture_state(), now = clock_.now_ns()] {
         std::string err;
-        if (sa::write_journal_file(path, image, now, err)) {
+        if (sa::write_journal_file(path, image, now, err, fabric_)) {
           written_.fetch_add(1, std::memory_order_relaxed);
         } else {
           failed_.fetch_add(1, std::memory_order_relaxed);
@@ -181,6 +187,7 @@ class JournalWriter final : public Poller {
   std::atomic<std::uint64_t> written_{0}, failed_{0};  // by the I/O thread
 
   std::string path_;
+  sa::FabricIdentity fabric_;
   Nanos interval_ns_;
   sa::SaServer& sa_;
   sm::SubnetManager& sm_;
@@ -195,10 +202,11 @@ namespace {
 
 // Restores the journal into the SA (applied by its state core before it
 // answers) when it vouches for the clients' state: written at most fresh_ms
-// ago (by a master running until then) and read whole. A bad or stale file is
+// ago (by a master running until then) for this fabric (`fabric`: our SM
+// port and subnet prefix) and read whole. A bad, stale or foreign file is
 // logged with the reason and ignored (a stale one is not read). Returns
 // whether it was restored.
-bool restore_journal(const SaSection& c, sa::SaServer& sa, Nanos now_ns) {
+bool restore_journal(const SaSection& c, sa::SaServer& sa, Nanos now_ns, const sa::FabricIdentity& fabric) {
   if (c.journal.empty()) return false;
   std::error_code ec;
   const auto written = std::filesystem::last_write_time(c.journal, ec);
@@ -217,11 +225,24 @@ bool restore_journal(const SaSection& c, sa::SaServer& sa, Nanos now_ns) {
   // Leases were written as time left then: they ran on while the daemon was down.
   const Nanos written_ns = now_ns - Nanos{age.count()} * kNanosPerMilli;
   sa::SaStateImage img;
+  sa::FabricIdentity written_for;
   bool found = false;
   std::string err;
-  if (!sa::read_journal_file(c.journal, written_ns, img, found, err) || !found) {
+  if (!sa::read_journal_file(c.journal, written_ns, img, found, err, &written_for) || !found) {
     spdlog::warn("sa journal {}: ignored: {}; clients will be asked to reregister", c.journal,
                  found ? err : std::string("it vanished while read"));
+    return false;
+  }
+  // Another port's or fabric's records would be served, and vouched for, as ours.
+  if (!written_for.known()) {
+    spdlog::warn("sa journal {}: not restored: it does not name the fabric it describes (written by an earlier "
+                 "version); this is {}; clients will be asked to reregister",
+                 c.journal, sa::to_string(fabric));
+    return false;
+  }
+  if (written_for != fabric) {
+    spdlog::warn("sa journal {}: not restored: written for {}, this is {}; clients will be asked to reregister",
+                 c.journal, sa::to_string(written_for), sa::to_string(fabric));
     return false;
   }
   spdlog::info("sa journal {}: {} services, {} groups, {} subscriptions restored; written {} ms ago: fresh, clients "
@@ -327,14 +348,16 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   p_->sa = std::make_unique<sa::SaServer>(*p_->engine, p_->store, sac);
 
   make_parent_dir(cfg.sa.journal);
-  const bool journal_fresh = restore_journal(cfg.sa, *p_->sa, clock->now_ns());
+  const sa::FabricIdentity fabric{.sm_port_guid = p_->transport->local_port().port_guid,
+                                  .subnet_prefix = cfg.sm.subnet_prefix};
+  const bool journal_fresh = restore_journal(cfg.sa, *p_->sa, clock->now_ns(), fabric);
 
   const bool threaded = !p_->fabric;
   sm::SmConfig smc = sm_config(cfg);
   p_->compute = std::make_unique<ComputePool>(
       ComputePoolConfig{.threads = threaded ? smc.routing_threads : 0, .name = "mad-compute", .shutdown_wait_ms = 100});
   p_->io = std::make_unique<ComputePool>(
-      ComputePoolConfig{.threads = threaded ? 1u : 0u, .nice = 0, .name = "mad-io", .finish_queued = true});
+      ComputePoolConfig{.threads = threaded ? 1u : 0u, .nice = 0, .name = "mad-io", .shutdown_wait_ms = 250, .finish_queued = true});
   smc.compute = p_->compute.get();
   smc.io = p_->io.get();
   smc.mcast = &p_->sa->mcast_provider();
@@ -387,7 +410,7 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   }
   if (!cfg.sa.journal.empty()) {
     p_->journal =
-        std::make_unique<JournalWriter>(cfg.sa.journal, cfg.sa.journal_interval_ms, *p_->sa, *p_->sm, *clock, *p_->io);
+        std::make_unique<JournalWriter>(cfg.sa.journal, fabric, cfg.sa.journal_interval_ms, *p_->sa, *p_->sm, *clock, *p_->io);
     p_->engine->add_poller(smc.core, *p_->journal);
   }
   return p_;
@@ -431,15 +454,29 @@ void Node::start() {
   p_->started = true;
 }
 
-void Node::stop() noexcept {
-  if (!p_->started) return;
-  p_->driver.reset();  // joins the thread that pumped the fabric
-  if (p_->engine_running) {
-    p_->engine->stop();
-    p_->engine_running = false;
+void Node::stop() noexcept { p_->stop_until(StopDeadline::max()); }
+
+bool Node::Parts::stop_until(StopDeadline deadline) noexcept {
+  if (!started) return true;
+  // Told first, all of them, so they wind down side by side.
+  if (engine_running) engine->request_stop();
+  bool done = true;
+  if (driver) {
+    if (driver->stop_until(deadline)) driver.reset();  // the thread that pumped the fabric
+    else done = false;
   }
-  p_->events->stop();
-  p_->started = false;
+  if (engine_running) {
+    if (engine->stop_until(deadline)) engine_running = false;
+    else done = false;
+  }
+  // Callbacks last: what happened before the stop is still delivered.
+  done = events->stop_until(deadline) && done;
+  if (done) started = false;
+  return done;
+}
+
+bool InternalNode::stop_within(std::chrono::milliseconds bound) noexcept {
+  return parts().stop_until(std::chrono::steady_clock::now() + bound);
 }
 
 bool Node::started() const noexcept { return p_->started; }

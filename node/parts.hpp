@@ -2,6 +2,7 @@
 // by the node's own sources and by InternalNode (internal_node.hpp).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -59,8 +60,12 @@ struct Node::Parts {
   // a reload that finds them unchanged leaves the fabric alone (logrotate's
   // SIGHUP must not sweep it).
   std::string policy_files_applied;
-  bool started = false;
+  std::atomic<bool> started{false};  // read by any thread (Node::started), written by start/stop
   bool engine_running = false;
+  // Every thread the node started told to end, each joined if it ended by
+  // `deadline` (they stop side by side). False: one is still inside a call;
+  // `started` stays true and a later call (Node::stop) joins what is left.
+  bool stop_until(StopDeadline deadline) noexcept;
   bool crashed = false;  // InternalNode::crash(): nothing more is written at destruction
 
   // One turn of every core; when nothing was due, the fabric's clock moves on.

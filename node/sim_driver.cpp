@@ -9,12 +9,17 @@ namespace madengine::node {
 
 SimDriver::SimDriver(const sim::Fabric& fabric, double speed, std::function<std::size_t()> pump)
     : fabric_(fabric), speed_(speed), pump_(std::move(pump)) {
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    ThreadExit::Mark mark(exit_);
+    run();
+  });
 }
 
-SimDriver::~SimDriver() {
+SimDriver::~SimDriver() { stop_until(StopDeadline::max()); }
+
+bool SimDriver::stop_until(StopDeadline deadline) {
   stop_.store(true);
-  thread_.join();
+  return join_until(thread_, exit_, deadline);
 }
 
 void SimDriver::run() noexcept {

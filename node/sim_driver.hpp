@@ -9,6 +9,8 @@
 #include <functional>
 #include <thread>
 
+#include "engine/thread_exit.hpp"
+
 namespace madengine::sim {
 class Fabric;
 }
@@ -21,6 +23,9 @@ class SimDriver {
   // returns the work done.
   SimDriver(const sim::Fabric& fabric, double speed, std::function<std::size_t()> pump);
   ~SimDriver();  // stops and joins
+  // Asks the thread to end after its current turn; joins it if it ended by
+  // `deadline` (false: still inside a turn; the destructor waits for it).
+  bool stop_until(StopDeadline deadline);
   SimDriver(const SimDriver&) = delete;
   SimDriver& operator=(const SimDriver&) = delete;
 
@@ -31,6 +36,7 @@ class SimDriver {
   double speed_;
   std::function<std::size_t()> pump_;
   std::atomic<bool> stop_{false};
+  ThreadExit exit_;
   std::thread thread_;
 };
 

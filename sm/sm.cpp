@@ -96,10 +96,21 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
   if (cfg_.priority > wire::kSmPriorityMax) throw std::invalid_argument("SmConfig.priority must be 0..15");
   if (cfg_.ha_poll_interval_ms == 0 || cfg_.ha_poll_retries == 0)
     throw std::invalid_argument("SmConfig.ha_poll_interval_ms and ha_poll_retries must be >= 1");
+  fabric_ = sa::FabricIdentity{.sm_port_guid = transport.local_port().port_guid, .subnet_prefix = cfg_.subnet_prefix};
   if (!cfg_.guid2lid_path.empty()) {
     Guid2LidError err;
-    if (!load_guid2lid(cfg_.guid2lid_path, guid2lid_, err))
+    sa::FabricIdentity written_for;
+    if (!load_guid2lid(cfg_.guid2lid_path, guid2lid_, err, &written_for))
       throw std::invalid_argument("guid2lid " + cfg_.guid2lid_path + ": line " + std::to_string(err.line) + ": " + err.what);
+    // A file naming another port or fabric holds another subnet's LIDs: not
+    // ours to keep. One naming none (OpenSM's, moved over) is honoured.
+    if (written_for.known() && written_for != fabric_) {
+      spdlog::warn("guid2lid {}: not used: written for {}, this is {}; its {} entries are ignored and the file is "
+                   "rewritten for this fabric",
+                   cfg_.guid2lid_path, sa::to_string(written_for), sa::to_string(fabric_), guid2lid_.size());
+      guid2lid_.clear();
+    }
+    guid2lid_name_due_ = written_for != fabric_;
   }
   load_mkeys();
   Core& core = engine.core(cfg_.core);

@@ -369,6 +369,8 @@ class SubnetManager {
   // Owner core only.
   Guid2Lid guid2lid_;
   Guid2Lid guid2lid_saved_;  // as last handed to the I/O pool
+  sa::FabricIdentity fabric_;      // our SM port and subnet prefix: what our state files name
+  bool guid2lid_name_due_ = false; // the file does not name our fabric yet: the next save writes it
   MKeyBook mkeys_;
   Guid2Mkey mkeys_saved_;    // as last handed to the I/O pool
   bool unreachable_ = false; // the last heavy sweep had ports that did not answer (M_Key in use: try again)

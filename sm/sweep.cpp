@@ -361,11 +361,12 @@ Task<void> SubnetManager::heavy_sweep() {
 // The guid2lid file is written by the I/O pool (an fsync per save must not
 // hold the MAD core), from a copy of the map; saves keep their order.
 void SubnetManager::save_guid2lid_async() {
-  if (cfg_.guid2lid_path.empty() || guid2lid_ == guid2lid_saved_) return;
+  if (cfg_.guid2lid_path.empty() || (guid2lid_ == guid2lid_saved_ && !guid2lid_name_due_)) return;
   guid2lid_saved_ = guid2lid_;
-  const bool queued = io_->submit([path = cfg_.guid2lid_path, map = guid2lid_] {
+  guid2lid_name_due_ = false;
+  const bool queued = io_->submit([path = cfg_.guid2lid_path, map = guid2lid_, fabric = fabric_] {
     Guid2LidError err;
-    if (!save_guid2lid(path, map, err)) spdlog::warn("sm: cannot save guid2lid: {}", err.what);
+    if (!save_guid2lid(path, map, err, fabric)) spdlog::warn("sm: cannot save guid2lid: {}", err.what);
   });
   if (!queued) {
     spdlog::warn("sm: guid2lid not saved: the I/O queue is full (saved with the next change)");

@@ -12,6 +12,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "engine/umad/umad_shim.hpp"
 #include "engine/umad/umad_transport.hpp"
 #include "madengine/wire/perf.hpp"
 #include "madengine/wire/mad.hpp"
@@ -198,6 +199,9 @@ bool UmadTransport::open_device() noexcept {
   }
   fd_ = fd;
   umad_hdr_size_ = umad_size();
+  // Under ibsim's shim the calls below and close_device() wait on ibsim's
+  // replies: bounded here, on every open (a reopen included).
+  if (umad_shim::is_shim_fd(fd_)) umad_shim::bound_shim_sockets();
 
   auto reg = [&](std::uint8_t klass, std::uint8_t version, const MethodMask* mask) {
     MethodMask m = mask ? *mask : MethodMask{};

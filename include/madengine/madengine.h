@@ -31,7 +31,10 @@
  *    with engine.cores > 1 several may run at once. They must return quickly
  *    (the core answers nothing else meanwhile) and call nothing of the node
  *    but queries.
- *  - No callback runs after me_node_stop returns.
+ *  - No callback runs after me_node_stop returns ME_OK.
+ *  - me_node_destroy may run while other threads are inside calls on the
+ *    same node: it refuses new ones, ends waits, and frees the node only
+ *    after the calls in flight returned. No call may start after it did.
  */
 #ifndef MADENGINE_MADENGINE_H
 #define MADENGINE_MADENGINE_H
@@ -89,12 +92,24 @@ MADENGINE_API me_node *me_node_create(const char *toml, char *err, size_t errlen
  * event thread. ME_ERR_TRANSPORT if the port does not open. May be called
  * again after me_node_stop. */
 MADENGINE_API int me_node_start(me_node *node);
-/* Waits (wall time) until the subnet is up: ME_OK or ME_ERR_TIMEOUT. */
+/* Waits (wall time) until the subnet is up: ME_OK or ME_ERR_TIMEOUT;
+ * ME_ERR_STATE when the node is stopped or destroyed meanwhile. */
 MADENGINE_API int me_node_wait_subnet_up(me_node *node, uint32_t timeout_ms);
-/* Stops every thread of the node; afterwards no callback runs. Idempotent. */
+/* How long me_node_stop waits for the node's threads. */
+#define ME_NODE_STOP_WAIT_MS 1000
+/* Stops every thread of the node; afterwards no callback runs. Idempotent.
+ * Bounded: a thread still inside a call after ME_NODE_STOP_WAIT_MS (a
+ * callback or vendor handler that does not return, a device call that
+ * hangs) makes it return ME_ERR_TIMEOUT, naming what did not stop. The
+ * node is then still stopping: that thread ends when its call returns (a
+ * callback may still run until then), me_node_start refuses (ME_ERR_STATE),
+ * me_node_stop may be called again to wait another bound, and
+ * me_node_destroy waits for it without a bound. */
 MADENGINE_API int me_node_stop(me_node *node);
 /* Stops the node if needed and frees it (NULL is fine). The SA journal, when
- * configured, is written one last time. */
+ * configured, is written one last time. Waits for calls other threads are
+ * making on it and for every thread of the node (no bound: what the node's
+ * threads use is freed only after they ended). */
 MADENGINE_API void me_node_destroy(me_node *node);
 
 enum me_sm_state { /* SMInfo states, IBA 14.4.1 */

@@ -1,5 +1,7 @@
 // SA state journal (see journal.hpp). Layout, all integers big-endian:
-//   "MADSAJ" u16 version | u32 services | u32 groups | u32 subscriptions
+//   "MADSAJ" u16 version (2) | u64 SM port GUID | u64 subnet prefix |
+//   u32 services | u32 groups | u32 subscriptions
+//   (version 1, still read: no SM port GUID and subnet prefix)
 //   service:      ServiceRecord (176) | owner GID (16) | i64 lease left ns (-1: infinite)
 //   group:        MCMemberRecord (52) | u32 members | members x (GID 16, JoinState 1, proxy 1)
 //   subscription: InformInfo (36) | subscriber GID (16) | port 1 | LID 2 | QPN 4 | Q_Key 4 | SL 1 |
@@ -24,7 +26,8 @@ namespace madengine::sa {
 namespace {
 
 constexpr std::array<std::uint8_t, 6> kMagic = {'M', 'A', 'D', 'S', 'A', 'J'};
-constexpr std::uint16_t kVersion = 1;
+constexpr std::uint16_t kVersion = 2;
+constexpr std::uint16_t kVersionWithoutFabric = 1;
 
 std::uint64_t fnv1a(std::span<const std::uint8_t> b) noexcept {
   std::uint64_t h = 0xcbf29ce484222325ull;
@@ -35,8 +38,11 @@ std::uint64_t fnv1a(std::span<const std::uint8_t> b) noexcept {
 class Writer {
  public:
   void raw(const void* p, std::size_t n) {
-    const auto* b = static_cast<const std::uint8_t*>(p);
-    out_.insert(out_.end(), b, b + n);
+    // resize and copy, not insert(end, first, last): g++ 12 at -O1 with TSan
+    // takes the insert into an empty vector for an overflow (-Wstringop-overflow).
+    const std::size_t at = out_.size();
+    out_.resize(at + n);
+    std::memcpy(out_.data() + at, p, n);
   }
   template <typename T>
   void wire(const T& v) {
@@ -95,10 +101,12 @@ std::size_t apply(SaStateImage image, ServiceStore& services, McastStore& groups
   return groups.restore(std::move(image.groups));
 }
 
-std::vector<std::uint8_t> encode_journal(const SaStateImage& img, Nanos now_ns) {
+std::vector<std::uint8_t> encode_journal(const SaStateImage& img, Nanos now_ns, const FabricIdentity& fabric) {
   Writer w;
   w.raw(kMagic.data(), kMagic.size());
   w.u(kVersion, 2);
+  w.u(fabric.sm_port_guid, 8);
+  w.u(fabric.subnet_prefix, 8);
   w.u(img.services.size(), 4);
   w.u(img.groups.size(), 4);
   w.u(img.subscriptions.size(), 4);
@@ -132,8 +140,10 @@ std::vector<std::uint8_t> encode_journal(const SaStateImage& img, Nanos now_ns) 
   return std::move(w.bytes());
 }
 
-bool decode_journal(std::span<const std::uint8_t> bytes, Nanos now_ns, SaStateImage& out, std::string& error) {
+bool decode_journal(std::span<const std::uint8_t> bytes, Nanos now_ns, SaStateImage& out, std::string& error,
+                    FabricIdentity* fabric) {
   out = {};
+  if (fabric != nullptr) *fabric = {};
   if (bytes.size() < kMagic.size() + 2 + 12 + 8) {
     error = "journal too short";
     return false;
@@ -152,12 +162,18 @@ bool decode_journal(std::span<const std::uint8_t> bytes, Nanos now_ns, SaStateIm
   Reader r(body.subspan(kMagic.size()));
   std::uint16_t version = 0;
   std::uint32_t n_services = 0, n_groups = 0, n_subs = 0;
+  FabricIdentity id;
   r.u(version, 2);
-  r.u(n_services, 4);
-  r.u(n_groups, 4);
-  r.u(n_subs, 4);
-  if (version != kVersion) {
+  if (version != kVersion && version != kVersionWithoutFabric) {
     error = "journal version " + std::to_string(version) + " is not " + std::to_string(kVersion);
+    return false;
+  }
+  if (version == kVersion && (!r.u(id.sm_port_guid, 8) || !r.u(id.subnet_prefix, 8))) {
+    error = "journal truncated";
+    return false;
+  }
+  if (!r.u(n_services, 4) || !r.u(n_groups, 4) || !r.u(n_subs, 4)) {
+    error = "journal truncated";
     return false;
   }
   if (n_services > kJournalServicesMax || n_groups > kJournalGroupsMax || n_subs > kJournalSubscriptionsMax) {
@@ -206,21 +222,24 @@ bool decode_journal(std::span<const std::uint8_t> bytes, Nanos now_ns, SaStateIm
     return false;
   }
   out = std::move(img);
+  if (fabric != nullptr) *fabric = id;
   return true;
 }
 
-bool write_journal_file(const std::string& path, const SaStateImage& image, Nanos now_ns, std::string& error) {
-  const std::vector<std::uint8_t> bytes = encode_journal(image, now_ns);
+bool write_journal_file(const std::string& path, const SaStateImage& image, Nanos now_ns, std::string& error,
+                        const FabricIdentity& fabric) {
+  const std::vector<std::uint8_t> bytes = encode_journal(image, now_ns, fabric);
   return write_file_durably(path, bytes, error);
 }
 
-bool read_journal_file(const std::string& path, Nanos now_ns, SaStateImage& out, bool& found, std::string& error) {
+bool read_journal_file(const std::string& path, Nanos now_ns, SaStateImage& out, bool& found, std::string& error,
+                       FabricIdentity* fabric) {
   out = {};
   std::ifstream in(path, std::ios::binary);
   found = in.good();
   if (!found) return true;
   const std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!decode_journal(bytes, now_ns, out, error)) {
+  if (!decode_journal(bytes, now_ns, out, error, fabric)) {
     error = path + ": " + error;
     return false;
   }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "madengine/engine/clock.hpp"
+#include "sa/state/fabric_identity.hpp"
 #include "sa/state/mutable_state.hpp"
 
 namespace madengine::sa {
@@ -33,15 +34,21 @@ SaStateImage capture(const ServiceStore& services, const McastStore& groups, con
 std::size_t apply(SaStateImage image, ServiceStore& services, McastStore& groups, InformStore& subs);
 
 // Leases are written as time left at `now_ns` and read back relative to the
-// reader's `now_ns`: engine clocks do not survive a restart.
-std::vector<std::uint8_t> encode_journal(const SaStateImage& image, Nanos now_ns);
+// reader's `now_ns`: engine clocks do not survive a restart. The journal
+// names the fabric it describes (`fabric`, stored in its header).
+std::vector<std::uint8_t> encode_journal(const SaStateImage& image, Nanos now_ns, const FabricIdentity& fabric = {});
 // False with `error` set on a bad magic, version, count, length or checksum.
-bool decode_journal(std::span<const std::uint8_t> bytes, Nanos now_ns, SaStateImage& out, std::string& error);
+// `fabric` (if given) receives the journal's fabric; a version 1 journal
+// (before journals named it) reads as unknown.
+bool decode_journal(std::span<const std::uint8_t> bytes, Nanos now_ns, SaStateImage& out, std::string& error,
+                    FabricIdentity* fabric = nullptr);
 
 // Writes `path` atomically (temporary file in the same folder, fsync,
 // rename), so a crash leaves the old or the new journal, never a torn one.
-bool write_journal_file(const std::string& path, const SaStateImage& image, Nanos now_ns, std::string& error);
+bool write_journal_file(const std::string& path, const SaStateImage& image, Nanos now_ns, std::string& error,
+                        const FabricIdentity& fabric = {});
 // A missing file is not an error: `found` false and an empty image.
-bool read_journal_file(const std::string& path, Nanos now_ns, SaStateImage& out, bool& found, std::string& error);
+bool read_journal_file(const std::string& path, Nanos now_ns, SaStateImage& out, bool& found, std::string& error,
+                       FabricIdentity* fabric = nullptr);
 
 }  // namespace madengine::sa

@@ -29,10 +29,33 @@ bool parse_lid(const std::string& s, unsigned& out) noexcept {
   }
 }
 
+constexpr const char* kFabricKey = "#fabric";
+
+// "#fabric sm_port_guid 0x... subnet_prefix 0x...": false with `why` when malformed.
+bool parse_fabric_line(const std::string& line, sa::FabricIdentity& id, std::string& why) {
+  std::istringstream words(line);
+  std::string key, guid_name, guid_s, prefix_name, prefix_s, extra;
+  words >> key >> guid_name >> guid_s >> prefix_name >> prefix_s;
+  if (guid_name != "sm_port_guid" || prefix_name != "subnet_prefix" || (words >> extra)) {
+    why = "expected '#fabric sm_port_guid GUID subnet_prefix PREFIX'";
+    return false;
+  }
+  try {
+    std::size_t used_guid = 0, used_prefix = 0;
+    id.sm_port_guid = std::stoull(guid_s, &used_guid, 0);
+    id.subnet_prefix = std::stoull(prefix_s, &used_prefix, 0);
+    if (used_guid == guid_s.size() && used_prefix == prefix_s.size() && id.sm_port_guid != 0) return true;
+  } catch (...) {
+  }
+  why = "'" + guid_s + "' / '" + prefix_s + "' is not an SM port GUID and subnet prefix";
+  return false;
+}
+
 }  // namespace
 
-bool load_guid2lid(const std::string& path, Guid2Lid& out, Guid2LidError& err) {
+bool load_guid2lid(const std::string& path, Guid2Lid& out, Guid2LidError& err, sa::FabricIdentity* fabric) {
   out.clear();
+  if (fabric != nullptr) *fabric = {};
   std::ifstream in(path);
   if (!in) {
     if (errno == ENOENT) return true;
@@ -43,6 +66,16 @@ bool load_guid2lid(const std::string& path, Guid2Lid& out, Guid2LidError& err) {
   int line_no = 0;
   while (std::getline(in, line)) {
     ++line_no;
+    if (line.rfind(kFabricKey, 0) == 0 && (line.size() == 7 || line[7] == ' ' || line[7] == '\t')) {
+      sa::FabricIdentity id;
+      std::string why;
+      if (!parse_fabric_line(line, id, why)) {
+        err = {line_no, why};
+        return false;
+      }
+      if (fabric != nullptr) *fabric = id;
+      continue;
+    }
     if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
     std::istringstream words(line);
     std::string guid_s;
@@ -82,10 +115,17 @@ bool load_guid2lid(const std::string& path, Guid2Lid& out, Guid2LidError& err) {
   return true;
 }
 
-std::string format_guid2lid(const Guid2Lid& map) {
+std::string format_guid2lid(const Guid2Lid& map, const sa::FabricIdentity& fabric) {
   std::string text;
-  text.reserve(map.size() * 35);
-  char buf[64];
+  text.reserve(map.size() * 35 + 80);
+  char buf[96];
+  if (fabric.known()) {
+    // Its own entry for OpenSM's reader: the blank line ends it.
+    std::snprintf(buf, sizeof buf, "%s sm_port_guid 0x%016llx subnet_prefix 0x%016llx\n\n", kFabricKey,
+                  static_cast<unsigned long long>(fabric.sm_port_guid),
+                  static_cast<unsigned long long>(fabric.subnet_prefix));
+    text += buf;
+  }
   for (const auto& [guid, r] : map) {
     // OpenSM's own line, and the blank line its database writer puts after it.
     std::snprintf(buf, sizeof buf, "0x%016llx 0x%04x 0x%04x\n\n", static_cast<unsigned long long>(guid), r.min_lid,
@@ -95,8 +135,8 @@ std::string format_guid2lid(const Guid2Lid& map) {
   return text;
 }
 
-bool save_guid2lid(const std::string& path, const Guid2Lid& map, Guid2LidError& err) {
-  const std::string text = format_guid2lid(map);
+bool save_guid2lid(const std::string& path, const Guid2Lid& map, Guid2LidError& err, const sa::FabricIdentity& fabric) {
+  const std::string text = format_guid2lid(map, fabric);
   std::string why;
   if (write_file_durably(path, {reinterpret_cast<const std::uint8_t*>(text.data()), text.size()}, why)) return true;
   err = {0, why};

@@ -249,9 +249,9 @@ bool assign_layers_by_cycles(const SwitchGraph& g, const std::vector<fabric::Lft
 bool assign_layers_first_fit(const SwitchGraph& g, const std::vector<fabric::Lft>& lfts, std::uint16_t top_lid,
                              unsigned vls, fabric::PathLayers& out, std::string& error) {
   const std::size_t n = g.size();
-  // Switches have unicast LIDs, so there are fewer than 2^16 (the bound also
-  // tells the compiler that n + 2 below cannot wrap).
-  if (n > 0xffff) {
+  // Every switch has a LID, so this never fires; the bound lets the optimiser
+  // see that the sizes below cannot wrap (g++ 12 -O3 warns otherwise).
+  if (n > fabric::kLidUnicastMax) {
     error = "more switches than unicast LIDs";
     return false;
   }

@@ -82,6 +82,29 @@ TEST(HaJournal, RoundTripRebasesLeases) {
   EXPECT_EQ(encode_journal(again, 1'000'000'000), bytes);
 }
 
+// The journal names the fabric it describes; one of version 1 (before it
+// did) still reads, as naming none.
+TEST(HaJournal, NamesItsFabric) {
+  const FabricIdentity fabric{.sm_port_guid = 0x0002c90300000001ull, .subnet_prefix = 0xfe80000000000000ull};
+  const auto bytes = encode_journal(sample(), 0, fabric);
+  SaStateImage out;
+  FabricIdentity back;
+  std::string err;
+  ASSERT_TRUE(decode_journal(bytes, 0, out, err, &back)) << err;
+  EXPECT_EQ(back, fabric);
+  EXPECT_EQ(out.services.size(), sample().services.size());
+  // Version 1: the same without the 16 bytes after the version, checksummed again.
+  std::vector<std::uint8_t> v1(bytes.begin(), bytes.begin() + 8);
+  v1.insert(v1.end(), bytes.begin() + 24, bytes.end() - 8);
+  v1[7] = 1;
+  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a, as the journal sums itself
+  for (const std::uint8_t c : v1) h = (h ^ c) * 0x100000001b3ull;
+  for (int i = 7; i >= 0; --i) v1.push_back(static_cast<std::uint8_t>(h >> (8 * i)));
+  ASSERT_TRUE(decode_journal(v1, 0, out, err, &back)) << err;
+  EXPECT_FALSE(back.known());
+  EXPECT_EQ(out.services.size(), sample().services.size());
+}
+
 TEST(HaJournal, RefusesDamage) {
   const auto good = encode_journal(sample(), 0);
   SaStateImage out;

@@ -142,6 +142,39 @@ TEST(Guid2LidFile, ReadsAndWritesOpenSmsFormat) {
   std::remove(path.c_str());
 }
 
+// The fabric the file describes is its first entry, a line of its own and
+// a blank line (OpenSM's reader takes "#fabric" as a key it drops, then
+// reads every entry after it); a file without it names no fabric.
+TEST(Guid2LidFile, NamesItsFabricInALineOpenSmPassesOver) {
+  const auto path = temp_path("fabric_g2l");
+  const Guid2Lid map{{0x0002c90300000003ull, LidRange{0x37, 0x37}}};
+  const sa::FabricIdentity fabric{.sm_port_guid = 0x0002c90300000001ull, .subnet_prefix = 0xfe80000000000000ull};
+  Guid2LidError err;
+  ASSERT_TRUE(save_guid2lid(path, map, err, fabric)) << err.what;
+  std::ifstream in(path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text,
+            "#fabric sm_port_guid 0x0002c90300000001 subnet_prefix 0xfe80000000000000\n\n"
+            "0x0002c90300000003 0x0037 0x0037\n\n");
+  Guid2Lid back;
+  sa::FabricIdentity read_back;
+  ASSERT_TRUE(load_guid2lid(path, back, err, &read_back)) << err.line << ": " << err.what;
+  EXPECT_EQ(back, map);
+  EXPECT_EQ(read_back, fabric);
+  // OpenSM's file: no fabric named.
+  std::ofstream(path) << "0x0002c90300000003 0x0037 0x0037\n\n";
+  ASSERT_TRUE(load_guid2lid(path, back, err, &read_back));
+  EXPECT_FALSE(read_back.known());
+  // A damaged fabric line is named, not taken for a comment.
+  for (const std::string bad : {"#fabric sm_port_guid 0x1\n", "#fabric sm_port_guid zz subnet_prefix 0xfe80\n",
+                                "#fabric sm_port_guid 0x1 subnet_prefix 0x2 more\n"}) {
+    std::ofstream(path) << "0x10 1 1\n\n" << bad;
+    EXPECT_FALSE(load_guid2lid(path, back, err, &read_back)) << bad;
+    EXPECT_EQ(err.line, 3) << bad;
+  }
+  std::remove(path.c_str());
+}
+
 TEST(Guid2LidFile, BadLinesAreNamed) {
   const auto path = temp_path("bad_g2l");
   struct Case {

@@ -7,6 +7,7 @@
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -222,6 +223,74 @@ TEST_F(DaemonHa, StaleJournalIsIgnoredAndClientsAskedToReregister) {
   EXPECT_TRUE(logged("stale, ignored"));
   EXPECT_EQ(d.sm().status().reregister_masterships, 1u);
   EXPECT_EQ(d.sa().services().size(), 0u);
+}
+
+// The journal and guid2lid name the fabric they describe (our SM port and
+// subnet prefix): a daemon on another port of the same files, or with
+// another subnet prefix, restores and vouches for nothing, keeps no LID
+// from the map, and says so once per file, naming it and both fabrics.
+TEST_F(DaemonHa, StateFilesOfAnotherPortOrSubnetAreNotUsed) {
+  std::uint16_t mlid = 0;
+  run_first(mlid);
+  for (const bool other_port : {true, false}) {
+    // This daemon's lines only.
+    auto mine = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256);
+    spdlog::default_logger()->sinks().push_back(mine);
+    NodeConfig cfg = cfg_;
+    if (other_port) cfg.transport.sim_node = "host-1-0";
+    else cfg.sm.subnet_prefix = 0xfe80000000000001ull;
+    {
+      InternalNode d(cfg);
+      ASSERT_TRUE(d.wait_subnet_up(std::chrono::milliseconds(30'000)));
+      std::size_t journal_lines = 0, guid2lid_lines = 0;
+      bool kept_none = false;
+      for (const auto& l : mine->last_formatted()) {
+        kept_none = kept_none || l.find("sm: LIDs: 0 kept from map") != std::string::npos;
+        journal_lines += l.find("sa journal " + cfg.sa.journal + ": not restored: written for SM port 0x") != std::string::npos &&
+                         l.find(", this is SM port 0x") != std::string::npos;
+        guid2lid_lines += l.find("guid2lid " + cfg.sm.guid2lid + ": not used: written for SM port 0x") != std::string::npos;
+      }
+      EXPECT_EQ(journal_lines, 1u) << other_port;
+      EXPECT_EQ(guid2lid_lines, 1u) << other_port;
+      EXPECT_EQ(d.sm().status().reregister_masterships, 1u);
+      EXPECT_EQ(d.sm().status().vouched_masterships, 0u);
+      EXPECT_EQ(d.sa().services().size(), 0u);
+      EXPECT_TRUE(kept_none) << other_port;
+    }
+    auto& sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), mine), sinks.end());
+    // That daemon's clean stop rewrote both for its own fabric: the first
+    // daemon's port and prefix now meet a foreign journal in turn.
+    run_first(mlid);
+  }
+}
+
+// A guid2lid that names no fabric (OpenSM's, moved over) keeps its LIDs.
+TEST_F(DaemonHa, Guid2lidWithoutAFabricKeepsItsLids) {
+  std::uint16_t mlid = 0;
+  const auto lids_before = run_first(mlid);
+  std::string text;
+  {
+    std::ifstream in(cfg_.sm.guid2lid);
+    std::string line;
+    bool first = true;
+    while (std::getline(in, line)) {
+      if (first && line.rfind("#fabric ", 0) == 0) {
+        first = false;
+        std::getline(in, line);  // its blank line
+        continue;
+      }
+      first = false;
+      text += line + "\n";
+    }
+  }
+  ASSERT_EQ(text.find("#fabric"), std::string::npos);
+  std::ofstream(cfg_.sm.guid2lid, std::ios::trunc) << text;
+  std::filesystem::remove(cfg_.sa.journal);
+  InternalNode d(cfg_);
+  ASSERT_TRUE(d.wait_subnet_up(std::chrono::milliseconds(30'000)));
+  EXPECT_FALSE(logged("not used"));
+  EXPECT_EQ(lids(*d.fabric()), lids_before);
 }
 
 // A lease runs on while the daemon is down: a journal written 100 s before

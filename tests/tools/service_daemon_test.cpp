@@ -271,5 +271,41 @@ TEST(ServiceDaemon, AdminSocketInAMissingFolderIsAnError) {
   std::filesystem::remove_all(dir);
 }
 
+// SIGTERM to the exit status, and how long it took (-1: not ended in 10 s).
+int stop_timed(pid_t pid, double& took_ms) {
+  const auto t0 = Clock::now();
+  const int status = stop(pid);
+  took_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  return status;
+}
+
+// The orderly stop ends with status 0 and says so; a core that never comes
+// back (the hidden test fault wedges the SM's core, as a device call that
+// does not return would) ends the shutdown forced, with status 70
+// (EX_SOFTWARE) and an error line, within the second the daemon promises.
+TEST(ServiceDaemon, SigtermStopsOrderlyAndAWedgedCoreForcesStatus70) {
+  const auto dir = st::temp_dir("stop");
+  const std::string clean_log = (dir / "clean").string(), wedged_log = (dir / "wedged").string();
+  const pid_t clean = spawn(daemon_args(), {}, clean_log);
+  ASSERT_TRUE(wait_for_text(clean_log, "sm: subnet up", 30000)) << slurp(clean_log);
+  double took_ms = 0;
+  EXPECT_EQ(stop_timed(clean, took_ms), 0) << slurp(clean_log);
+  std::printf("sim, orderly: SIGTERM to exit %.0f ms wall\n", took_ms);
+  EXPECT_LT(took_ms, 1000) << slurp(clean_log);
+  EXPECT_NE(slurp(clean_log).find("shutdown: done"), std::string::npos) << slurp(clean_log);
+  EXPECT_EQ(slurp(clean_log).find("forced"), std::string::npos) << slurp(clean_log);
+
+  std::vector<std::string> args = daemon_args();
+  args.insert(args.end(), {"--sim-wedge-core-ms", "8000"});
+  const pid_t wedged = spawn(args, {}, wedged_log);
+  ASSERT_TRUE(wait_for_text(wedged_log, "test fault: the SM's core is wedged", 30000)) << slurp(wedged_log);
+  EXPECT_EQ(stop_timed(wedged, took_ms), 70) << slurp(wedged_log);
+  std::printf("sim, wedged core: SIGTERM to exit %.0f ms wall\n", took_ms);
+  EXPECT_LT(took_ms, 3000) << slurp(wedged_log);  // 1 s by design; far from the 8 s wedge
+  EXPECT_NE(slurp(wedged_log).find("exiting with status 70 (forced)"), std::string::npos) << slurp(wedged_log);
+  EXPECT_EQ(slurp(wedged_log).find("shutdown: done"), std::string::npos) << slurp(wedged_log);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace madengine::service

@@ -39,6 +39,8 @@ void add_flags(CLI::App& app, CommandLine& cl, node::NodeConfig& cfg) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   flags.add(app, "--log-file", cfg.log.file, "log to this file instead of stderr");
   app.add_flag("--exit-after-subnet-up", cl.exit_after_up, "exit 0 once the subnet is up (tests, demos)");
+  app.add_option("--sim-wedge-core-ms", cl.sim_wedge_core_ms, "test fault: wedge the SM's core after subnet up (sim)")
+      ->group("");  // hidden: the forced shutdown's test
   cl.metrics_opt =
       app.add_option("--metrics-listen", cl.metrics_listen, "serve Prometheus metrics on HOST:PORT (\"\" = off, the default)");
   cl.admin_opt = app.add_option("--admin-socket", cl.admin_socket,
@@ -77,6 +79,8 @@ void load_configuration(const CommandLine& cl, node::NodeConfig& cfg, service::S
   if (mkeys_beside) cfg.sm.guid2mkey = (std::filesystem::path(cfg.sm.guid2lid).parent_path() / "guid2mkey").string();
   node::apply_state_defaults(cfg, guid2lid_flag, cl.journal_opt->count() != 0,
                              cl.guid2mkey_opt->count() != 0 || mkeys_beside);
+  if (cl.sim_wedge_core_ms != 0 && cfg.transport.kind != node::TransportKind::kSim)
+    throw node::ConfigError("--sim-wedge-core-ms is a fault of the sim transport (--transport sim)");
   node::validate(cfg);
 }
 

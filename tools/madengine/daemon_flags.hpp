@@ -41,6 +41,10 @@ class Overrides {
 struct CommandLine {
   std::string config_file, transport, sa_journal, metrics_listen, admin_socket;
   bool exit_after_up = false;
+  // A test fault (sim transport only, not in --help): once the subnet is up,
+  // the SM's core runs a command that does not return for this long, as a
+  // core stuck in a device call would; a shutdown then ends forced (70).
+  unsigned sim_wedge_core_ms = 0;
   Overrides flags;
   CLI::Option* transport_opt = nullptr;
   CLI::Option* guid2lid_opt = nullptr;

@@ -8,15 +8,16 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <pthread.h>
+#include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sysexits.h>
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
-#include <mutex>
-#include <optional>
 #include <csignal>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -35,41 +36,58 @@ using namespace madengine;
 
 namespace {
 
-std::atomic<bool> g_stop{false};
-std::atomic<bool> g_reload{false};
-void on_signal(int) { g_stop.store(true); }
-void on_hangup(int) { g_reload.store(true); }
+// A shutdown ends within this from the signal that asked for it, through
+// the orderly path (status 0) or, past it, forced (kExitForced); systemd's
+// TimeoutStopSec is far longer.
+constexpr auto kShutdownTimeout = std::chrono::milliseconds(1000);
+// What the orderly path keeps for the node's destruction and the process's
+// exit (pools' bounded waits, closing the port, atexit handlers).
+constexpr auto kExitMargin = std::chrono::milliseconds(300);
+// A forced shutdown's status: sysexits(3) EX_SOFTWARE, an internal error,
+// so neither systemd nor a script takes it for a clean stop.
+constexpr int kExitForced = EX_SOFTWARE;
 
-// Once a shutdown starts, the process ends within this (systemd's
-// TimeoutStopSec is far longer; clients see the SM go either way).
-constexpr int kShutdownTimeoutMs = 1000;
+// Set just before the log is shut down: a forced exit after that writes to stderr.
+std::atomic<bool> g_log_closed{false};
 
-// Ends the process if the orderly shutdown has not finished by its deadline.
-class ShutdownWatchdog {
- public:
-  explicit ShutdownWatchdog(std::chrono::milliseconds limit)
-      : thread_([this, limit] {
-          std::unique_lock lock(mu_);
-          if (cv_.wait_for(lock, limit, [this] { return done_; })) return;
-          spdlog::warn("shutdown: not done after {} ms (a device call has not returned): exiting now", limit.count());
-          spdlog::default_logger()->flush();
-          std::_Exit(0);
-        }) {}
-  ~ShutdownWatchdog() {
-    {
-      std::lock_guard lock(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
+[[noreturn]] void exit_forced(const std::string& why) {
+  if (!g_log_closed.load()) {
+    spdlog::error("shutdown: {}: exiting with status {} (forced)", why, kExitForced);
+    spdlog::default_logger()->flush();
+  } else {
+    fmt::print(stderr, "madengine: shutdown: {}: exiting with status {} (forced)\n", why, kExitForced);
   }
+  std::_Exit(kExitForced);
+}
 
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::thread thread_;
-};
+// The shutdown's safety net: unless the process has ended by `deadline`
+// (the orderly path returns from main and runs the exit handlers, all of it
+// watched), it is ended with kExitForced. Detached: nothing waits for it.
+void arm_shutdown_watchdog(std::chrono::steady_clock::time_point deadline) {
+  std::thread([deadline] {
+    std::this_thread::sleep_until(deadline);
+    exit_forced(fmt::format("not done after {} ms (a call has not returned)", kShutdownTimeout.count()));
+  }).detach();
+}
+
+// SIGTERM, SIGINT and SIGHUP are blocked in every thread (the mask is set
+// before the first thread starts and inherited) and taken by the main loop
+// with sigtimedwait(), so a stop starts the moment it is asked for.
+sigset_t daemon_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+
+// The next signal within `wait`, 0 when none came.
+int next_signal(const sigset_t& set, std::chrono::milliseconds wait) {
+  const timespec ts{.tv_sec = static_cast<time_t>(wait.count() / 1000), .tv_nsec = static_cast<long>(wait.count() % 1000) * 1'000'000};
+  const int sig = ::sigtimedwait(&set, nullptr, &ts);
+  return sig > 0 ? sig : 0;
+}
 
 void log_status(node::InternalNode& d) {
   const auto s = d.sm().status();
@@ -104,6 +122,9 @@ void reload(node::InternalNode& d, const daemon_cli::CommandLine& cl, node::Node
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before any thread exists (the log's flusher is one): every thread inherits the mask.
+  const sigset_t signals = daemon_signals();
+  ::pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   CLI::App app{"madengine: InfiniBand subnet manager and subnet administrator"};
   node::NodeConfig cfg;  // the file's values go here, then the flags that were given
   daemon_cli::CommandLine cl;
@@ -118,11 +139,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   service::apply_daemon_log(cfg.log);
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-  std::signal(SIGHUP, on_hangup);
 
-  std::optional<ShutdownWatchdog> watchdog;  // outlives the daemon: its destruction is watched too
   try {
     // umad: the engine's cores; sim: a thread drives the fabric at --sim-speed.
     node::InternalOptions options;
@@ -147,11 +164,20 @@ int main(int argc, char** argv) {
     service::Supervisor supervisor(d);
     auto last_status = std::chrono::steady_clock::now();
     bool was_up = false;
-    while (!g_stop.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (;;) {
+      const int sig = next_signal(signals, std::chrono::milliseconds(50));
+      if (sig == SIGTERM || sig == SIGINT) {
+        spdlog::info("shutdown: {}", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+        break;
+      }
       supervisor.tick();
-      if (g_reload.exchange(false)) reload(d, cl, cfg, svc);
+      if (sig == SIGHUP) reload(d, cl, cfg, svc);
       const bool up = d.sm().status().subnet_up;
+      if (up && !was_up && cl.sim_wedge_core_ms != 0) {
+        const auto ms = std::chrono::milliseconds(cl.sim_wedge_core_ms);
+        spdlog::warn("test fault: the SM's core is wedged for {} ms", ms.count());
+        d.post(d.sm_core(), [ms] { std::this_thread::sleep_for(ms); });
+      }
       if (up && !was_up && cl.exit_after_up) break;
       was_up = up;
       if (std::chrono::steady_clock::now() - last_status > std::chrono::seconds(30)) {
@@ -159,18 +185,23 @@ int main(int argc, char** argv) {
         last_status = std::chrono::steady_clock::now();
       }
     }
+    // From here the process ends within kShutdownTimeout whatever a device
+    // or a thread does: the journal first, the admin socket and metrics
+    // endpoint (a command waiting on the SM's core still gets its answer),
+    // then the node's threads within what is left, keeping kExitMargin for
+    // the destruction and the exit. A thread still inside a call then is
+    // not waited for: the exit is forced, with its own status.
+    const auto deadline = std::chrono::steady_clock::now() + kShutdownTimeout;
+    arm_shutdown_watchdog(deadline);
     supervisor.stopping();
     log_status(d);
-    // A shutdown ends within shutdown_timeout_ms whatever the device does
-    // (a call into a dead device's driver or simulator may never return):
-    // the journal first, then the orderly stop under a watchdog; the admin
-    // socket and metrics endpoint close first within it (a command waiting
-    // on the SM's core still gets its answer).
     d.write_journal_now();
-    watchdog.emplace(std::chrono::milliseconds(kShutdownTimeoutMs));
     admin.reset();
     metrics.reset();
-    d.stop();
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - kExitMargin - std::chrono::steady_clock::now());
+    if (!d.stop_within(std::max(left, std::chrono::milliseconds(0))))
+      exit_forced(fmt::format("an engine core or the event thread did not stop within {} ms of the signal",
+                              (kShutdownTimeout - kExitMargin).count()));
   } catch (const node::ConfigError& e) {
     spdlog::error("{}", e.what());
     return 2;
@@ -178,7 +209,8 @@ int main(int argc, char** argv) {
     spdlog::error("{}", e.what());
     return 1;
   }
-  watchdog.reset();
+  spdlog::info("shutdown: done");
+  g_log_closed.store(true);
   spdlog::shutdown();
   return 0;
 }
