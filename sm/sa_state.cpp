@@ -33,8 +33,7 @@ Task<void> SubnetManager::replica_loop() {
     const Wake w = co_await sched_->sleep_for(std::min(interval, kReplicaStepNs));
     if (!w) co_return;
     const Nanos now = sched_->clock().now_ns();
-    if (const ha::ReplicaCounters& c = replica_->counters(); c.rounds != seen.rounds || c.complete != seen.complete ||
-                                                             c.failed != seen.failed || c.timed_out != seen.timed_out) {
+    if (const ha::ReplicaCounters& c = replica_->counters(); c != seen) {
       if (c.complete != seen.complete && behind) {
         spdlog::info("sm: replica: copying the master's SA state again ({} ms a round)", c.last_round_us / 1000);
         behind = false;

@@ -26,6 +26,7 @@ struct ReplicaCounters {
   std::uint64_t timed_out = 0;  // not complete within the round's time (or replaced by the next round)
   std::int64_t last_round_us = -1;  // how long the last complete round took, from its queries to its image
   std::int64_t max_round_us = -1;   // the longest complete round
+  bool operator==(const ReplicaCounters&) const = default;
 };
 
 // Bounds of the receiving side: a table of 8,192 segments holds 9,300

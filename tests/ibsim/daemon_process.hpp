@@ -1,5 +1,6 @@
 // The madengine executable as an ibsim client in a session of its own, for
-// tests that start, signal and read it (daemon_stop, state_identity).
+// tests that start, signal and read it (daemon_stop, state_identity,
+// ha_failover).
 #pragma once
 
 #include <signal.h>
@@ -60,9 +61,12 @@ struct DaemonProcess {
     took_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     return ended ? std::atoi(read_file(dir + "/status").c_str()) : -1;
   }
-  ~DaemonProcess() {
+  // SIGKILL, not waited for (a crash).
+  void kill() {
     if (pid > 0) ::kill(pid, SIGKILL);
+    pid = -1;
   }
+  ~DaemonProcess() { kill(); }
 };
 
 }  // namespace madengine::ibsim

@@ -9,19 +9,18 @@
 // the new standby, ranked below the new master (same priority when its
 // GUID is higher, one lower otherwise), so the next failover has a standby.
 #include <gtest/gtest.h>
-#include <signal.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 
 #include "conformance.hpp"
+#include "daemon_process.hpp"
 #include "engine/umad/umad_transport.hpp"
 #include "ibsim_harness.hpp"
 #include "madengine/wire/sa.hpp"
@@ -38,13 +37,6 @@ namespace scm = wire::service_record_cm;
 
 constexpr int kFailovers = 20;
 constexpr std::uint64_t kServiceIdBase = 0x0010'0000'00fa'0000ull;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // The lines of `log` about the SA state handed on.
 std::string state_lines(const std::string& log) {
@@ -93,40 +85,25 @@ TEST(HaFailoverIbsimChild, RegisterService) {
   EXPECT_EQ(status, 0);
 }
 
-// One daemon: the executable on `host`, in a session of its own, each start
-// with a log of its own.
+// One of the two daemons (daemon_process.hpp), with its port GUID and the
+// priority of its current start.
 struct Sm {
-  std::string host, dir;
+  const char* host;
+  std::string name;
   std::uint64_t guid = 0;
-  int starts = 0;
   int priority = 0;
-  pid_t pid = -1;
-  std::string log_path() const { return dir + "/log." + std::to_string(starts); }
-  std::string log() const { return read_file(log_path()); }
-  bool logged(const std::string& what) const { return log().find(what) != std::string::npos; }
+  ibsim::DaemonProcess d;
+  std::string log() const { return d.log(); }
+  bool logged(const std::string& what) const { return d.logged(what); }
   bool start(const IbsimFabric& f, int prio) {
-    ++starts;
     priority = prio;
-    std::filesystem::create_directories(dir);
-    std::ofstream(dir + "/madengine.toml")
-        << "[engine]\ncores = 1\npin = false\n[transport]\nkind = \"umad\"\n"
-        << "[sm]\npriority = " << priority << "\nguid2lid = \"" << dir << "/guid2lid\"\nsweep_interval_ms = 1000\n"
-        << "ha_poll_interval_ms = 100\nha_poll_retries = 3\nha_replica_interval_ms = 200\n"
-        << "[sa]\njournal = \"" << dir << "/sa.journal\"\n"
-        << "[log]\nlevel = \"info\"\nfile = \"" << log_path() << "\"\n";
-    std::filesystem::remove(dir + "/pid");
-    const auto r = f.run("setsid sh -c '\"" + std::string(MADENGINE_BIN) + "\" -c " + dir + "/madengine.toml & echo $! > " +
-                             dir + "/pid; wait $!' </dev/null >" + dir + "/out 2>&1 & while [ ! -s " + dir +
-                             "/pid ]; do sleep 0.01; done",
-                         host, 10s);
-    pid = static_cast<pid_t>(std::atoi(read_file(dir + "/pid").c_str()));
-    return r.exit_code == 0 && pid > 0;
+    return d.start(f, host,
+                   "priority = " + std::to_string(prio) +
+                       "\nsweep_interval_ms = 1000\nha_poll_interval_ms = 100\nha_poll_retries = 3\n"
+                       "ha_replica_interval_ms = 200\n",
+                   name);
   }
-  void kill() {
-    if (pid > 0) ::kill(pid, SIGKILL);
-    pid = -1;
-  }
-  ~Sm() { kill(); }
+  void kill() { d.kill(); }
 };
 
 std::uint64_t port_guid(const IbsimFabric& f, const std::string& host) {
@@ -138,8 +115,8 @@ TEST(HaFailoverIbsim, TwentyFailoversKeepEveryService) {
   SKIP_WITHOUT_SHIM();
   IbsimFabric fabric(ibsim::topology_path("star3.topo"), ibsim::conformance::kLayered);
   ASSERT_TRUE(fabric.ok()) << fabric.error();
-  Sm a{.host = "H1", .dir = fabric.work_dir() + "/smA"};
-  Sm b{.host = "H2", .dir = fabric.work_dir() + "/smB"};
+  Sm a{.host = "H1", .name = "smA"};
+  Sm b{.host = "H2", .name = "smB"};
   a.guid = port_guid(fabric, "H1");
   b.guid = port_guid(fabric, "H2");
   ASSERT_NE(a.guid, 0u);
