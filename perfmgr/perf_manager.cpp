@@ -95,8 +95,9 @@ PerfManager::PerfManager(Engine& engine, std::uint16_t core, std::uint8_t port_n
 }
 
 PerfManager::~PerfManager() {
-  // Outstanding requests complete (cancelled) into done() while the targets still exist.
-  txn_.reset();
+  // Outstanding requests complete (cancelled) into done() while the targets
+  // still exist; send() sees no manager then and asks nothing more.
+  const std::unique_ptr<TransactionManager> txn = std::move(txn_);
 }
 
 std::unique_ptr<MadHandler> PerfManager::response_hook(MadHandler* next) {
@@ -265,7 +266,7 @@ void PerfManager::send_counters(std::uint32_t t) noexcept {
 
 bool PerfManager::send(std::uint32_t t, std::uint16_t attr, std::uint8_t method, std::uint16_t select,
                        std::uint8_t select2) noexcept {
-  if (free_request_ == kNoRequest) return false;
+  if (!txn_ || free_request_ == kNoRequest) return false;
   const Target& tg = targets_[t];
   MadBuf req{};
   wire::MadHeader& h = req.hdr();
