@@ -29,7 +29,7 @@ if ((fast_only == 0)); then
   fi
 
   step "ASan + UBSan"
-  if bash scripts/build.sh build-asan Asan; then
+  if BUILD_TARGETS=asan_tests bash scripts/build.sh build-asan Asan; then
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
       ctest --test-dir build-asan -L 'fast|sim' -LE 'ibsim|slow' --output-on-failure -j"$jobs" || status=1
   else status=1; fi
