@@ -10,6 +10,7 @@
 
 #include "madengine/wire/codec.hpp"
 #include "sa/paths/path_db.hpp"
+#include "sm/bringup/client_reregister.hpp"
 #include "sm/discovery/discovery.hpp"
 #include "sm/discovery/rediscover.hpp"
 #include "sm/lids/lid_assign.hpp"
@@ -122,8 +123,10 @@ Task<void> SubnetManager::heavy_sweep() {
   publish_ha_status();
   if (!decision.program) {
     spdlog::info("sm: {} with {} other SM(s): fabric left as it is", wire::to_string(ha_->state()), decision.peers);
+    if (decision.handed_part) remember_handed_part();
     update_status([](SmStatus& s) { ++s.sweeps_not_programmed; });
     if (ha_->state() == wire::SmState::kStandby) {
+      note_master_lid(d);
       std::vector<std::uint16_t> reported = d.current_lids();  // before the fabric is moved out
       Task<void> prepare = prepare_warm(std::move(d.fabric), std::move(reported), lp);
       co_await prepare;
@@ -132,7 +135,7 @@ Task<void> SubnetManager::heavy_sweep() {
   }
   const std::shared_ptr<const PortStateRecheck> recheck = clear_port_state_changes(*queue_, d, dopts);
   resweep_ = d.errors != 0;
-  if (role_.mastership_new && !role_.sa_state_decided) role_.reregister = settle_sa_state();
+  if (role_.mastership_new && !role_.sa_state_decided) role_.reregister = settle_sa_state(d);
   if (current_ == nullptr && warm_ != nullptr && publish_warm(d.fabric, d.current_lids())) {
     const std::uint64_t e = epoch_;
     update_status([e](SmStatus& s) {
@@ -155,7 +158,9 @@ Task<void> SubnetManager::heavy_sweep() {
   // engine clock is simulated time, which does not move while we compute.
   const auto w1 = std::chrono::steady_clock::now();
   phase(SmPhase::kLids);
-  const LidAssignReport lids = assign_lids(d.fabric, guid2lid_, cfg_.lmc, current_lids);
+  const LidAssignReport lids = assign_lids(d.fabric, guid2lid_, cfg_.lmc, current_lids,
+                                           role_.lids_from_fabric ? LidPreference::kCurrent : LidPreference::kMap);
+  role_.lids_from_fabric = false;
   st.lids_new = lids.assigned_new;
   save_guid2lid_async();
   st.lids_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w1).count();
@@ -243,13 +248,14 @@ Task<void> SubnetManager::heavy_sweep() {
   bc.m_key_protect_bits = cfg_.m_key_protect_bits;
   // A new mastership that cannot vouch for the clients' SA state asks them
   // to reregister; so does one that took another master's part (subnets
-  // joined): those clients registered with that master's SA, not ours.
-  bc.client_reregister = (role_.mastership_new && role_.reregister) || decision.absorbed;
+  // joined): those clients registered with that master's SA, not ours; and
+  // ports are asked one by one (note_reregister_ports). Asked after the
+  // publication, and again until a sweep programs and asks cleanly (an ask
+  // may not have arrived, or came while a link down kept clients from our SA).
   if (decision.absorbed) spdlog::info("sm: another master's part joined ours: its clients are asked to reregister");
-  // Before our first publication the SA answers BUSY: clients asked now
-  // would reregister into refusals. They are asked once this sweep published.
-  const bool reregister_after_publish = bc.client_reregister && current_ == nullptr;
-  if (reregister_after_publish) bc.client_reregister = false;
+  role_.ask_all = role_.ask_all || (role_.mastership_new && role_.reregister) || decision.absorbed;
+  note_reregister_ports(d.fabric, sm_lid_);
+  if (role_.ask_all || !reregister_ports_.empty()) update_status([](SmStatus& s) { s.sa_state_current = false; });
   bc.partitions = &plan_partitions_for(d.fabric, lp.port_guid);
   bc.allow_both_pkeys = cfg_.allow_both_pkeys;
   bc.part_enforce = cfg_.part_enforce;
@@ -305,7 +311,7 @@ Task<void> SubnetManager::heavy_sweep() {
   snap->sm = sm_identity(lp, sm_lid_, ha_->state(), ha_->act_count());
   snap->subnet_prefix = cfg_.subnet_prefix;
   fill_tables(d.fabric, *snap);
-  snap->fabric = reregister_after_publish ? d.fabric : std::move(d.fabric);
+  snap->fabric = std::move(d.fabric);
   Task<bool> indexing = index_snapshot(snap);
   if (const bool ok = co_await indexing; !ok) co_return;
   snap->epoch = ++epoch_;
@@ -313,21 +319,20 @@ Task<void> SubnetManager::heavy_sweep() {
   current_routes_ = std::move(next_routes);
   store_.publish(snap);
   st.gid_traps = report_gid_changes(*snap);
-  if (reregister_after_publish && ha_->state() == wire::SmState::kMaster) {
-    const BringupReport rr = co_await ask_clients_to_reregister(*queue_, d, bc, programmed_);
-    spdlog::info("sm: SA answering: {} clients asked to reregister, {} errors", rr.client_reregisters, rr.errors);
-    st.bringup.client_reregisters += rr.client_reregisters;
-    st.bringup.port_info_sets += rr.port_info_sets;
-    st.bringup.errors += rr.errors;
-    st.bringup.smps += rr.smps;
-    st.smps += rr.smps;
-    if (rr.errors != 0) {
-      // Some were not asked: the next sweep asks again (with its bring-up).
-      role_.mastership_new = true;
-      resweep_ = true;
+  phase(SmPhase::kPublished);
+  if (role_.ask_all || !reregister_ports_.empty()) {
+    const ReregisterAsk ask{.port_num = lp.port_num, .m_key = cfg_.m_key, .all = role_.ask_all, .ports = &reregister_ports_};
+    Task<ReregisterReport> asking = ask_clients_to_reregister(*queue_, snap->fabric, d.ca_port_paths, ask);
+    const ReregisterReport rr = co_await asking;
+    st.bringup.client_reregisters = rr.asked;
+    spdlog::info("sm: {} clients asked to reregister ({}), {} answered, {} ports cannot be asked", rr.asked,
+                 role_.ask_all ? "all" : "some", rr.acked, rr.unable);
+    if (st.ok && rr.acked == rr.asked) {
+      role_.ask_all = false;
+      reregister_ports_.clear();
+      update_status([](SmStatus& s) { s.sa_state_current = true; });
     }
   }
-  phase(SmPhase::kPublished);
 
   const BringupReport& b = st.bringup;
   spdlog::info("sm: programmed: {} SwitchInfo, {} LFT blocks, {} PortInfo, {} armed, {} activated, {} P_Key, {} MFT blocks, {} errors",
@@ -465,6 +470,8 @@ Task<bool> SubnetManager::local_port_changed() {
   if (*changed) {
     spdlog::info("sm: our port is {} (was {}): heavy sweep", *state, local_state_seen_);
     walk_reason_ = "our port changed";
+    // A cable pulled: another SM may number the subnet before we are back.
+    if (*state != static_cast<std::uint8_t>(wire::PortState::kActive)) role_.lids_from_fabric = true;
   }
   local_state_seen_ = *state;
   co_return *changed;

@@ -106,6 +106,7 @@ Actions SmStateMachine::sweep_done(std::span<const PeerSm> peers) noexcept {
         // our polling budget brings the subnet back to us (poll_result).
         awaiting_from_ = 0;
         a.handover_to = best->guid;
+        a.handed_part = best->state == SmState::kMaster;
         go(a, SmState::kStandby, "handed the subnet to a higher SM");
         follow(a, best->guid, best->state == SmState::kMaster);
         handed_to_ = best->guid;
