@@ -93,19 +93,20 @@ LidAssignReport assign_lids(fabric::Fabric& fabric, Guid2Lid& map, std::uint8_t 
     return true;
   };
   if (prefer == LidPreference::kCurrent) {
-    // 1. Ports that carry the LID the map gives them: numbered by this SM
-    //    (or OpenSM before it) and left alone since. They win every
-    //    collision, so the part of joined subnets this SM numbered keeps its LIDs.
+    // 1. Ports that carry a LID the map does not give them: numbered by
+    //    another SM since our map was written (an interim master, the other
+    //    master of joined subnets). A port that stayed keeps the LID clients
+    //    know it by, and that numbering is newer than ours: where a port
+    //    still carries our old LID for it as well, that SM meant to move it
+    //    (its Set was lost), so this one wins.
     for (const Want& w : wants) {
       const std::uint16_t c = current_of(w);
-      if (c != 0 && c == map_of(w) && claim(w, c)) ++rep.kept_from_map;
+      if (c != 0 && c != map_of(w) && claim(w, c)) ++rep.kept_current;
     }
-    // 2. Ports that carry another LID: numbered by another SM since our map
-    //    was written (an interim master, the other master of joined
-    //    subnets). A port that stayed keeps the LID clients know it by.
+    // 2. Ports that carry the LID the map gives them: left alone since.
     for (const Want& w : wants) {
       const std::uint16_t c = current_of(w);
-      if (got[w.idx] == 0 && c != 0 && c != map_of(w) && claim(w, c)) ++rep.kept_current;
+      if (got[w.idx] == 0 && c != 0 && c == map_of(w) && claim(w, c)) ++rep.kept_from_map;
     }
     // 3. The map, for ports that carry no LID (reset, or never numbered) or
     //    lost theirs in a collision: what this SM handed out comes back.

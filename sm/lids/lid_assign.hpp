@@ -3,8 +3,8 @@
 // ports with neither get new ones. CA ports get aligned blocks of 2^LMC;
 // switches LMC 0. The map's LIDs of ports a sweep did not find stay theirs
 // (as in OpenSM's persistent database): a mute SMA's port still carries its
-// LID. Collisions (two subnets joined) are settled deterministically by the
-// preference below and, within it, the lower port GUID.
+// LID. Collisions (two subnets joined, a Set lost) are settled
+// deterministically by the preference below and, within it, the lower port GUID.
 #pragma once
 
 #include <cstdint>
@@ -25,10 +25,11 @@ enum class LidPreference : std::uint8_t {
   // The current LID: the first numbering of a mastership (a start, a
   // takeover). Another master may have renumbered ports since our map was
   // written; ports that stayed keep the LIDs clients know them by (OpenSM
-  // too drops its guid2lid map when it comes out of standby). Ports whose
-  // current LID the map agrees with win collisions, then the other current
-  // LIDs; the map numbers ports that carry none. An absent port's map LID
-  // yields to a port that carries it, but no port is newly given one.
+  // too drops its guid2lid map when it comes out of standby). That
+  // numbering is newer than our map: in a collision, a port carrying a LID
+  // the map does not give it beats one carrying the map's. The map numbers
+  // ports that carry none. An absent port's map LID yields to a port that
+  // carries it, but no port is newly given one.
   kCurrent,
 };
 

@@ -53,9 +53,11 @@ void World::violate(const std::string& invariant, const std::string& detail) {
 void World::take_baseline(Slot& master) {
   // Only ports the master's publication covers: a port it has not reached
   // yet (a mute switch, the other subnet's part) may still carry a LID
-  // another master gave it. The LID is the one published: a port whose Set
-  // was lost (a link down while the master programmed) still carries its
-  // old LID, which the master never meant it to keep.
+  // another master gave it. And only ports that carry the LID published: a
+  // port whose Set was lost (a link down while the master programmed) has
+  // no settled LID yet: it carries one the master did not mean it to keep,
+  // maybe another port's, and the next sweep (or the next master, who
+  // cannot know what this one published) settles it.
   const auto snap = master.n->store().current();
   if (snap == nullptr) return;
   baseline_.clear();
@@ -65,7 +67,7 @@ void World::take_baseline(Slot& master) {
     const auto it = snap->by_port_guid.find(fabric_.port_guid(p));
     if (it == snap->by_port_guid.end()) continue;
     const std::uint16_t lid = snap->fabric.lid_of(it->second);
-    if (lid != 0) baseline_[fabric_.port_guid(p)] = lid;
+    if (lid != 0 && lid == fabric_.lid(p)) baseline_[fabric_.port_guid(p)] = lid;
   }
   baseline_taken_ = true;
   r_.trace.add(now(), fmt::format("LIDs recorded: {} ports", baseline_.size()));
