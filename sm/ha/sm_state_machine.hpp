@@ -127,6 +127,7 @@ class SmStateMachine {
   std::uint8_t poll_failures_ = 0;
   std::uint64_t handed_to_ = 0;   // STANDBY: the SM we sent HANDOVER to, until it shows MASTER
   std::uint64_t refused_by_ = 0;  // it never took the subnet: left out of elections until it shows MASTER
+  std::uint8_t refused_seen_ = 0; // our sweeps that found it since (a polling budget of them forgives it)
   std::uint64_t awaiting_from_ = 0;     // lower master we wait on
   std::uint64_t handed_by_ = 0;         // HANDOVER received while DISCOVERING: ignore it in the election
   bool polled_master_ = false;          // the polled SM has shown MASTER
