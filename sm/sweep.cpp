@@ -43,6 +43,25 @@ void keep_unread_lids(const fabric::Fabric& f, std::vector<std::uint16_t>& lids,
   }
 }
 
+// End ports the last fabric we knew (`last`: our publication, or the
+// master's as a standby prepared it) had and this sweep did not find (a link
+// down, a mute SMA) still carry their LIDs. Entered in `map` when it has
+// none for them, so assign_lids keeps those LIDs theirs: a new master knows
+// the ports it never numbered only from that fabric.
+void remember_absent_lids(const fabric::Fabric& f, Guid2Lid& map, const sa::Snapshot* last) {
+  if (last == nullptr) return;
+  std::unordered_set<std::uint64_t> found;
+  for (const fabric::EndPort e : f.end_ports()) found.insert(end_port_guid(f, e));
+  for (const fabric::EndPort e : last->fabric.end_ports()) {
+    const std::uint64_t guid = end_port_guid(last->fabric, e);
+    const std::uint16_t lid = last->fabric.lid_of(e);
+    if (guid == 0 || lid == 0 || found.contains(guid) || map.contains(guid)) continue;
+    const fabric::Node& n = last->fabric.nodes[e.node];
+    const unsigned span = n.is_switch() ? 1u : 1u << n.lmc;
+    map[guid] = {lid, static_cast<std::uint16_t>(lid + span - 1)};
+  }
+}
+
 }  // namespace
 
 Task<void> SubnetManager::heavy_sweep() {
@@ -146,6 +165,7 @@ Task<void> SubnetManager::heavy_sweep() {
   }
   std::vector<std::uint16_t> current_lids = d.current_lids();
   if (d.errors != 0) keep_unread_lids(d.fabric, current_lids, current_ != nullptr ? current_.get() : warm_.get());
+  remember_absent_lids(d.fabric, guid2lid_, current_ != nullptr ? current_.get() : warm_.get());
   warm_.reset();
   if (decision.assert_all && current_ != nullptr) {
     // Handed a subnet or joined to one: rewrite every port and table (SM LID
@@ -321,13 +341,14 @@ Task<void> SubnetManager::heavy_sweep() {
   st.gid_traps = report_gid_changes(*snap);
   phase(SmPhase::kPublished);
   if (role_.ask_all || !reregister_ports_.empty()) {
-    const ReregisterAsk ask{.port_num = lp.port_num, .m_key = cfg_.m_key, .all = role_.ask_all, .ports = &reregister_ports_};
+    const ReregisterAsk ask{
+        .port_num = lp.port_num, .m_key = cfg_.m_key, .sm_lid = sm_lid_, .all = role_.ask_all, .ports = &reregister_ports_};
     Task<ReregisterReport> asking = ask_clients_to_reregister(*queue_, snap->fabric, d.ca_port_paths, ask);
     const ReregisterReport rr = co_await asking;
     st.bringup.client_reregisters = rr.asked;
-    spdlog::info("sm: {} clients asked to reregister ({}), {} answered, {} ports cannot be asked", rr.asked,
-                 role_.ask_all ? "all" : "some", rr.acked, rr.unable);
-    if (st.ok && rr.acked == rr.asked) {
+    spdlog::info("sm: {} clients asked to reregister ({}), {} answered, {} ports cannot be asked, {} not yet", rr.asked,
+                 role_.ask_all ? "all" : "some", rr.acked, rr.unable, rr.unsettled);
+    if (st.ok && rr.acked == rr.asked && rr.unsettled == 0) {
       role_.ask_all = false;
       reregister_ports_.clear();
       update_status([](SmStatus& s) { s.sa_state_current = true; });

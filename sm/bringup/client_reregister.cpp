@@ -26,6 +26,10 @@ Task<ReregisterReport> ask_clients_to_reregister(SmpQueue& q, const fabric::Fabr
         ++rep->unable;
         continue;
       }
+      if (p.info.lid.get() != f.lid_of(fabric::EndPort{id, port}) || p.info.master_sm_lid.get() != ask.sm_lid) {
+        ++rep->unsettled;
+        continue;
+      }
       wire::PortInfo w = p.info;
       w.set_port_state(0);
       w.set_port_physical_state(0);
