@@ -187,5 +187,16 @@ TEST(MadsimRegression, Seed1229) { expect_passes(1229); }
 // ever. It is forgiven after a polling budget of sweeps.
 TEST(MadsimRegression, Seed1675) { expect_passes(1675); }
 
+// The ask to reregister wrote back the PortInfo a port held: for a port
+// whose bring-up Set was lost that undid its LID (two subnets joined, SMP
+// loss; a PathRecord with LIDs 0). Only ports that hold what bring-up wrote
+// are asked now.
+TEST(MadsimRegression, Seed1250) { expect_passes(1250); }
+
+// A new master gave the LID of a port its sweep did not find (a link down)
+// to a reset switch, and the port lost it on its return. Ports of the last
+// known fabric that a sweep misses now keep their LIDs.
+TEST(MadsimRegression, Seed1504) { expect_passes(1504); }
+
 }  // namespace
 }  // namespace madsim
