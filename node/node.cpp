@@ -121,7 +121,11 @@ std::shared_ptr<const sm::PartitionConfig> load_partitions(const std::string& pa
 // core notices, at most every interval_ms, that state_generation moved and
 // hands a copy of the state to the I/O pool, which writes it (an fsync per
 // write never holds the MAD core). Writes keep their order: the I/O pool
-// has one thread.
+// has one thread. Only a master whose SA holds the clients' registrations
+// (SmStatus::sa_state_current) writes. A standby removes the journal (the
+// master's SA takes registrations from then on), and so does a master
+// whose clients are still to be asked to reregister: a restart must not
+// vouch with a state the clients have moved on from.
 class JournalWriter final : public Poller {
  public:
   JournalWriter(const std::string& path, const sa::FabricIdentity& fabric, std::uint32_t interval_ms, sa::SaServer& sa,
@@ -136,7 +140,14 @@ class JournalWriter final : public Poller {
   std::size_t poll(Nanos now_ns) noexcept override {
     if (now_ns < next_ns_) return 0;
     next_ns_ = now_ns + interval_ns_;
-    if (sa_.state_generation() == queued_ || sm_.status().state != wire::SmState::kMaster) return 0;
+    const sm::SmStatus st = sm_.status();
+    const bool vouches = st.state == wire::SmState::kMaster && st.sa_state_current;
+    if (!vouches && (st.state == wire::SmState::kStandby || st.state == wire::SmState::kMaster)) {
+      if (withdrawn_) return 0;
+      withdraw();
+      return 1;
+    }
+    if (!vouches || sa_.state_generation() == queued_) return 0;
     write();
     return 1;
   }
@@ -149,8 +160,9 @@ class JournalWriter final : public Poller {
   void write_final() noexcept {
     if (final_written_) return;
     final_written_ = true;
-    if (sm_.status().state != wire::SmState::kMaster) {
-      spdlog::info("sa journal {}: not written at shutdown: this SM is not master", path_);
+    const sm::SmStatus st = sm_.status();
+    if (st.state != wire::SmState::kMaster || !st.sa_state_current) {
+      spdlog::info("sa journal {}: not written at shutdown: this SM is not a master vouching for the SA state", path_);
       return;
     }
     try {
@@ -165,7 +177,25 @@ class JournalWriter final : public Poller {
   }
 
  private:
+  void withdraw() noexcept {
+    withdrawn_ = true;
+    queued_ = ~std::uint64_t{0};  // a later mastership writes its state anew
+    try {
+      const bool queued = io_.submit([path = path_] {
+        std::error_code ec;
+        if (std::filesystem::remove(path, ec))
+          spdlog::info("sa journal {}: removed: it no longer holds every client's registrations", path);
+        else if (ec)
+          spdlog::warn("sa journal {}: not removed: {}", path, ec.message());
+      });
+      if (!queued) withdrawn_ = false;  // tried again at the next poll
+    } catch (const std::exception& e) {
+      spdlog::warn("sa journal {}: not removed: {}", path_, e.what());
+    }
+  }
+
   void write() noexcept {
+    withdrawn_ = false;
     const std::uint64_t g = sa_.state_generation();
     try {
       const bool queued = io_.submit([this, path = path_, image = sa_.capture_state(), now = clock_.now_ns()] {
@@ -196,6 +226,7 @@ class JournalWriter final : public Poller {
   Nanos next_ns_ = 0;
   std::uint64_t queued_ = ~std::uint64_t{0};
   bool final_written_ = false;
+  bool withdrawn_ = false;  // removed since our last write
 };
 
 namespace {

@@ -108,7 +108,7 @@ sa::SmIdentity SubnetManager::sm_identity(const LocalPort& lp, std::uint16_t lid
 Task<void> SubnetManager::prepare_warm(fabric::Fabric f, std::vector<std::uint16_t> current_lids, LocalPort lp) {
   warm_.reset();
   Guid2Lid map = guid2lid_;  // the master's LIDs as the ports report them; our map is not touched
-  const LidAssignReport lids = assign_lids(f, map, cfg_.lmc, current_lids);
+  const LidAssignReport lids = assign_lids(f, map, cfg_.lmc, current_lids, LidPreference::kCurrent);
   if (lids.assigned_new != 0 || lids.conflicts != 0) {
     spdlog::info("sm: standby: the master has not numbered every port yet ({} new, {} conflicts): no prepared snapshot",
                  lids.assigned_new, lids.conflicts);

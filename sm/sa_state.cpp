@@ -1,11 +1,13 @@
 // SA state handed on across masterships (see sm.hpp and docs/ha.md): a
 // standby copies the master's SA state; a new master settles, once, whether
 // it can vouch for the clients' registrations or must ask them to reregister.
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <string>
 
+#include "sm/lids/lid_assign.hpp"
 #include "sm/sm.hpp"
 
 namespace madengine::sm {
@@ -23,7 +25,8 @@ std::uint64_t replica_max_age_ms(const SmConfig& c) noexcept {
 
 // A STANDBY copies the master's SA state: right after it became STANDBY, then
 // every ha_replica_interval_ms. The master's SA is at the SM LID our port
-// reports (the master programmed it), else at the LID the sweep found.
+// reports (the master programmed it), else at the LID the sweep found if no
+// other port carries it (master_lid_unique_).
 Task<void> SubnetManager::replica_loop() {
   const Nanos interval = Nanos{cfg_.ha_replica_interval_ms} * kNanosPerMilli;
   Nanos next = 0;
@@ -52,10 +55,7 @@ Task<void> SubnetManager::replica_loop() {
     next = now + interval;
     const LocalPort lp = transport_.local_port();
     std::uint16_t master_lid = lp.sm_lid != lp.lid ? lp.sm_lid : 0;
-    if (master_lid == 0) {
-      for (const ha::FoundSm& p : ha_->peers())
-        if (p.at.port_guid == ha_->machine().polled_guid()) master_lid = p.at.lid;
-    }
+    if (master_lid == 0) master_lid = master_lid_unique_;
     if (master_lid == 0) continue;
     // Subscribers' LIDs from our own view of the fabric (the SA re-resolves
     // them from each snapshot it serves).
@@ -66,6 +66,7 @@ Task<void> SubnetManager::replica_loop() {
       return it == view->by_port_guid.end() ? 0 : view->fabric.lid_of(it->second);
     };
     phase(SmPhase::kReplicaCopy);
+    replica_lid_ = master_lid;
     replica_->start(ha::SaTarget{.lid = master_lid, .sl = lp.sm_sl, .pkey_index = 0, .port_num = lp.port_num},
                     cfg_.sm_key, interval, std::move(lid_of));
   }
@@ -76,8 +77,9 @@ Task<void> SubnetManager::replica_loop() {
 // or what our owner restored from a fresh journal before start) and ask
 // clients to reregister (PortInfo.ClientReregister, IBA 14.4.11) only
 // without it. Returns whether to ask.
-bool SubnetManager::settle_sa_state() {
+bool SubnetManager::settle_sa_state(const DiscoveryResult& d) {
   role_.sa_state_decided = true;
+  role_.vouched_sm_lid = 0;
   const Nanos now = sched_->clock().now_ns();
   const auto bound_ns = static_cast<Nanos>(replica_max_age_ms(cfg_)) * kNanosPerMilli;
   bool ask = true;
@@ -94,18 +96,105 @@ bool SubnetManager::settle_sa_state() {
       spdlog::info("sm: takeover: SA state from the last replica ({} ms old): {} services, {} groups, {} subscriptions",
                    age / kNanosPerMilli, img->services.size(), img->groups.size(), img->subscriptions.size());
       cfg_.restore_sa_state(std::move(*img));
+      role_.vouched_sm_lid = replica_lid_;
       update_status([](SmStatus& s) { ++s.sa_state_handed_on; });
     } else {
       why = "the last replica is too old";
     }
   } else if (sa_state_restored_) {
-    ask = false;  // the owner vouched (fresh journal) before start
-    spdlog::info("sm: SA state restored before start: clients are not asked to reregister");
+    // The owner restored a fresh journal before start. It vouches unless
+    // another SM numbered the subnet since: that SM's SA took registrations
+    // our journal lacks (two subnets joined, an interim master).
+    const std::string elsewhere = numbered_elsewhere(d);
+    if (elsewhere.empty()) {
+      ask = false;
+      spdlog::info("sm: SA state restored before start: clients are not asked to reregister");
+    } else {
+      spdlog::info("sm: SA state restored before start, but {}: another SM numbered the subnet since", elsewhere);
+      why = "the journal restored at start is older than another SM's numbering";
+    }
   }
   sa_state_restored_ = false;
   if (ask) spdlog::info("sm: new mastership: {}: clients are asked to reregister", why);
-  update_status([ask](SmStatus& s) { ++(ask ? s.reregister_masterships : s.vouched_masterships); });
+  update_status([ask](SmStatus& s) {
+    ++(ask ? s.reregister_masterships : s.vouched_masterships);
+    s.sa_state_current = !ask;
+  });
   return ask;
+}
+
+std::string SubnetManager::numbered_elsewhere(const DiscoveryResult& d) const {
+  const std::vector<fabric::EndPort> ends = d.fabric.end_ports();
+  const std::vector<std::uint16_t> lids = d.current_lids();
+  for (std::size_t i = 0; i < ends.size() && i < lids.size(); ++i) {
+    if (lids[i] == 0) continue;  // reset or new: nobody numbered it
+    const std::uint64_t guid = end_port_guid(d.fabric, ends[i]);
+    const auto it = guid2lid_.find(guid);
+    if (it == guid2lid_.end() || it->second.min_lid != lids[i])
+      return fmt::format("port {:#018x} carries LID {}, which our guid2lid does not give it", guid, lids[i]);
+  }
+  return {};
+}
+
+// Besides a whole mastership's ask, a port's clients are asked to reregister
+// (IBA 14.4.11) when our SA may not hold what they registered, as OpenSM
+// asks: the port's MasterSMLID is neither the SM LID we program nor that of
+// the master whose replica we restored (its clients registered with another
+// SA: a subnet joined, a master that died before it numbered them); the
+// port is new since our last clean publication (SM LIDs of joined subnets
+// may be equal, so the LID alone does not tell); or the port was in
+// the part we handed to another master, whose SA does not hold it until
+// that master has asked it (which our replica of that SA cannot tell us).
+void SubnetManager::note_reregister_ports(const fabric::Fabric& f, std::uint16_t sm_lid) {
+  const std::size_t before = reregister_ports_.size();
+  const bool known = !role_.mastership_new && current_ != nullptr;
+  for (const fabric::EndPort e : f.end_ports()) {
+    const fabric::Node& n = f.nodes[e.node];
+    if (n.is_switch()) continue;
+    const fabric::Port& p = n.ports[e.port];
+    const std::uint16_t had = p.info.master_sm_lid.get();
+    const bool other_sa = had != sm_lid && had != role_.vouched_sm_lid;
+    const bool joined = known && !current_->by_port_guid.contains(p.guid);
+    if (other_sa || joined) reregister_ports_.insert(p.guid);
+  }
+  if (role_.mastership_new && !handed_part_.empty()) {
+    spdlog::info("sm: new mastership: the {} ports of the part we handed to another master are asked to reregister",
+                 handed_part_.size());
+    reregister_ports_.insert(handed_part_.begin(), handed_part_.end());
+    handed_part_.clear();
+  }
+  if (reregister_ports_.size() != before)
+    spdlog::info("sm: {} ports whose clients registered with another SA are asked to reregister",
+                 reregister_ports_.size() - before);
+}
+
+void SubnetManager::note_master_lid(const DiscoveryResult& d) {
+  master_lid_unique_ = 0;
+  std::uint16_t lid = 0;
+  for (const ha::FoundSm& p : ha_->peers())
+    if (p.at.port_guid == ha_->machine().polled_guid()) lid = p.at.lid;
+  if (lid == 0) return;
+  const std::vector<fabric::EndPort> ends = d.fabric.end_ports();
+  const std::vector<std::uint16_t> lids = d.current_lids();
+  unsigned holders = 0;
+  for (std::size_t i = 0; i < ends.size() && i < lids.size(); ++i) {
+    const fabric::Node& n = d.fabric.nodes[ends[i].node];
+    const unsigned span = n.is_switch() ? 1u : 1u << n.ports[ends[i].port].info.lmc();
+    if (lids[i] != 0 && lid >= lids[i] && lid < lids[i] + span) ++holders;
+  }
+  if (holders == 1) master_lid_unique_ = lid;
+  else spdlog::info("sm: standby: the master's LID {} is carried by {} ports: no replica from it until it is unique", lid, holders);
+}
+
+void SubnetManager::remember_handed_part() {
+  if (current_ == nullptr) return;
+  for (const fabric::EndPort e : current_->fabric.end_ports()) {
+    const fabric::Node& n = current_->fabric.nodes[e.node];
+    if (!n.is_switch() && n.ports[e.port].guid != 0) handed_part_.insert(n.ports[e.port].guid);
+  }
+  spdlog::info("sm: our part ({} ports) goes to another master: should we be master again, its clients are asked to "
+               "reregister",
+               handed_part_.size());
 }
 
 

@@ -64,6 +64,7 @@ class SubnetManager::PortWatch final : public LifecycleListener {
   void on_port_event(const PortEvent& ev) noexcept override {
     if (ev.event == DeviceEvent::kDeviceLost) {
       spdlog::warn("sm: the device of our port {} is lost: SMPs wait for it, then fail", ev.port_num);
+      sm_.role_.lids_from_fabric = true;  // another SM may number the subnet meanwhile
     } else if (ev.event == DeviceEvent::kDeviceBack) {
       spdlog::info("sm: our port {} is back: heavy sweep", ev.port_num);
       sm_.request_heavy_sweep();
@@ -150,6 +151,10 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
     if (t.to == wire::SmState::kMaster) {
       role_.mastership_new = true;
       role_.sa_state_decided = false;
+      role_.lids_from_fabric = true;
+      // What an earlier mastership still meant to ask is settled anew.
+      role_.ask_all = false;
+      reregister_ports_.clear();
     }
     if (t.to == wire::SmState::kStandby) {
       replica_now_ = true;
@@ -157,6 +162,7 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
       // it, so a journal restored at start no longer vouches for them.
       sa_state_restored_ = false;
     }
+    update_status([](SmStatus& s) { s.sa_state_current = false; });  // a new mastership settles it again
     publish_ha_status();
     if (cfg_.on_transition) cfg_.on_transition(t.from, t.to);
   });

@@ -216,6 +216,12 @@ struct SmRoleState {
   bool mastership_new = true;  // no sweep has completed since we last became master
   bool sa_state_decided = false;  // this mastership's SA state and ClientReregister are settled
   bool reregister = true;         // this mastership asks clients to reregister (it cannot vouch for their state)
+  bool ask_all = false;           // every client is asked to reregister, until a sweep programs and asks cleanly
+  std::uint16_t vouched_sm_lid = 0;  // the master whose replica this mastership restored (its clients need not reregister)
+  // No sweep of this mastership has numbered the subnet yet, or our port was
+  // gone since (another SM may have numbered it meanwhile): ports keep the
+  // LIDs they carry before our guid2lid map (sm/lids, LidPreference::kCurrent).
+  bool lids_from_fabric = true;
 };
 
 struct SmStatus {
@@ -243,6 +249,10 @@ struct SmStatus {
   std::uint64_t sa_state_handed_on = 0;     // masterships that restored a replica into the SA
   std::uint64_t reregister_masterships = 0; // masterships that asked clients to reregister
   std::uint64_t vouched_masterships = 0;    // masterships that did not (replica or restored journal)
+  // MASTER whose SA holds the clients' registrations: it vouched for them,
+  // and every client it had to ask (all, or some ports) was asked. The node
+  // journals only then.
+  bool sa_state_current = false;
   SweepStats last_heavy;
   // As refresh_status() last copied them from the SM's core (the daemon
   // asks every second): the SM's SMP transactions and the standby's replica.
@@ -327,7 +337,17 @@ class SubnetManager {
   // Our own port's PortInfo (state, LID) as a master left it; true when it changed.
   Task<bool> local_port_changed();
   Task<void> replica_loop();
-  bool settle_sa_state();
+  bool settle_sa_state(const DiscoveryResult& d);
+  // Why the fabric `d` found shows another SM numbered it since our guid2lid
+  // was written (empty: nothing shows it).
+  std::string numbered_elsewhere(const DiscoveryResult& d) const;
+  // The CA ports whose clients this sweep asks to reregister besides a
+  // mastership's or an absorption's all (sa_state.cpp): into reregister_ports_.
+  void note_reregister_ports(const fabric::Fabric& f, std::uint16_t sm_lid);
+  // We hand our part to another master (subnets joined): remember its ports.
+  void remember_handed_part();
+  // STANDBY, after a sweep: master_lid_unique_ from what it found.
+  void note_master_lid(const DiscoveryResult& d);
   Task<std::uint32_t> program_mcast(const fabric::Fabric& f);
   void on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept;
   void update_status(const std::function<void(SmStatus&)>& fn);
@@ -400,6 +420,20 @@ class SubnetManager {
   // it routes everything).
   std::shared_ptr<const RoutingResult> current_routes_, warm_routes_;
   SmRoleState role_;
+  // CA ports whose clients the next publication asks to reregister
+  // (note_reregister_ports), kept until a sweep programs and asks cleanly.
+  std::unordered_set<std::uint64_t> reregister_ports_;
+  // The CA ports of the part we handed to another master (two subnets
+  // joined). Their clients registered with our SA; until that master asks
+  // them to reregister, no replica of its SA holds them. Our next
+  // mastership asks them, whatever state it restores.
+  std::unordered_set<std::uint64_t> handed_part_;
+  std::uint16_t replica_lid_ = 0;  // the SA the standby's replica rounds copy (the master's LID)
+  // STANDBY: the master's LID as our last sweep found it, when no other end
+  // port carried it (0: none, or not unique). Two subnets joined, a LID may
+  // name a port in each part until one master numbers both: an SA query to
+  // it may reach another SA (even our own), whose state vouches for nothing.
+  std::uint16_t master_lid_unique_ = 0;
   std::uint16_t sm_lid_ = 0;
   std::uint8_t local_port_ = 1;  // as NodeInfo.LocalPortNum reported it (0 on a switch)
   std::uint64_t epoch_ = 0;

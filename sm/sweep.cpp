@@ -10,6 +10,7 @@
 
 #include "madengine/wire/codec.hpp"
 #include "sa/paths/path_db.hpp"
+#include "sm/bringup/client_reregister.hpp"
 #include "sm/discovery/discovery.hpp"
 #include "sm/discovery/rediscover.hpp"
 #include "sm/lids/lid_assign.hpp"
@@ -39,6 +40,25 @@ void keep_unread_lids(const fabric::Fabric& f, std::vector<std::uint16_t>& lids,
     if (lids[i] != 0 || f.nodes[ends[i].node].ports[ends[i].port].info.port_state() != 0) continue;
     const auto it = last->by_port_guid.find(end_port_guid(f, ends[i]));
     if (it != last->by_port_guid.end()) lids[i] = last->fabric.lid_of(it->second);
+  }
+}
+
+// End ports the last fabric we knew (`last`: our publication, or the
+// master's as a standby prepared it) had and this sweep did not find (a link
+// down, a mute SMA) still carry their LIDs. Entered in `map` when it has
+// none for them, so assign_lids keeps those LIDs theirs: a new master knows
+// the ports it never numbered only from that fabric.
+void remember_absent_lids(const fabric::Fabric& f, Guid2Lid& map, const sa::Snapshot* last) {
+  if (last == nullptr) return;
+  std::unordered_set<std::uint64_t> found;
+  for (const fabric::EndPort e : f.end_ports()) found.insert(end_port_guid(f, e));
+  for (const fabric::EndPort e : last->fabric.end_ports()) {
+    const std::uint64_t guid = end_port_guid(last->fabric, e);
+    const std::uint16_t lid = last->fabric.lid_of(e);
+    if (guid == 0 || lid == 0 || found.contains(guid) || map.contains(guid)) continue;
+    const fabric::Node& n = last->fabric.nodes[e.node];
+    const unsigned span = n.is_switch() ? 1u : 1u << n.lmc;
+    map[guid] = {lid, static_cast<std::uint16_t>(lid + span - 1)};
   }
 }
 
@@ -122,8 +142,10 @@ Task<void> SubnetManager::heavy_sweep() {
   publish_ha_status();
   if (!decision.program) {
     spdlog::info("sm: {} with {} other SM(s): fabric left as it is", wire::to_string(ha_->state()), decision.peers);
+    if (decision.handed_part) remember_handed_part();
     update_status([](SmStatus& s) { ++s.sweeps_not_programmed; });
     if (ha_->state() == wire::SmState::kStandby) {
+      note_master_lid(d);
       std::vector<std::uint16_t> reported = d.current_lids();  // before the fabric is moved out
       Task<void> prepare = prepare_warm(std::move(d.fabric), std::move(reported), lp);
       co_await prepare;
@@ -132,7 +154,7 @@ Task<void> SubnetManager::heavy_sweep() {
   }
   const std::shared_ptr<const PortStateRecheck> recheck = clear_port_state_changes(*queue_, d, dopts);
   resweep_ = d.errors != 0;
-  if (role_.mastership_new && !role_.sa_state_decided) role_.reregister = settle_sa_state();
+  if (role_.mastership_new && !role_.sa_state_decided) role_.reregister = settle_sa_state(d);
   if (current_ == nullptr && warm_ != nullptr && publish_warm(d.fabric, d.current_lids())) {
     const std::uint64_t e = epoch_;
     update_status([e](SmStatus& s) {
@@ -143,6 +165,7 @@ Task<void> SubnetManager::heavy_sweep() {
   }
   std::vector<std::uint16_t> current_lids = d.current_lids();
   if (d.errors != 0) keep_unread_lids(d.fabric, current_lids, current_ != nullptr ? current_.get() : warm_.get());
+  remember_absent_lids(d.fabric, guid2lid_, current_ != nullptr ? current_.get() : warm_.get());
   warm_.reset();
   if (decision.assert_all && current_ != nullptr) {
     // Handed a subnet or joined to one: rewrite every port and table (SM LID
@@ -155,7 +178,9 @@ Task<void> SubnetManager::heavy_sweep() {
   // engine clock is simulated time, which does not move while we compute.
   const auto w1 = std::chrono::steady_clock::now();
   phase(SmPhase::kLids);
-  const LidAssignReport lids = assign_lids(d.fabric, guid2lid_, cfg_.lmc, current_lids);
+  const LidAssignReport lids = assign_lids(d.fabric, guid2lid_, cfg_.lmc, current_lids,
+                                           role_.lids_from_fabric ? LidPreference::kCurrent : LidPreference::kMap);
+  role_.lids_from_fabric = false;
   st.lids_new = lids.assigned_new;
   save_guid2lid_async();
   st.lids_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w1).count();
@@ -243,13 +268,14 @@ Task<void> SubnetManager::heavy_sweep() {
   bc.m_key_protect_bits = cfg_.m_key_protect_bits;
   // A new mastership that cannot vouch for the clients' SA state asks them
   // to reregister; so does one that took another master's part (subnets
-  // joined): those clients registered with that master's SA, not ours.
-  bc.client_reregister = (role_.mastership_new && role_.reregister) || decision.absorbed;
+  // joined): those clients registered with that master's SA, not ours; and
+  // ports are asked one by one (note_reregister_ports). Asked after the
+  // publication, and again until a sweep programs and asks cleanly (an ask
+  // may not have arrived, or came while a link down kept clients from our SA).
   if (decision.absorbed) spdlog::info("sm: another master's part joined ours: its clients are asked to reregister");
-  // Before our first publication the SA answers BUSY: clients asked now
-  // would reregister into refusals. They are asked once this sweep published.
-  const bool reregister_after_publish = bc.client_reregister && current_ == nullptr;
-  if (reregister_after_publish) bc.client_reregister = false;
+  role_.ask_all = role_.ask_all || (role_.mastership_new && role_.reregister) || decision.absorbed;
+  note_reregister_ports(d.fabric, sm_lid_);
+  if (role_.ask_all || !reregister_ports_.empty()) update_status([](SmStatus& s) { s.sa_state_current = false; });
   bc.partitions = &plan_partitions_for(d.fabric, lp.port_guid);
   bc.allow_both_pkeys = cfg_.allow_both_pkeys;
   bc.part_enforce = cfg_.part_enforce;
@@ -305,7 +331,7 @@ Task<void> SubnetManager::heavy_sweep() {
   snap->sm = sm_identity(lp, sm_lid_, ha_->state(), ha_->act_count());
   snap->subnet_prefix = cfg_.subnet_prefix;
   fill_tables(d.fabric, *snap);
-  snap->fabric = reregister_after_publish ? d.fabric : std::move(d.fabric);
+  snap->fabric = std::move(d.fabric);
   Task<bool> indexing = index_snapshot(snap);
   if (const bool ok = co_await indexing; !ok) co_return;
   snap->epoch = ++epoch_;
@@ -313,21 +339,21 @@ Task<void> SubnetManager::heavy_sweep() {
   current_routes_ = std::move(next_routes);
   store_.publish(snap);
   st.gid_traps = report_gid_changes(*snap);
-  if (reregister_after_publish && ha_->state() == wire::SmState::kMaster) {
-    const BringupReport rr = co_await ask_clients_to_reregister(*queue_, d, bc, programmed_);
-    spdlog::info("sm: SA answering: {} clients asked to reregister, {} errors", rr.client_reregisters, rr.errors);
-    st.bringup.client_reregisters += rr.client_reregisters;
-    st.bringup.port_info_sets += rr.port_info_sets;
-    st.bringup.errors += rr.errors;
-    st.bringup.smps += rr.smps;
-    st.smps += rr.smps;
-    if (rr.errors != 0) {
-      // Some were not asked: the next sweep asks again (with its bring-up).
-      role_.mastership_new = true;
-      resweep_ = true;
+  phase(SmPhase::kPublished);
+  if (role_.ask_all || !reregister_ports_.empty()) {
+    const ReregisterAsk ask{
+        .port_num = lp.port_num, .m_key = cfg_.m_key, .sm_lid = sm_lid_, .all = role_.ask_all, .ports = &reregister_ports_};
+    Task<ReregisterReport> asking = ask_clients_to_reregister(*queue_, snap->fabric, d.ca_port_paths, ask);
+    const ReregisterReport rr = co_await asking;
+    st.bringup.client_reregisters = rr.asked;
+    spdlog::info("sm: {} clients asked to reregister ({}), {} answered, {} ports cannot be asked, {} not yet", rr.asked,
+                 role_.ask_all ? "all" : "some", rr.acked, rr.unable, rr.unsettled);
+    if (st.ok && rr.acked == rr.asked && rr.unsettled == 0) {
+      role_.ask_all = false;
+      reregister_ports_.clear();
+      update_status([](SmStatus& s) { s.sa_state_current = true; });
     }
   }
-  phase(SmPhase::kPublished);
 
   const BringupReport& b = st.bringup;
   spdlog::info("sm: programmed: {} SwitchInfo, {} LFT blocks, {} PortInfo, {} armed, {} activated, {} P_Key, {} MFT blocks, {} errors",
@@ -465,6 +491,8 @@ Task<bool> SubnetManager::local_port_changed() {
   if (*changed) {
     spdlog::info("sm: our port is {} (was {}): heavy sweep", *state, local_state_seen_);
     walk_reason_ = "our port changed";
+    // A cable pulled: another SM may number the subnet before we are back.
+    if (*state != static_cast<std::uint8_t>(wire::PortState::kActive)) role_.lids_from_fabric = true;
   }
   local_state_seen_ = *state;
   co_return *changed;

@@ -128,16 +128,6 @@ class Programmer {
       return true;
     });
   }
-  // ClientReregister on its own (ask_clients_to_reregister): every CA port
-  // that supports it, with the configuration bring-up wants there.
-  void reregister() {
-    next_ = 0;
-    q_.set_feeder([this] {
-      while (next_ < d_.fabric.nodes.size())
-        if (reregister_node(static_cast<NodeId>(next_++))) return true;
-      return false;
-    });
-  }
   void arm() { drive(wire::PortState::kInit, wire::PortState::kArmed, rep_.ports_armed); }
   void activate() { drive(wire::PortState::kArmed, wire::PortState::kActive, rep_.ports_activated); }
   void done() { q_.set_feeder(nullptr); }
@@ -430,8 +420,6 @@ class Programmer {
         if (!n.is_switch() && (p.guid == 0 || port >= d_.ca_port_paths[id].size())) continue;
         PortRef ref{id, port, n.is_switch() ? n.dr_path : d_.ca_port_paths[id][port], desired(n, port)};
         ports_.push_back(ref);
-        const bool rereg = cfg_.client_reregister && !n.is_switch() &&
-                           p.info.has_cap(wire::port_cap::kIsClientReregistrationSupported);
         // P_Key tables of end ports (CA ports, a switch's port 0) and of
         // switch external ports: read once, written in the P_Key stage.
         if (!st_.pkeys.contains(port_key(n.node_guid, port))) read_pkeys(id, port, ref.path);
@@ -444,12 +432,8 @@ class Programmer {
         // A port in INIT is configured and armed by the same Set (one SMP
         // instead of two; ARMED needs only its neighbour past DOWN).
         const bool arm_now = p.linked() && p.state == static_cast<std::uint8_t>(wire::PortState::kInit);
-        if (!rereg && unchanged && !arm_now) continue;
+        if (unchanged && !arm_now) continue;
         wire::PortInfo payload = ref.want;
-        if (rereg) {
-          payload.set_client_reregister(1);
-          ++rep_.client_reregisters;
-        }
         if (arm_now) payload.set_state(wire::PortState::kArmed);
         const std::size_t idx = ports_.size() - 1;
         set(wire::smp_attr::kPortInfo, wire::port_info_modifier(port, fabric::extended_speeds(n, port)), ref.path, wire::as_bytes(payload),
@@ -460,27 +444,6 @@ class Programmer {
             });
       }
     }
-  }
-
-  bool reregister_node(NodeId id) {
-    const fabric::Node& n = d_.fabric.nodes[id];
-    if (n.is_switch()) return false;
-    bool sent = false;
-    for (std::uint8_t port = 1; port <= n.num_ports(); ++port) {
-      const fabric::Port& p = n.ports[port];
-      if (!p.linked() || p.guid == 0 || port >= d_.ca_port_paths[id].size() ||
-          !p.info.has_cap(wire::port_cap::kIsClientReregistrationSupported))
-        continue;
-      ports_.push_back(PortRef{id, port, d_.ca_port_paths[id][port], desired(n, port)});
-      wire::PortInfo payload = ports_.back().want;
-      payload.set_client_reregister(1);
-      ++rep_.client_reregisters;
-      const std::size_t idx = ports_.size() - 1;
-      set(wire::smp_attr::kPortInfo, wire::port_info_modifier(port, fabric::extended_speeds(n, port)), ports_.back().path,
-          wire::as_bytes(payload), [this, idx](const TxnResult& r) { on_port_set(idx, r, false); });
-      sent = true;
-    }
-    return sent;
   }
 
   void on_port_set(std::size_t idx, const TxnResult& r, bool state_change) {
@@ -560,17 +523,6 @@ Task<BringupReport> bring_up(SmpQueue& q, DiscoveryResult& d, const RoutingResul
   prog->arm();
   co_await q.drained();
   prog->activate();
-  co_await q.drained();
-  prog->done();
-  co_return *rep;
-}
-
-Task<BringupReport> ask_clients_to_reregister(SmpQueue& q, DiscoveryResult& d, const BringupConfig& cfg,
-                                              ProgrammedState& state) {
-  static const RoutingResult kNoRoutes;  // this pass writes no LFT
-  auto rep = std::make_unique<BringupReport>();
-  auto prog = std::make_unique<Programmer>(q, d, kNoRoutes, cfg, state, *rep);
-  prog->reregister();
   co_await q.drained();
   prog->done();
   co_return *rep;

@@ -2,7 +2,7 @@
 // Per switch SwitchInfo (LinearFDBTop, LifeTimeValue) and the LFT blocks that
 // differ from what the switch holds; PortInfo on every linked port and every
 // end port (LID/LMC, master SM, timeouts, M_Key, NeighborMTU, OperationalVLs,
-// ClientReregister, partition enforcement); P_Key tables of end ports and of
+// partition enforcement); P_Key tables of end ports and of
 // switch ports toward CAs (sm/partitions: only changed blocks); then
 // INIT -> ARMED -> ACTIVE.
 #pragma once
@@ -41,7 +41,6 @@ struct BringupConfig {
   // it holds, then everything uses `m_key`; updated as ports take the new
   // key. Null: every SMP carries `m_key`. Must outlive bring_up().
   MKeyBook* keys = nullptr;
-  bool client_reregister = false;  // our mastership is new
   // The P_Keys every end port must hold; null: the default partition, every
   // port a full member (OpenSM without a partitions file). Must outlive bring_up().
   const PartitionPlan* partitions = nullptr;
@@ -83,7 +82,7 @@ struct BringupReport {
   std::uint32_t pkey_reads = 0;       // P_Key blocks read (ports not known yet)
   std::uint32_t pkeys_dropped = 0;    // P_Keys that did not fit a port's table
   std::uint32_t enforcement_off = 0;  // switch ports toward a CA that cannot hold its P_Keys
-  std::uint32_t client_reregisters = 0;  // PortInfo Sets with ClientReregister (a new mastership that cannot vouch)
+  std::uint32_t client_reregisters = 0;  // PortInfo Sets with ClientReregister, after the publication (client_reregister.hpp)
   std::uint32_t rekeyed = 0;             // end ports given the SM's M_Key (or its protection) this bring-up
   std::uint32_t errors = 0;  // failed Sets or read-backs that disagree
   std::uint64_t smps = 0;
@@ -93,12 +92,5 @@ struct BringupReport {
 // `info` and `state` in d.fabric to what the SMAs answered.
 Task<BringupReport> bring_up(SmpQueue& q, DiscoveryResult& d, const RoutingResult& routes, const BringupConfig& cfg,
                              ProgrammedState& state);
-
-// PortInfo.ClientReregister (IBA 14.4.11) alone on every CA port that
-// supports it, with the configuration bring_up() wrote (cfg as it had it,
-// without client_reregister): for a new mastership whose SA answers only
-// once its first publication is out, which bring-up precedes.
-Task<BringupReport> ask_clients_to_reregister(SmpQueue& q, DiscoveryResult& d, const BringupConfig& cfg,
-                                              ProgrammedState& state);
 
 }  // namespace madengine::sm

@@ -123,7 +123,11 @@ Task<SweepDecision> HaAgent::after_discovery(SmpQueue& q, const fabric::Fabric& 
   const Actions a = sm_.sweep_done(view);
   apply(a);
   release_held();  // what waited for the election sees its outcome
-  co_return SweepDecision{.program = a.program, .assert_all = a.assert_all, .absorbed = a.absorbed, .peers = peers_.size()};
+  co_return SweepDecision{.program = a.program,
+                          .assert_all = a.assert_all,
+                          .absorbed = a.absorbed,
+                          .handed_part = a.handed_part,
+                          .peers = peers_.size()};
 }
 
 void HaAgent::check_peers(SmpQueue& q, std::function<void(std::uint64_t guid)> on_new_master) const {

@@ -60,10 +60,14 @@ Actions SmStateMachine::sweep_done(std::span<const PeerSm> peers) noexcept {
   for (const PeerSm& p : peers) {
     if (!counts(p, self_.guid)) continue;
     // An SM that was handed the subnet and never took it does not get it
-    // again, unless it has become master since.
+    // again, unless it has become master since, or our sweeps found it
+    // standing by for a polling budget: it may have restarted since (and
+    // asks with trap 144, each making us sweep); left out for good, it
+    // would ask for ever.
     if (p.guid == refused_by_) {
-      if (p.state != SmState::kMaster) continue;
+      if (p.state != SmState::kMaster && ++refused_seen_ < cfg_.poll_failures_max) continue;
       refused_by_ = 0;
+      refused_seen_ = 0;
     }
     // The SM that just handed us the subnet may still show MASTER: it is
     // leaving, so it does not take part.
@@ -106,6 +110,7 @@ Actions SmStateMachine::sweep_done(std::span<const PeerSm> peers) noexcept {
         // our polling budget brings the subnet back to us (poll_result).
         awaiting_from_ = 0;
         a.handover_to = best->guid;
+        a.handed_part = best->state == SmState::kMaster;
         go(a, SmState::kStandby, "handed the subnet to a higher SM");
         follow(a, best->guid, best->state == SmState::kMaster);
         handed_to_ = best->guid;
@@ -178,12 +183,14 @@ Actions SmStateMachine::poll_result(const PeerSm* reply) noexcept {
           confirmed = true;
           a.trap144_to = reply->guid;  // the first one may have been lost
         } else if (answered) {
-          // It stepped down without a HANDOVER reaching us: take its nodes.
+          // It stepped down without a HANDOVER reaching us: take its nodes
+          // (and its clients, whose registrations are with its SA).
           awaiting_from_ = 0;
           polled_guid_ = 0;
           a.stop_polling = true;
           a.sweep = true;
           assert_next_ = true;
+          absorb_next_ = true;
           return a;
         }
       }
@@ -203,13 +210,20 @@ Actions SmStateMachine::poll_result(const PeerSm* reply) noexcept {
   a.sweep = true;
   if (state_ == SmState::kStandby) {
     const bool handed = handed_to_ != 0;
-    if (handed) refused_by_ = handed_to_;  // it never took the subnet
+    if (handed) {
+      refused_by_ = handed_to_;  // it never took the subnet
+      refused_seen_ = 0;
+    }
     handed_to_ = 0;
     go(a, SmState::kDiscovering, handed ? "the SM handed the subnet did not take it" : "master polling failed");
   } else {
     // MASTER: the SM we handed over to, or waited on, is gone: we keep the
-    // subnet and look again (and configure the other master's nodes).
-    if (awaiting_from_ != 0) assert_next_ = true;
+    // subnet and look again (and configure the other master's nodes, and
+    // ask its clients to reregister: their registrations died with its SA).
+    if (awaiting_from_ != 0) {
+      assert_next_ = true;
+      absorb_next_ = true;
+    }
     clear_master_flags();
   }
   return a;

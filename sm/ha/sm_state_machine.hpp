@@ -38,6 +38,7 @@ struct Actions {
   bool program = false;          // (after sweep_done) configure the fabric as master
   bool assert_all = false;       // (with program) rewrite every port: a subnet was handed to us or joined
   bool absorbed = false;         // (with program) another master's part is ours now: its clients' SA state is not
+  bool handed_part = false;      // (with handover_to) to a master with an SA of its own (subnets joined): ours keeps our clients' state
   bool stop_polling = false;     // forget the SM being polled
   std::uint64_t poll_guid = 0;   // (re)start polling this SM; failures reset
   std::uint64_t handover_to = 0;     // SubnSet(SMInfo, HANDOVER) to this SM
@@ -126,6 +127,7 @@ class SmStateMachine {
   std::uint8_t poll_failures_ = 0;
   std::uint64_t handed_to_ = 0;   // STANDBY: the SM we sent HANDOVER to, until it shows MASTER
   std::uint64_t refused_by_ = 0;  // it never took the subnet: left out of elections until it shows MASTER
+  std::uint8_t refused_seen_ = 0; // our sweeps that found it since (a polling budget of them forgives it)
   std::uint64_t awaiting_from_ = 0;     // lower master we wait on
   std::uint64_t handed_by_ = 0;         // HANDOVER received while DISCOVERING: ignore it in the election
   bool polled_master_ = false;          // the polled SM has shown MASTER

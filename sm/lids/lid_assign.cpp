@@ -1,9 +1,10 @@
-// LID assignment (see lid_assign.hpp): claims in priority order, then the
-// lowest free aligned block for whoever is left.
+// LID assignment (see lid_assign.hpp): claims in the order the preference
+// gives, then the lowest free aligned block for whoever is left.
 #include "sm/lids/lid_assign.hpp"
 
 #include <algorithm>
 #include <optional>
+#include <unordered_set>
 
 namespace madengine::sm {
 
@@ -47,7 +48,7 @@ class LidSpace {
 }  // namespace
 
 LidAssignReport assign_lids(fabric::Fabric& fabric, Guid2Lid& map, std::uint8_t lmc,
-                            const std::vector<std::uint16_t>& current) {
+                            const std::vector<std::uint16_t>& current, LidPreference prefer) {
   LidAssignReport rep;
   const std::vector<EndPort> ports = fabric.end_ports();
   struct Want {
@@ -64,37 +65,69 @@ LidAssignReport assign_lids(fabric::Fabric& fabric, Guid2Lid& map, std::uint8_t 
   std::sort(wants.begin(), wants.end(), [](const Want& a, const Want& b) { return a.guid < b.guid; });
 
   std::vector<std::uint16_t> got(ports.size(), 0);
+  std::vector<bool> claimed(ports.size(), false);  // the port had a LID to claim (current or map)
   LidSpace space;
-  auto aligned = [](std::uint16_t base, unsigned count) { return base % count == 0; };
-  // 1. The map: what this SM (or OpenSM before it) handed out stays put.
-  for (const Want& w : wants) {
-    auto it = map.find(w.guid);
-    if (it == map.end()) continue;
-    const std::uint16_t base = it->second.min_lid;
-    if (aligned(base, w.count) && space.free(base, w.count)) {
-      space.take(base, w.count);
-      got[w.idx] = base;
-      ++rep.kept_from_map;
-    } else {
-      ++rep.conflicts;
+  auto current_of = [&](const Want& w) -> std::uint16_t { return w.idx < current.size() ? current[w.idx] : 0; };
+  auto map_of = [&](const Want& w) -> std::uint16_t {
+    const auto it = map.find(w.guid);
+    return it == map.end() ? 0 : it->second.min_lid;
+  };
+  // LIDs the map holds for ports this sweep did not find (a mute SMA, a
+  // link down): still theirs, as in OpenSM's persistent database, so no
+  // other port is handed one while its owner may still carry it.
+  auto reserve_absent = [&] {
+    std::unordered_set<std::uint64_t> present;
+    for (const Want& w : wants) present.insert(w.guid);
+    for (const auto& [guid, range] : map) {
+      if (present.contains(guid) || range.min_lid == 0 || range.max_lid < range.min_lid) continue;
+      const unsigned count = range.max_lid - range.min_lid + 1u;
+      if (space.free(range.min_lid, count)) space.take(range.min_lid, count);
     }
-  }
-  // 2. The LID a port already carries (a subnet taken over from another SM).
-  for (const Want& w : wants) {
-    if (got[w.idx] != 0 || w.idx >= current.size()) continue;
-    const std::uint16_t base = current[w.idx];
-    if (base == 0) continue;
-    if (aligned(base, w.count) && space.free(base, w.count)) {
-      space.take(base, w.count);
-      got[w.idx] = base;
-      ++rep.kept_current;
-    } else {
-      ++rep.conflicts;
+  };
+  auto claim = [&](const Want& w, std::uint16_t base) {
+    if (base == 0) return false;
+    claimed[w.idx] = true;
+    if (base % w.count != 0 || !space.free(base, w.count)) return false;
+    space.take(base, w.count);
+    got[w.idx] = base;
+    return true;
+  };
+  if (prefer == LidPreference::kCurrent) {
+    // 1. Ports that carry a LID the map does not give them: numbered by
+    //    another SM since our map was written (an interim master, the other
+    //    master of joined subnets). A port that stayed keeps the LID clients
+    //    know it by, and that numbering is newer than ours: where a port
+    //    still carries our old LID for it as well, that SM meant to move it
+    //    (its Set was lost), so this one wins.
+    for (const Want& w : wants) {
+      const std::uint16_t c = current_of(w);
+      if (c != 0 && c != map_of(w) && claim(w, c)) ++rep.kept_current;
     }
+    // 2. Ports that carry the LID the map gives them: left alone since.
+    for (const Want& w : wants) {
+      const std::uint16_t c = current_of(w);
+      if (got[w.idx] == 0 && c != 0 && c == map_of(w) && claim(w, c)) ++rep.kept_from_map;
+    }
+    // 3. The map, for ports that carry no LID (reset, or never numbered) or
+    //    lost theirs in a collision: what this SM handed out comes back.
+    for (const Want& w : wants)
+      if (got[w.idx] == 0 && claim(w, map_of(w))) ++rep.kept_from_map;
+    reserve_absent();
+  } else {
+    // 1. The map: this mastership numbered the subnet, a port that carries
+    //    another LID missed our Set (or another SM wrote it).
+    for (const Want& w : wants)
+      if (claim(w, map_of(w))) ++rep.kept_from_map;
+    reserve_absent();
+    // 2. The LID a port carries, when the map gave it none (no entry, as
+    //    for the part of a subnet joined, or one another port holds).
+    for (const Want& w : wants)
+      if (got[w.idx] == 0 && claim(w, current_of(w))) ++rep.kept_current;
   }
-  // 3. Everyone else: the lowest free aligned block, in GUID order.
+  // Everyone else: the lowest free aligned block, in GUID order.
   for (const Want& w : wants) {
     if (got[w.idx] != 0) continue;
+    if (claimed[w.idx]) ++rep.conflicts;
     if (auto base = space.lowest_free(w.count)) {
       space.take(*base, w.count);
       got[w.idx] = *base;

@@ -136,5 +136,67 @@ TEST(MadsimRegression, Seed1694) { expect_passes(1694); }
 // gave it.
 TEST(MadsimRegression, Seed385) { expect_passes(385); }
 
+// Two subnets joined, then the merged subnet changed master (a takeover, a
+// handover back, a master whose own port had been away): the new master
+// numbered ports from its guid2lid file before their current LIDs and gave
+// ports an interim master had renumbered their old LIDs back. The first
+// numbering of a mastership now keeps the LIDs ports carry.
+TEST(MadsimRegression, Seed210) { expect_passes(210); }
+TEST(MadsimRegression, Seed222) { expect_passes(222); }
+TEST(MadsimRegression, Seed718) { expect_passes(718); }
+
+// A port a sweep did not find (its SMA mute) still carried its LID; the
+// master gave it to a port of the joined part, then gave it back to the
+// returning port from its map. Absent ports' map LIDs now stay reserved.
+TEST(MadsimRegression, Seed1195) { expect_passes(1195); }
+
+// The other part's master died before it handed its part over (or while
+// the higher master waited for its HANDOVER); the survivor took the part
+// and never asked its clients, whose registrations died with that SA.
+// Ports of another SA, or new since our last publication, are now asked.
+TEST(MadsimRegression, Seed96) { expect_passes(96); }
+TEST(MadsimRegression, Seed292) { expect_passes(292); }
+
+// The lower master handed its part over, the absorbing master died before
+// asking that part's clients, and the lower one took the subnet back with a
+// "replica" copied from the SM LID both subnets had numbered: its own SA.
+// A master now remembers the part it handed to another master and asks it
+// at its next mastership; a standby copies only from a master LID no other
+// port carries.
+TEST(MadsimRegression, Seed123) { expect_passes(123); }
+
+// Clients asked by bring-up's Sets reregistered before the SA knew their new
+// LIDs, or behind a link that went down as the master programmed: now they
+// are asked after the publication, and again until a sweep asks cleanly.
+TEST(MadsimRegression, Seed241) { expect_passes(241); }
+
+// A restarted SM stood by, took over without a vouch and rewrote its old
+// journal as fresh; restarted again, it vouched with it. The journal is now
+// removed on standby and written only while its master holds every
+// registration.
+TEST(MadsimRegression, Seed297) { expect_passes(297); }
+
+// A Set lost as the master programmed left two ports carrying one LID; the
+// next master sided with the port still carrying its own old LID. The other
+// SM's numbering, newer than our map, now wins (and the runner records only
+// ports that carried the published LID).
+TEST(MadsimRegression, Seed1229) { expect_passes(1229); }
+
+// A higher SM handed the subnet restarted before taking it; the master left
+// it out of every election for good and swept at each of its trap 144s for
+// ever. It is forgiven after a polling budget of sweeps.
+TEST(MadsimRegression, Seed1675) { expect_passes(1675); }
+
+// The ask to reregister wrote back the PortInfo a port held: for a port
+// whose bring-up Set was lost that undid its LID (two subnets joined, SMP
+// loss; a PathRecord with LIDs 0). Only ports that hold what bring-up wrote
+// are asked now.
+TEST(MadsimRegression, Seed1250) { expect_passes(1250); }
+
+// A new master gave the LID of a port its sweep did not find (a link down)
+// to a reset switch, and the port lost it on its return. Ports of the last
+// known fabric that a sweep misses now keep their LIDs.
+TEST(MadsimRegression, Seed1504) { expect_passes(1504); }
+
 }  // namespace
 }  // namespace madsim

@@ -294,6 +294,29 @@ TEST(HaStateMachine, AHandoverNobodyTakesComesBack) {
   EXPECT_EQ(m.sweep_done(q).handover_to, 0x300u);
 }
 
+// The SM that never took the subnet goes on standing by (it restarted, and
+// asks with trap 144, each making us sweep): after a polling budget of our
+// sweeps it is handed the subnet again, not left out for ever.
+TEST(HaStateMachine, AnSmThatNeverTookTheSubnetGetsItAgainAfterABudget) {
+  auto m = in_master();
+  const PeerSm p[] = {peer(0x300, 9, SmState::kStandby)};
+  m.sweep_done(p);
+  m.poll_result(&p[0]);
+  m.poll_result(&p[0]);
+  m.poll_result(&p[0]);
+  ASSERT_EQ(m.state(), SmState::kDiscovering);
+  EXPECT_TRUE(m.sweep_done(p).program);  // we take it back
+  unsigned sweeps = 1;
+  std::uint64_t to = 0;
+  while (to == 0 && sweeps < 10) {
+    to = m.sweep_done(p).handover_to;
+    ++sweeps;
+  }
+  EXPECT_EQ(to, 0x300u);
+  EXPECT_EQ(sweeps, 3u);  // the budget: 3 failed polls
+  EXPECT_EQ(m.state(), SmState::kStandby);
+}
+
 TEST(HaStateMachine, AHandoverTargetThatDiesLeavesUsToTakeTheSubnetBack) {
   auto m = in_master();
   const PeerSm p[] = {peer(0x300, 9, SmState::kStandby)};
@@ -305,6 +328,36 @@ TEST(HaStateMachine, AHandoverTargetThatDiesLeavesUsToTakeTheSubnetBack) {
   EXPECT_TRUE(a.sweep);
   EXPECT_TRUE(m.sweep_done({}).program);
   EXPECT_EQ(m.state(), SmState::kMaster);
+}
+
+// Two subnets joined: the master handing its part to another master says
+// so (its clients' registrations stay in its own SA); a handover to a
+// standby, which replicated us, does not.
+TEST(HaStateMachine, HandingOurPartToAnotherMasterIsMarked) {
+  auto m = in_master();
+  const PeerSm master[] = {peer(0x300, 9, SmState::kMaster)};
+  EXPECT_TRUE(m.sweep_done(master).handed_part);
+  auto n = in_master();
+  const PeerSm standby[] = {peer(0x300, 9, SmState::kStandby)};
+  const Actions a = n.sweep_done(standby);
+  EXPECT_EQ(a.handover_to, 0x300u);
+  EXPECT_FALSE(a.handed_part);
+}
+
+// The lower master we waited on dies before its HANDOVER: we take its part
+// and ask its clients to reregister, as after a HANDOVER.
+TEST(HaStateMachine, ALowerMasterThatDiesBeforeHandingOverIsAbsorbed) {
+  auto m = in_master();
+  const PeerSm lower[] = {peer(0x100, 1, SmState::kMaster)};
+  EXPECT_FALSE(m.sweep_done(lower).program);  // waits for its HANDOVER
+  ASSERT_TRUE(m.awaiting_handover());
+  m.poll_result(nullptr);
+  m.poll_result(nullptr);
+  EXPECT_TRUE(m.poll_result(nullptr).sweep);
+  const Actions a = m.sweep_done({});
+  EXPECT_TRUE(a.program);
+  EXPECT_TRUE(a.assert_all);
+  EXPECT_TRUE(a.absorbed);
 }
 
 TEST(HaStateMachine, MasterMeetingHigherMasterHandsOver) {

@@ -117,6 +117,92 @@ TEST(LidAssign, ConflictsResolvedDeterministically) {
   EXPECT_EQ(lids_by_guid(f), lids_by_guid(f2));
 }
 
+// Within a mastership the map decides: a port that missed our Set (it still
+// carries an older LID) is given the map's LID again.
+TEST(LidAssign, WithinAMastershipTheMapBeatsACurrentLid) {
+  auto f = fat_tree2(2, 1, 2);
+  Guid2Lid map;
+  assign_lids(f, map, 0);
+  const auto want = lids_by_guid(f);
+  const auto ports = f.end_ports();
+  std::vector<std::uint16_t> current(ports.size());
+  for (std::size_t i = 0; i < ports.size(); ++i) current[i] = f.lid_of(ports[i]);
+  current[0] = 200;  // a Set that never arrived
+  const auto rep = assign_lids(f, map, 0, current, LidPreference::kMap);
+  EXPECT_EQ(rep.kept_from_map, ports.size());
+  EXPECT_EQ(lids_by_guid(f), want);
+}
+
+// A new mastership keeps the LIDs another master gave ports since our map
+// was written (OpenSM drops its map when it comes out of standby): ports
+// that stayed keep the LIDs clients know them by, and the map numbers only
+// the ports that carry none.
+TEST(LidAssign, ANewMastershipKeepsLidsAnInterimMasterGave) {
+  auto f = fat_tree2(2, 1, 2);
+  Guid2Lid map;
+  assign_lids(f, map, 0);
+  const auto ports = f.end_ports();
+  std::vector<std::uint16_t> current(ports.size());
+  for (std::size_t i = 0; i < ports.size(); ++i) current[i] = static_cast<std::uint16_t>(100 + i);  // renumbered
+  current[1] = 0;  // reset since: carries none
+  const std::uint16_t mapped1 = map.at(end_port_guid(f, ports[1])).min_lid;
+  const auto rep = assign_lids(f, map, 0, current, LidPreference::kCurrent);
+  EXPECT_EQ(rep.kept_current, ports.size() - 1);
+  EXPECT_EQ(rep.kept_from_map, 1u);
+  EXPECT_EQ(rep.assigned_new, 0u);
+  for (std::size_t i = 0; i < ports.size(); ++i)
+    EXPECT_EQ(f.lid_of(ports[i]), i == 1 ? mapped1 : current[i]) << i;
+  // The map follows: a later sweep of the same mastership keeps them.
+  for (std::size_t i = 0; i < ports.size(); ++i) EXPECT_EQ(map.at(end_port_guid(f, ports[i])).min_lid, f.lid_of(ports[i]));
+}
+
+// Two subnets joined, their LIDs collide. Within a mastership, a port
+// carrying the LID our map gives it keeps it and the other part's port is
+// renumbered, whatever the GUIDs; a new mastership sides with the other SM's
+// numbering, which is newer than our map (a port that still carries our old
+// LID missed that SM's Set).
+TEST(LidAssign, CollisionsWithinAMastershipAndAtItsStart) {
+  auto f = fat_tree2(2, 1, 2);
+  const auto ports = f.end_ports();
+  ASSERT_GE(ports.size(), 2u);
+  const std::uint64_t lo = end_port_guid(f, ports[0]), hi = end_port_guid(f, ports[1]);
+  const std::size_t ours = lo < hi ? 1 : 0, theirs = 1 - ours;  // ours has the higher GUID
+  Guid2Lid map;
+  map[end_port_guid(f, ports[ours])] = {7, 7};
+  std::vector<std::uint16_t> current(ports.size(), 0);
+  current[ours] = 7;
+  current[theirs] = 7;
+  for (const LidPreference p : {LidPreference::kMap, LidPreference::kCurrent}) {
+    Guid2Lid m = map;
+    const auto rep = assign_lids(f, m, 0, current, p);
+    const std::size_t keeps = p == LidPreference::kMap ? ours : theirs;
+    EXPECT_EQ(f.lid_of(ports[keeps]), 7);
+    EXPECT_NE(f.lid_of(ports[1 - keeps]), 7);
+    EXPECT_EQ(rep.conflicts, 1u);
+  }
+}
+
+// A port the sweep did not find (a mute SMA) still carries its LID: no
+// other port is given it, not even one that carries it (the map wins).
+TEST(LidAssign, AnAbsentPortKeepsItsLid) {
+  auto f = fat_tree2(2, 1, 2);
+  const auto ports = f.end_ports();
+  Guid2Lid map;
+  map[0xabcdefull] = {3, 3};  // not in this fabric
+  std::vector<std::uint16_t> current(ports.size(), 0);
+  current[0] = 3;
+  assign_lids(f, map, 0, current, LidPreference::kMap);
+  for (auto e : ports) EXPECT_NE(f.lid_of(e), 3);
+  // A new mastership leaves a port that carries it alone, but gives it to no one else.
+  auto g = fat_tree2(2, 1, 2);
+  Guid2Lid m2;
+  m2[0xabcdefull] = {3, 3};
+  const auto rep = assign_lids(g, m2, 0, current, LidPreference::kCurrent);
+  EXPECT_EQ(g.lid_of(ports[0]), 3);
+  EXPECT_EQ(rep.kept_current, 1u);
+  for (std::size_t i = 1; i < ports.size(); ++i) EXPECT_NE(g.lid_of(ports[i]), 3);
+}
+
 // OpenSM 3.3.23's own file (as it wrote it on ibsim: hex LIDs, a blank line
 // after every entry) is read as it is, and ours is written the same way.
 TEST(Guid2LidFile, ReadsAndWritesOpenSmsFormat) {

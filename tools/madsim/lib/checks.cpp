@@ -53,14 +53,21 @@ void World::violate(const std::string& invariant, const std::string& detail) {
 void World::take_baseline(Slot& master) {
   // Only ports the master's publication covers: a port it has not reached
   // yet (a mute switch, the other subnet's part) may still carry a LID
-  // another master gave it.
+  // another master gave it. And only ports that carry the LID published: a
+  // port whose Set was lost (a link down while the master programmed) has
+  // no settled LID yet: it carries one the master did not mean it to keep,
+  // maybe another port's, and the next sweep (or the next master, who
+  // cannot know what this one published) settles it.
   const auto snap = master.n->store().current();
   if (snap == nullptr) return;
   baseline_.clear();
   for (sim::PortIdx p = 0; p < fabric_.port_count(); ++p) {
     const std::uint32_t n = fabric_.node_of(p);
     if (fabric_.is_switch(n) && fabric_.port_num_of(p) != 0) continue;
-    if (fabric_.lid(p) != 0 && snap->by_port_guid.contains(fabric_.port_guid(p))) baseline_[fabric_.port_guid(p)] = fabric_.lid(p);
+    const auto it = snap->by_port_guid.find(fabric_.port_guid(p));
+    if (it == snap->by_port_guid.end()) continue;
+    const std::uint16_t lid = snap->fabric.lid_of(it->second);
+    if (lid != 0 && lid == fabric_.lid(p)) baseline_[fabric_.port_guid(p)] = lid;
   }
   baseline_taken_ = true;
   r_.trace.add(now(), fmt::format("LIDs recorded: {} ports", baseline_.size()));
