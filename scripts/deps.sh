@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   # toolchain
   build-essential g++ cmake ninja-build pkg-config git
+  lld                              # links the test programs faster than ld.bfd
   clang libclang-rt-14-dev         # libFuzzer and clang sanitizer runtimes
   # test and benchmark frameworks
   googletest libgtest-dev libgmock-dev libbenchmark-dev

@@ -152,6 +152,19 @@ Task<void> SubnetManager::heavy_sweep() {
     }
     co_return;
   }
+  if (decision.handed) {
+    // The SM that handed us the subnet may have programmed it while we read
+    // it (LIDs of a part it had just joined): read it again before numbering,
+    // as OpenSM sweeps afresh when a HANDOVER ends its discovery.
+    spdlog::info("sm: handed the subnet during discovery: discovering again before numbering");
+    Task<DiscoveryResult> again = discover(*queue_, dopts);
+    DiscoveryResult fresh = co_await again;
+    if (fresh.local_node != fabric::kNoNode) {
+      if (mkeys_in_use()) learn_mkeys(fresh);
+      unreachable_ = mkeys_in_use() && fresh.errors != 0;
+      d = std::move(fresh);
+    }
+  }
   const std::shared_ptr<const PortStateRecheck> recheck = clear_port_state_changes(*queue_, d, dopts);
   resweep_ = d.errors != 0;
   if (role_.mastership_new && !role_.sa_state_decided) role_.reregister = settle_sa_state(d);

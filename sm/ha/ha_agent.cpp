@@ -126,6 +126,7 @@ Task<SweepDecision> HaAgent::after_discovery(SmpQueue& q, const fabric::Fabric& 
   co_return SweepDecision{.program = a.program,
                           .assert_all = a.assert_all,
                           .absorbed = a.absorbed,
+                          .handed = a.handed,
                           .handed_part = a.handed_part,
                           .peers = peers_.size()};
 }

@@ -43,6 +43,7 @@ struct SweepDecision {
   bool program = false;     // configure the fabric (we are master and not handing over or waiting)
   bool assert_all = false;  // rewrite every port (new mastership, handed or joined subnet)
   bool absorbed = false;    // another master's part joined ours: ask clients to reregister
+  bool handed = false;      // handed the subnet while we discovered it: what we read may predate the handing master's writes
   bool handed_part = false; // we handed our part to another master (subnets joined); its SA lacks our clients
   std::size_t peers = 0;    // other SMs that answered
 };

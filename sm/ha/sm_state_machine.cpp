@@ -99,6 +99,7 @@ Actions SmStateMachine::sweep_done(std::span<const PeerSm> peers) noexcept {
       a.stop_polling = true;
       a.program = true;
       a.assert_all = true;
+      a.handed = handed;
       return a;
     }
     case SmState::kMaster: {

@@ -38,6 +38,7 @@ struct Actions {
   bool program = false;          // (after sweep_done) configure the fabric as master
   bool assert_all = false;       // (with program) rewrite every port: a subnet was handed to us or joined
   bool absorbed = false;         // (with program) another master's part is ours now: its clients' SA state is not
+  bool handed = false;           // (with program) a HANDOVER made us master during this sweep's discovery
   bool handed_part = false;      // (with handover_to) to a master with an SA of its own (subnets joined): ours keeps our clients' state
   bool stop_polling = false;     // forget the SM being polled
   std::uint64_t poll_guid = 0;   // (re)start polling this SM; failures reset

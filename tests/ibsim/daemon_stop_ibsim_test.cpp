@@ -137,7 +137,7 @@ TEST(DaemonStopIbsim, SigtermEndsAStandby) {
   std::printf("standby: SIGTERM to exit %.0f ms wall\n", took_ms);
   EXPECT_EQ(status, 0) << d.log();
   EXPECT_LT(took_ms, kStopBoundMs) << d.log();
-  EXPECT_TRUE(d.logged("not written at shutdown: this SM is not master")) << d.log();
+  EXPECT_TRUE(d.logged("not written at shutdown: this SM is not a master vouching for the SA state")) << d.log();
 }
 
 }  // namespace

@@ -198,5 +198,13 @@ TEST(MadsimRegression, Seed1250) { expect_passes(1250); }
 // known fabric that a sweep misses now keep their LIDs.
 TEST(MadsimRegression, Seed1504) { expect_passes(1504); }
 
+// A restarted higher SM was handed the subnet while it discovered; its reads
+// predated the handing master's programming of a part it had just joined
+// (980: new LIDs for ports just numbered), or of registrations made in the
+// meantime (910). A master handed the subnet during its discovery now
+// discovers again before numbering.
+TEST(MadsimRegression, Seed980) { expect_passes(980); }
+TEST(MadsimRegression, Seed910) { expect_passes(910); }
+
 }  // namespace
 }  // namespace madsim

@@ -639,3 +639,22 @@ TEST(HaStateMachine, ManyMachinesConvergeOnTheHighest) {
 
 }  // namespace
 }  // namespace madengine::sm::ha
+
+// A HANDOVER that reaches us while we discover makes us master at the end of
+// that discovery, and says so: what the discovery read may predate the
+// handing master's last writes (the sweep reads the subnet again).
+TEST(HaStateMachine, HandoverDuringDiscoveryIsMarkedHanded) {
+  auto m = in_discovering();
+  const SetReply r = m.on_set(mod::kHandover, req(0x300, SmState::kMaster));
+  EXPECT_EQ(r.status, 0);
+  const PeerSm leaving[] = {peer(0x300, 1, SmState::kMaster)};
+  const Actions a = m.sweep_done(leaving);
+  EXPECT_EQ(m.state(), SmState::kMaster);
+  EXPECT_TRUE(a.program);
+  EXPECT_TRUE(a.handed);
+  // A discovery that finds no master makes us master unhanded.
+  auto n = in_discovering();
+  const Actions b = n.sweep_done({});
+  EXPECT_TRUE(b.program);
+  EXPECT_FALSE(b.handed);
+}

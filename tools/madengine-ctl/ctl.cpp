@@ -16,7 +16,6 @@
 #include <string>
 
 #include "cli/command_line.hpp"
-#include "service/admin.hpp"
 #include "service/service_config.hpp"
 
 using nlohmann::json;
