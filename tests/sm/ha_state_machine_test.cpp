@@ -637,9 +637,6 @@ TEST(HaStateMachine, ManyMachinesConvergeOnTheHighest) {
   }
 }
 
-}  // namespace
-}  // namespace madengine::sm::ha
-
 // A HANDOVER that reaches us while we discover makes us master at the end of
 // that discovery, and says so: what the discovery read may predate the
 // handing master's last writes (the sweep reads the subnet again).
@@ -658,3 +655,6 @@ TEST(HaStateMachine, HandoverDuringDiscoveryIsMarkedHanded) {
   EXPECT_TRUE(b.program);
   EXPECT_FALSE(b.handed);
 }
+
+}  // namespace
+}  // namespace madengine::sm::ha
