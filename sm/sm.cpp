@@ -234,6 +234,12 @@ void SubnetManager::set_priority(std::uint8_t priority) noexcept {
   update_status([&](SmStatus& s) { s.priority = priority; });
 }
 
+std::uint16_t SubnetManager::shown_sm_lid() const noexcept {
+  // A standby (or a master that handed over) names the master its port
+  // points at, not the LID of its own last sweep.
+  return ha_->state() == wire::SmState::kMaster ? sm_lid_ : transport_.local_port().sm_lid;
+}
+
 void SubnetManager::refresh_status() noexcept {
   const TxnCounters c = txn_->counters();
   std::int64_t age_ms = -1;
@@ -243,11 +249,9 @@ void SubnetManager::refresh_status() noexcept {
   // standby's failed polls must be visible while it still stands by.
   const ha::HaCounters hc = ha_->counters();
   const LocalPort lp = transport_.local_port();
-  const bool master = ha_->state() == wire::SmState::kMaster;
+  const std::uint16_t sm_lid = shown_sm_lid();
   update_status([&](SmStatus& s) {
-    // A standby (or a master that handed over) names the master its port
-    // points at, not the LID of its own last sweep.
-    if (!master) s.sm_lid = lp.sm_lid;
+    s.sm_lid = sm_lid;
     s.port_lid = lp.lid;
     s.smps = c;
     s.replica_age_ms = age_ms;

@@ -350,6 +350,7 @@ class SubnetManager {
   void note_master_lid(const DiscoveryResult& d);
   Task<std::uint32_t> program_mcast(const fabric::Fabric& f);
   void on_sm_mad(MadBuf& buf, CoreContext& ctx) noexcept;
+  std::uint16_t shown_sm_lid() const noexcept;  // SmStatus::sm_lid: ours as master, else our port's MasterSMLID
   void update_status(const std::function<void(SmStatus&)>& fn);
   void publish_ha_status();
   bool sweeping() const noexcept {

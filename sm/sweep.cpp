@@ -385,7 +385,7 @@ Task<void> SubnetManager::heavy_sweep() {
   const fabric::Node& own = snap->fabric.nodes[d.local_node];
   local_state_seen_ = own.ports[d.local_port].state;
   const std::uint64_t epoch = epoch_;
-  const std::uint16_t sm_lid = sm_lid_;
+  const std::uint16_t sm_lid = shown_sm_lid();
   const wire::SmState state = ha_->state();
   update_status([&](SmStatus& s) {
     s.subnet_up = s.subnet_up || st.ok;
