@@ -52,11 +52,9 @@ TEST(IbsimHarness, TwoFabricsSideBySideAndCleanUp) {
 TEST(IbsimHarness, RunTimesOut) {
   IbsimFabric f(topology_path("chain3.topo"));
   ASSERT_TRUE(f.ok()) << f.error();
-  const unsigned hung = IbsimFabric::hung_runs();
   const auto r = f.run("sleep 30", {}, 200ms);
   EXPECT_TRUE(r.timed_out);
   EXPECT_EQ(r.exit_code, -1);
-  EXPECT_EQ(IbsimFabric::hung_runs(), hung + 1);  // run once more, then given up
 }
 
 TEST(IbsimHarness, ConsoleUnlinkCutsTheChain) {

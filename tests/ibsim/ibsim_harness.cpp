@@ -276,28 +276,8 @@ std::vector<std::string> IbsimFabric::client_env(std::string_view sim_host) cons
           "SIM_HOST=" + std::string(sim_host)};
 }
 
-namespace {
-std::atomic<unsigned> g_hung_runs{0};
-}  // namespace
-
-unsigned IbsimFabric::hung_runs() noexcept { return g_hung_runs.load(std::memory_order_relaxed); }
-
 RunResult IbsimFabric::run(const std::string& cmd, std::string_view sim_host,
                            std::chrono::milliseconds timeout) const {
-  RunResult r = run_once(cmd, sim_host, timeout);
-  if (!r.timed_out) return r;
-  // A diag that hangs is stuck in the shim's exchange with ibsim, not
-  // waiting for an SMP (libibmad's own timer ends those in a failure; see
-  // IbsimHarness.ConsoleUnlinkCutsTheChain): it is run once more, and said.
-  // Its answer, when it comes, is checked like any other.
-  std::fprintf(stderr, "ibsim harness: `%s` hung for %lld ms in the shim: running it once more\n", cmd.c_str(),
-               static_cast<long long>(timeout.count()));
-  g_hung_runs.fetch_add(1, std::memory_order_relaxed);
-  return run_once(cmd, sim_host, timeout);
-}
-
-RunResult IbsimFabric::run_once(const std::string& cmd, std::string_view sim_host,
-                                std::chrono::milliseconds timeout) const {
   RunResult r;
   static std::atomic<unsigned> run_seq{0};
   const std::string base = work_dir_ + "/run" + std::to_string(run_seq.fetch_add(1));
@@ -334,7 +314,7 @@ IbsimFabric::Background IbsimFabric::start_background(const std::string& cmd, co
   for (const char c : cmd) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
   // run() kills its command's process group on return: the shell waits
   // until the new session has written its pid.
-  const auto r = run_once("setsid sh -c 'echo $$ > " + pid_file + "; exec " + quoted + "' </dev/null >" + log + " 2>&1 & " +
+  const auto r = run("setsid sh -c 'echo $$ > " + pid_file + "; exec " + quoted + "' </dev/null >" + log + " 2>&1 & " +
                          "while [ ! -s " + pid_file + " ]; do sleep 0.01; done; cat " + pid_file,
                      sim_host, std::chrono::seconds(10));
   const pid_t pid = r.exit_code == 0 ? static_cast<pid_t>(std::atoi(r.out.c_str())) : -1;

@@ -71,8 +71,6 @@ class IbsimFabric {
   // SIM_HOST), in work_dir(); kills its process group after `timeout`.
   RunResult run(const std::string& cmd, std::string_view sim_host = {},
                 std::chrono::milliseconds timeout = std::chrono::seconds(15)) const;
-  // Commands of this process that hung to their timeout and were run once more (run()).
-  static unsigned hung_runs() noexcept;
 
   // A client that outlives run() (an SM under test): `cmd` through /bin/sh
   // in a session of its own, stdin from /dev/null, stdout and stderr into
@@ -118,7 +116,6 @@ class IbsimFabric {
  private:
   bool start_ibsim();
   bool wait_ready(std::chrono::milliseconds timeout);
-  RunResult run_once(const std::string& cmd, std::string_view sim_host, std::chrono::milliseconds timeout) const;
 
   std::string topology_;
   Options options_;
