@@ -25,3 +25,13 @@ if(MADENGINE_FUZZ)
   add_compile_options(-fsanitize=fuzzer-no-link,address,undefined)
   add_link_options(-fsanitize=address,undefined)
 endif()
+
+# Folders whose objects are not in libmadengine (tests, benchmarks, tools)
+# carry line tables only: backtraces, sanitizer reports and profiles need no
+# more, and full debug information is about a third of their compile time.
+# The library keeps the build type's -g: the ABI check reads its DWARF.
+macro(madengine_line_tables_only)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
+    add_compile_options(-g1)
+  endif()
+endmacro()
