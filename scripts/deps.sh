@@ -22,6 +22,7 @@ packages=(
   libmicrohttpd-dev libsystemd-dev systemd curl logrotate
   # tools the scripts and tests call
   procps psmisc python3 man-db
+  gdb                              # a diag that hangs on ibsim is reported with every stack
   # libmadengine's ABI check (abidw, abidiff) and Debian packages (CPack's
   # DEB generator runs `file` on every packaged file, then dpkg-shlibdeps)
   abigail-tools dpkg-dev file

@@ -55,6 +55,10 @@ TEST(IbsimHarness, RunTimesOut) {
   const auto r = f.run("sleep 30", {}, 200ms);
   EXPECT_TRUE(r.timed_out);
   EXPECT_EQ(r.exit_code, -1);
+  // The report says where the command and ibsim waited.
+  EXPECT_NE(r.err.find("sleep 30"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ibsim -s"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("wchan"), std::string::npos) << r.err;
 }
 
 TEST(IbsimHarness, ConsoleUnlinkCutsTheChain) {

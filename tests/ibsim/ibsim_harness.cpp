@@ -287,19 +287,42 @@ RunResult IbsimFabric::run(const std::string& cmd, std::string_view sim_host,
     r.err = "fork failed";
     return r;
   }
+  std::string hang;
   if (const auto status = wait_for(pid, timeout)) {
     r.exit_code = WIFEXITED(*status) ? WEXITSTATUS(*status) : -1;
   } else {
     // The shim never reports a send timeout: a diag waiting for an answer
     // that will not come hangs. Its ibsim client slot stays taken.
     r.timed_out = true;
+    hang = hang_report(pid);
     kill(-pid, SIGKILL);
     waitpid(pid, nullptr, 0);
   }
   kill(-pid, SIGKILL);
   r.out = read_file(base + ".out");
   r.err = read_file(base + ".err");
+  if (!hang.empty()) r.err += "\n--- timed out; where each process waited ---\n" + hang;
   return r;
+}
+
+std::string IbsimFabric::hang_report(pid_t group) const {
+  // Where each process of the hung command, ibsim and this test process
+  // wait: scheduler state, kernel wait channel and every thread's stack
+  // (gdb, when installed). A hang seen once in many runs is traced from this.
+  const std::string pids = "$(pgrep -g " + std::to_string(group) + ") " + std::to_string(ibsim_pid_) + " " +
+                           std::to_string(::getpid());
+  const std::string script =
+      "for p in " + pids +
+      "; do echo \"== pid $p: $(tr '\\0' ' ' < /proc/$p/cmdline)\"; "
+      "echo \"state $(cut -d' ' -f3 /proc/$p/stat) wchan $(cat /proc/$p/wchan)\"; "
+      "command -v gdb >/dev/null && timeout 20 gdb -p $p -batch -ex 'thread apply all bt 16' 2>/dev/null | "
+      "grep -E '^(#|Thread)'; done";
+  static std::atomic<unsigned> seq{0};
+  const std::string out = work_dir_ + "/hang" + std::to_string(seq.fetch_add(1)) + ".txt";
+  const pid_t pid = spawn(Spawn{{"/bin/sh", "-c", script}, {"LD_PRELOAD="}, work_dir_, out, "", -1});
+  if (pid < 0) return "";
+  if (!wait_for(pid, std::chrono::seconds(90))) kill(-pid, SIGKILL);
+  return read_file(out);
 }
 
 IbsimFabric::Background::~Background() {

@@ -24,7 +24,7 @@ struct RunResult {
   int exit_code = -1;      // -1 when killed or not started
   bool timed_out = false;  // killed after the timeout (the shim never times out sends)
   std::string out;
-  std::string err;
+  std::string err;  // when timed out, followed by where the command, ibsim and the test process waited
 };
 
 // Absolute path of a file in tests/ibsim/topologies/.
@@ -115,6 +115,7 @@ class IbsimFabric {
 
  private:
   bool start_ibsim();
+  std::string hang_report(pid_t group) const;
   bool wait_ready(std::chrono::milliseconds timeout);
 
   std::string topology_;

@@ -380,6 +380,81 @@ TEST(UmadIbsim, BlockedEngineCoresWakeForShimMads) {
   EXPECT_EQ(engine.pool().in_use(), 0u);
 }
 
+// An SM's SMP window kept full by an engine core, as a sweep does. umad2sim
+// writes each MAD to ibsim under its device mutex, which its receiver thread
+// needs to pass each answer on, and ibsim retries a write to a client whose
+// queue is full without reading anything else: a send that has to wait for
+// ibsim waits out the transport's send timeout on the shim's socket (100 ms,
+// a stalled core) or longer. A full window of 64 never has to: no send is
+// refused, no SMP retried, and ibsim keeps serving its other clients.
+TEST(UmadIbsim, FullSmpWindowNeverStallsTheShim) {
+  SKIP_WITHOUT_SHIM();
+  IbsimFabric fabric(ibsim::topology_path("chain3.topo"));
+  ASSERT_TRUE(fabric.ok()) << fabric.error();
+  fabric.attach_self("H1");
+  SteadyClock clock;
+  UmadTransport t({}, clock);
+  ASSERT_TRUE(t.open(AgentSpec{.smi = true})) << t.last_error();
+  EngineConfig cfg;
+  cfg.cores = 1;
+  cfg.pin = false;
+  cfg.clock = &clock;
+  Engine engine(cfg);
+  engine.add_transport(t, 0);
+  constexpr std::uint32_t kWindow = 64;  // SmConfig::window_smps_max
+  constexpr std::uint32_t kSmps = 5000;
+  TransactionManager txn(clock, engine.core(0),
+                         TransactionConfig{.core_id = 0, .window_max = kWindow, .window_per_dest_max = kWindow});
+  TxnHook hook{&txn};
+  engine.set_response_hook(0, hook);
+  engine.add_transaction_manager(0, txn, t.local_port().port_num);
+
+  // Requests go in as the window frees, from the core's own thread.
+  struct Asker final : Poller {
+    TransactionManager* txn = nullptr;
+    std::uint32_t asked = 0;
+    std::uint32_t in_flight = 0;
+    std::atomic<std::uint32_t> ok{0};
+    std::atomic<std::uint32_t> failed{0};
+    std::atomic<std::uint32_t> retried{0};
+    std::size_t poll(Nanos) noexcept override {
+      std::size_t work = 0;
+      while (asked < kSmps && in_flight < kWindow) {
+        const MadBuf req = make_dr_node_info(wire::DrPath{}, 0x5000u + asked);
+        const TxnStatus s = txn->request(
+            req, RequestOptions{.timeout_ms = kRespTimeoutMs, .retries = 3},
+            [](void* user, const TxnResult& r) noexcept {
+              auto* a = static_cast<Asker*>(user);
+              --a->in_flight;
+              (r.status == TxnStatus::kOk ? a->ok : a->failed).fetch_add(1);
+              if (r.attempts > 1) a->retried.fetch_add(1);
+            },
+            this);
+        if (s != TxnStatus::kOk) break;
+        ++asked;
+        ++in_flight;
+        ++work;
+      }
+      return work;
+    }
+  } asker;
+  asker.txn = &txn;
+  engine.add_poller(0, asker);
+  engine.start();
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (asker.ok.load() + asker.failed.load() < kSmps && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  engine.stop();
+  EXPECT_EQ(asker.ok.load(), kSmps);
+  EXPECT_EQ(asker.failed.load(), 0u);
+  EXPECT_EQ(asker.retried.load(), 0u);
+  EXPECT_EQ(engine.stats().cores[0].counters.tx_busy, 0u);  // no send waited out its timeout
+  EXPECT_EQ(t.counters().send_errors, 0u);
+  // ibsim serves its other clients: a diag connects and gets its answer.
+  const auto r = fabric.run("smpquery -D nodeinfo 0", "H2", 20s);
+  EXPECT_EQ(r.exit_code, 0) << r.err << (r.timed_out ? " (timed out)" : "");
+}
+
 // The SA-server side: with is_sm the transport holds the issm device, so
 // ibsim routes SA requests for the SM LID to it. OpenSM configures the LIDs
 // first and is stopped (ibsim keeps them); saquery on H2 then asks H1, the
