@@ -75,22 +75,33 @@ pid_t spawn(const Spawn& s) {
   for (auto& a : args) argvp.push_back(a.data());
   argvp.push_back(nullptr);
 
+  // The files are opened before fork: in a test process with umad2sim
+  // preloaded, open() is the shim's, which takes its device mutex; a child
+  // forked while an engine thread held it would wait for it for ever.
+  const int out = ::open(s.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int err = s.err_path.empty() ? out : ::open(s.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int in = s.stdin_fd >= 0 ? s.stdin_fd : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const auto close_files = [&] {
+    if (out >= 0) ::close(out);
+    if (err >= 0 && err != out) ::close(err);
+    if (in >= 0 && in != s.stdin_fd) ::close(in);
+  };
+  if (in < 0 || out < 0 || err < 0) {
+    close_files();
+    return -1;
+  }
   const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid != 0) {
     if (pid > 0) setpgid(pid, pid);  // also done in the child: whichever runs first
+    close_files();
     return pid;
   }
-  // Child: only async-signal-safe calls from here on.
+  // Child: only async-signal-safe calls the shim does not wrap from here on
+  // (it wraps open, close, read, write, ioctl, poll, opendir and scandir).
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);
-  const int in = s.stdin_fd >= 0 ? s.stdin_fd : ::open("/dev/null", O_RDONLY);
-  const int out = ::open(s.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  const int err = s.err_path.empty()
-                      ? out
-                      : ::open(s.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (in < 0 || out < 0 || err < 0) _exit(127);
   dup2(in, 0);
   dup2(out, 1);
   dup2(err, 2);
