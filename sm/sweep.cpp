@@ -372,6 +372,9 @@ Task<void> SubnetManager::heavy_sweep() {
   spdlog::info("sm: programmed: {} SwitchInfo, {} LFT blocks, {} PortInfo, {} armed, {} activated, {} P_Key, {} MFT blocks, {} errors",
                b.switch_info_sets, b.lft_blocks_written, b.port_info_sets, b.ports_armed, b.ports_activated, b.pkey_sets,
                st.mft_blocks_written, b.errors);
+  if (b.lfts_lost != 0)
+    spdlog::warn("sm: {} switches held our LinearFDBTop over tables we did not write (reset while we programmed): rewritten",
+                 b.lfts_lost);
   spdlog::info("sm: tables: {} ports read, {} kept, {} SMPs, {} errors, {:.6f} s; {} GID traps", tables.ports_read,
                tables.ports_kept, tables.smps, tables.errors, st.tables_s, st.gid_traps);
   if (vl_tables != nullptr)

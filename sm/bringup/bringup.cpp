@@ -110,7 +110,7 @@ class Programmer {
     q_.set_feeder([this] {
       const std::size_t switches = routes_.lfts.size();
       if (next_ < switches) {
-        program_switch(routes_.lfts[next_++]);
+        program_switch(next_++);
       } else if (next_ < switches + d_.fabric.nodes.size()) {
         program_node_ports(static_cast<NodeId>(next_++ - switches));
       } else {
@@ -143,8 +143,40 @@ class Programmer {
     q_.submit(make_dr_request(wire::method::kGet, attr, mod, path, cfg_.port_num, {}, cfg_.m_key), std::move(done));
   }
 
-  void program_switch(const fabric::Lft& lft) {
+  // Writes the blocks of switch `index` whose acknowledged contents differ
+  // from its routes (all of them when they are unknown).
+  void write_lft_blocks(std::size_t index) {
+    const fabric::Lft& lft = routes_.lfts[index];
+    const fabric::Node& n = d_.fabric.nodes[lft.node];
+    const std::uint16_t top = routes_.top_lid;
+    auto& sw = st_.lft[n.node_guid];
+    for (std::uint32_t b = 0; b < sw.blocks.size(); ++b) {
+      wire::LftBlock blk;
+      for (std::uint32_t i = 0; i < wire::kLftBlockSize; ++i) {
+        const std::uint32_t lid = b * wire::kLftBlockSize + i;
+        blk.ports[i] = lid < lft.ports.size() && lid <= top ? lft.ports[lid] : wire::kLftNoPort;
+      }
+      const std::uint64_t hash = block_hash(blk);
+      if (sw.blocks[b] == hash) continue;
+      sw.blocks[b] = 0;
+      const std::uint64_t guid = n.node_guid;
+      set(wire::smp_attr::kLinearFwdTable, wire::lft_modifier(b), n.dr_path, wire::as_bytes(blk),
+          [this, guid, b, blk, hash](const TxnResult& r) {
+            const auto got = smp_response_ok(r) ? wire::decode<wire::LftBlock>(smp_data(r.response)) : std::nullopt;
+            if (!got || got->ports != blk.ports) {
+              ++rep_.errors;
+              return;
+            }
+            ++rep_.lft_blocks_written;
+            auto& s = st_.lft[guid];
+            if (b < s.blocks.size()) s.blocks[b] = hash;
+          });
+    }
+  }
+
+  void program_switch(std::size_t index) {
     fabric::Fabric& f = d_.fabric;
+    const fabric::Lft& lft = routes_.lfts[index];
     const std::uint16_t top = routes_.top_lid;
     const std::uint32_t blocks = top / wire::kLftBlockSize + 1u;
     {
@@ -155,27 +187,21 @@ class Programmer {
       // programmed by us: its blocks are unknown.
       if (read.linear_fdb_top.get() != sw.top) sw.blocks.clear();
       sw.blocks.resize(blocks);
-      for (std::uint32_t b = 0; b < blocks; ++b) {
-        wire::LftBlock blk;
-        for (std::uint32_t i = 0; i < wire::kLftBlockSize; ++i) {
-          const std::uint32_t lid = b * wire::kLftBlockSize + i;
-          blk.ports[i] = lid < lft.ports.size() && lid <= top ? lft.ports[lid] : wire::kLftNoPort;
-        }
-        const std::uint64_t hash = block_hash(blk);
-        if (sw.blocks[b] == hash) continue;
-        sw.blocks[b] = 0;
+      write_lft_blocks(index);
+      // Its LinearFDBTop is ours, but a switch that reset between our read
+      // and our SwitchInfo Set holds our top over an empty table: one block
+      // read back tells (a reset clears them all).
+      if (sw.blocks[0] != 0) {
         const std::uint64_t guid = n.node_guid;
-        set(wire::smp_attr::kLinearFwdTable, wire::lft_modifier(b), n.dr_path, wire::as_bytes(blk),
-            [this, guid, b, blk, hash](const TxnResult& r) {
-              const auto got = smp_response_ok(r) ? wire::decode<wire::LftBlock>(smp_data(r.response)) : std::nullopt;
-              if (!got || got->ports != blk.ports) {
-                ++rep_.errors;
-                return;
-              }
-              ++rep_.lft_blocks_written;
-              auto& s = st_.lft[guid];
-              if (b < s.blocks.size()) s.blocks[b] = hash;
-            });
+        get(wire::smp_attr::kLinearFwdTable, wire::lft_modifier(0), n.dr_path, [this, guid, index](const TxnResult& r) {
+          const auto got = smp_response_ok(r) ? wire::decode<wire::LftBlock>(smp_data(r.response)) : std::nullopt;
+          if (!got) return;  // unread: trusted until the next sweep
+          auto& s = st_.lft[guid];
+          if (s.blocks.empty() || block_hash(*got) == s.blocks[0]) return;
+          ++rep_.lfts_lost;
+          std::fill(s.blocks.begin(), s.blocks.end(), 0);
+          write_lft_blocks(index);
+        });
       }
       if (read.linear_fdb_top.get() == top && read.life_time_value() == cfg_.ports.packet_life_time) {
         sw.top = top;

@@ -75,6 +75,7 @@ struct ProgrammedState {
 struct BringupReport {
   std::uint32_t switch_info_sets = 0;
   std::uint32_t lft_blocks_written = 0;
+  std::uint32_t lfts_lost = 0;  // switches holding our LinearFDBTop over other blocks (reset mid-programming): rewritten
   std::uint32_t port_info_sets = 0;
   std::uint32_t ports_armed = 0;
   std::uint32_t ports_activated = 0;

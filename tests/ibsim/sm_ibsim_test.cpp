@@ -284,7 +284,8 @@ TEST(SmIbsim, ResweepOfAnUnchangedFabricChangesNothing) {
   EXPECT_EQ(st.bringup.port_info_sets, 0u);
   EXPECT_EQ(st.bringup.switch_info_sets, 0u);
   EXPECT_EQ(st.bringup.ports_activated, 0u);
-  EXPECT_EQ(st.smps, st.discovery_smps);
+  EXPECT_EQ(st.bringup.lfts_lost, 0u);
+  EXPECT_EQ(st.smps, st.discovery_smps + 3u);  // and one LFT block read back per switch
 }
 
 // A second SM process on the configured fabric keeps every LID.

@@ -74,11 +74,13 @@ TEST(SmSim, FatTree2K16BringUpAndRepeatSweeps) {
   EXPECT_EQ(rig.sm->status().last_light_smps, 24u + 1u);
   // Every switch is asked by LID, through the LFTs the SM wrote.
   EXPECT_EQ(rig.sm->status().last_light_lid_routed, 24u);
-  // A forced heavy sweep of the unchanged fabric reads but writes nothing.
+  // A forced heavy sweep of the unchanged fabric reads but writes nothing:
+  // discovery, and one LFT block read back per switch.
   rig.sm->request_heavy_sweep();
   ASSERT_TRUE(rig.run_until([](const sm::SmStatus& s) { return s.heavy_sweeps >= 2; }, 10'000));
   const auto again = rig.sm->status().last_heavy;
-  EXPECT_EQ(again.smps, again.discovery_smps);
+  EXPECT_EQ(again.smps, again.discovery_smps + 24u);
+  EXPECT_EQ(again.bringup.lfts_lost, 0u);
   EXPECT_EQ(again.bringup.port_info_sets + again.bringup.lft_blocks_written + again.bringup.switch_info_sets, 0u);
   EXPECT_EQ(again.new_nodes + again.vanished_nodes + again.lids_new, 0u);
 }
@@ -181,6 +183,36 @@ TEST(SmSim, LinksDownAreRediscoveredFromTheSwitchesThatReportThem) {
   for (const sim::PortIdx p : cut) rig.fabric.link_up(p);
   ASSERT_TRUE(rig.run_until([&](const sm::SmStatus& s) { return s.last_heavy.links == links && s.last_heavy.ok; }, 10'000));
   EXPECT_FALSE(rig.sm->status().last_heavy.rediscovered);
+  check_sim_fabric(rig.fabric, *rig.store.current());
+}
+
+// A switch that resets after the SM read it and before its SwitchInfo Set
+// lands holds the SM's LinearFDBTop over an empty table: every block looks
+// programmed by the top alone. The next sweep reads one block back, finds
+// the table lost and writes it again.
+TEST(SmSim, SwitchResetWhileProgrammedGetsItsTableAgain) {
+  sm::SmConfig cfg;
+  cfg.light_sweep_interval_ms = 100;
+  SimRig rig(sim::make_fat_tree_2level({.k = 8}), "host-0-0", cfg);
+  ASSERT_TRUE(rig.run_until([](const sm::SmStatus& s) { return s.subnet_up; }, 60'000));
+  const std::uint16_t top = rig.store.current()->top_lid;
+  const std::uint64_t heavy = rig.sm->status().heavy_sweeps;
+  const std::uint32_t spine = rig.fabric.find_node("spine-2");
+  sim::SmpClient sma(rig.fabric, rig.fabric.attach(spine, 0, AgentSpec{.smi = true}));
+  rig.fabric.reset_node(spine);
+  const auto read = sma.dr(wire::method::kGet, wire::smp_attr::kSwitchInfo, 0, wire::DrPath{});
+  ASSERT_TRUE(read.has_value());
+  auto si = wire::decode<wire::SwitchInfo>(std::span<const std::uint8_t>(read->data));
+  ASSERT_TRUE(si.has_value());
+  ASSERT_EQ(si->linear_fdb_top.get(), 0);  // the reset cleared it, and the table
+  si->prepare_for_set(false);
+  si->linear_fdb_top = wire::be16::from(top);  // the Set that landed after the reset
+  ASSERT_TRUE(sma.dr(wire::method::kSet, wire::smp_attr::kSwitchInfo, 0, wire::DrPath{}, wire::as_bytes(*si)));
+  ASSERT_EQ(rig.fabric.lft_port(spine, 1), wire::kLftNoPort);
+  ASSERT_TRUE(rig.run_until([&](const sm::SmStatus& s) { return s.heavy_sweeps > heavy && s.last_heavy.ok; }, 10'000));
+  const sm::SweepStats st = rig.sm->status().last_heavy;
+  EXPECT_EQ(st.bringup.lfts_lost, 1u);
+  EXPECT_GT(st.bringup.lft_blocks_written, 0u);
   check_sim_fabric(rig.fabric, *rig.store.current());
 }
 
