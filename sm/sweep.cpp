@@ -470,6 +470,12 @@ Task<bool> SubnetManager::light_sweep() {
                    if (!pi || pi->state() != wire::PortState::kActive || pi->lid.get() != want_lid) {
                      *changed = true;
                      walk_reason_ = "our port changed";
+                   } else if (pi->master_sm_lid.get() != want_lid) {
+                     // Another master programmed our port since our last
+                     // election (its SMInfo answer was lost then): elect again.
+                     *changed = true;
+                     walk_reason_ = fmt::format("our port's MasterSMLID is {}: another master programs the subnet",
+                                                pi->master_sm_lid.get());
                    }
                  });
   co_await queue_->drained();

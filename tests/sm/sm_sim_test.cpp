@@ -216,6 +216,39 @@ TEST(SmSim, SwitchResetWhileProgrammedGetsItsTableAgain) {
   check_sim_fabric(rig.fabric, *rig.store.current());
 }
 
+// Another master programmed our port (its SMInfo answer was lost in our
+// last election, so our light sweeps never ask it): our port's MasterSMLID
+// is no longer ours, and the next light sweep elects again.
+TEST(SmSim, OurPortProgrammedByAnotherMasterSweepsAgain) {
+  sm::SmConfig cfg;
+  cfg.light_sweep_interval_ms = 100;
+  SimRig rig(sim::make_fat_tree_2level({.k = 8}), "host-0-0", cfg);
+  ASSERT_TRUE(rig.run_until([](const sm::SmStatus& s) { return s.subnet_up; }, 60'000));
+  const std::uint64_t heavy = rig.sm->status().heavy_sweeps;
+  const std::uint16_t sm_lid = rig.sm->status().sm_lid;
+  // The other master's Set, sent from the SM's leaf switch one hop away.
+  const sim::PortIdx leaf_port = rig.fabric.peer(rig.fabric.port(rig.fabric.find_node("host-0-0"), 1));
+  sim::SmpClient sma(rig.fabric, rig.fabric.attach(rig.fabric.node_of(leaf_port), 0, AgentSpec{.smi = true}));
+  wire::DrPath to_host;
+  to_host.push(rig.fabric.port_num_of(leaf_port));
+  const auto read = sma.dr(wire::method::kGet, wire::smp_attr::kPortInfo, 1, to_host);
+  ASSERT_TRUE(read.has_value());
+  auto pi = wire::decode<wire::PortInfo>(std::span<const std::uint8_t>(read->data));
+  ASSERT_TRUE(pi.has_value());
+  ASSERT_EQ(pi->master_sm_lid.get(), sm_lid);
+  pi->master_sm_lid = wire::be16::from(static_cast<std::uint16_t>(sm_lid + 7));
+  pi->set_port_state(0);
+  pi->set_port_physical_state(0);
+  pi->set_link_down_default_state(0);
+  ASSERT_TRUE(sma.dr(wire::method::kSet, wire::smp_attr::kPortInfo, 1, to_host, wire::as_bytes(*pi)));
+  ASSERT_TRUE(rig.run_until([&](const sm::SmStatus& s) { return s.heavy_sweeps > heavy && s.last_heavy.ok; }, 10'000));
+  EXPECT_NE(rig.sm->status().last_heavy.walk_reason.find("MasterSMLID"), std::string::npos)
+      << rig.sm->status().last_heavy.walk_reason;
+  const auto again = sma.dr(wire::method::kGet, wire::smp_attr::kPortInfo, 1, to_host);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(wire::decode<wire::PortInfo>(std::span<const std::uint8_t>(again->data))->master_sm_lid.get(), sm_lid);
+}
+
 // A host's cable pulled: the CA is gone, which re-discovery does not handle;
 // the SM walks the subnet and says why.
 TEST(SmSim, LinkToACaDownWalksTheSubnet) {
