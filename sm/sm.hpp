@@ -390,6 +390,10 @@ class SubnetManager {
   // Owner core only.
   Guid2Lid guid2lid_;
   Guid2Lid guid2lid_saved_;  // as last handed to the I/O pool
+  // STANDBY: the LID each end port carried at our last refresh sweep (the
+  // master's numbering, prepared snapshot or not). A takeover keeps the
+  // LIDs of ports it does not find free of new owners with it.
+  Guid2Lid master_lids_;
   sa::FabricIdentity fabric_;      // our SM port and subnet prefix: what our state files name
   bool guid2lid_name_due_ = false; // the file does not name our fabric yet: the next save writes it
   MKeyBook mkeys_;

@@ -62,6 +62,13 @@ void remember_absent_lids(const fabric::Fabric& f, Guid2Lid& map, const sa::Snap
   }
 }
 
+void remember_absent_lids(const fabric::Fabric& f, Guid2Lid& map, const Guid2Lid& seen) {
+  std::unordered_set<std::uint64_t> found;
+  for (const fabric::EndPort e : f.end_ports()) found.insert(end_port_guid(f, e));
+  for (const auto& [guid, range] : seen)
+    if (!found.contains(guid) && !map.contains(guid)) map[guid] = range;
+}
+
 }  // namespace
 
 Task<void> SubnetManager::heavy_sweep() {
@@ -179,6 +186,12 @@ Task<void> SubnetManager::heavy_sweep() {
   std::vector<std::uint16_t> current_lids = d.current_lids();
   if (d.errors != 0) keep_unread_lids(d.fabric, current_lids, current_ != nullptr ? current_.get() : warm_.get());
   remember_absent_lids(d.fabric, guid2lid_, current_ != nullptr ? current_.get() : warm_.get());
+  if (role_.mastership_new) {
+    // A takeover: ports our standby sweeps saw that this sweep did not find
+    // (a link down, a mute SMA) keep the LIDs the master gave them.
+    remember_absent_lids(d.fabric, guid2lid_, master_lids_);
+    master_lids_.clear();
+  }
   warm_.reset();
   if (decision.assert_all && current_ != nullptr) {
     // Handed a subnet or joined to one: rewrite every port and table (SM LID

@@ -206,5 +206,17 @@ TEST(MadsimRegression, Seed1504) { expect_passes(1504); }
 TEST(MadsimRegression, Seed980) { expect_passes(980); }
 TEST(MadsimRegression, Seed910) { expect_passes(910); }
 
+// A standby took over while a host's link was down and gave that host's LID
+// to a switch reset meanwhile: its last known fabric was its own old
+// subnet's, not the master's. A standby now remembers the LIDs its refresh
+// sweeps read, and a takeover keeps those of ports it does not find.
+TEST(MadsimRegression, Seed3882) { expect_passes(3882); }
+
+// A switch reset between the master's read and its SwitchInfo Set held the
+// master's LinearFDBTop over an empty table for good (1636); two masters
+// that each missed the other's SMInfo answer both stayed MASTER (2717).
+TEST(MadsimRegression, Seed1636) { expect_passes(1636); }
+TEST(MadsimRegression, Seed2717) { expect_passes(2717); }
+
 }  // namespace
 }  // namespace madsim
