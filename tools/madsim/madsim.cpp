@@ -11,8 +11,6 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <set>
 #include <string>
 #include <unistd.h>
 
@@ -50,10 +48,8 @@ int main(int argc, char** argv) {
   std::string seeds, size_text = "small";
   double hours = 0;
   bool trace = false, describe_only = false, sm_logs = false, keep = false, quiet = false;
-  std::string work_dir, known_file;
+  std::string work_dir;
   app.add_option("--seed", seed, "run this one seed");
-  app.add_option("--known-failures", known_file,
-                 "a file of seeds that fail for a reason not fixed yet (one per line, # comments): reported, not counted");
   app.add_option("--seeds", seeds, "run a range of seeds, A-B");
   app.add_option("--hours", hours, "stop a range after this many hours of wall time");
   app.add_option("--size", size_text, "fabric sizes: small (CI), medium, large");
@@ -79,28 +75,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   for (const int sig : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, on_crash);
-  std::set<std::uint64_t> known;
-  if (!known_file.empty()) {
-    std::ifstream in(known_file);
-    if (!in) {
-      fmt::print(stderr, "madsim: --known-failures {}: cannot be read\n", known_file);
-      return 2;
-    }
-    std::string line;
-    for (std::size_t n = 1; std::getline(in, line); ++n) {
-      line = line.substr(0, line.find('#'));
-      if (line.find_first_not_of(" \t") == std::string::npos) continue;
-      try {
-        known.insert(std::stoull(line));
-      } catch (const std::exception&) {
-        fmt::print(stderr, "madsim: {}:{}: not a seed: {}\n", known_file, n, line);
-        return 2;
-      }
-    }
-  }
-  std::uint64_t known_failed = 0;
-  std::string known_passed;
-
   const auto t0 = std::chrono::steady_clock::now();
   std::uint64_t ran = 0, failed = 0;
   double sim_s = 0;
@@ -129,11 +103,6 @@ int main(int argc, char** argv) {
                  "takeovers, {} SMPs dropped, {} LFT walks, {} paths; digest {:016x}\n",
                  r.ok() ? "ok  " : "FAIL", s, sc.fabric_spec, st.queries, st.answered, st.busy, st.excused, st.lost,
                  st.heavy_sweeps, st.kills, st.takeovers, st.smp_dropped, st.lft_pairs, st.paths_checked, r.digest);
-    if (!r.ok() && known.contains(s)) {
-      ++known_failed;
-      continue;
-    }
-    if (r.ok() && known.contains(s)) known_passed += fmt::format(" {}", s);
     if (!r.ok()) {
       ++failed;
       fmt::print("{}", madsim::describe(sc));
@@ -146,9 +115,7 @@ int main(int argc, char** argv) {
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!describe_only) {
-    fmt::print("madsim: {} seeds, {} failed, {} known failures; {:.1f} s simulated, {:.1f} s wall\n{}", ran, failed,
-               known_failed, sim_s, wall, failures);
-    if (!known_passed.empty()) fmt::print("madsim: known failures that now pass (take them off the list):{}\n", known_passed);
+    fmt::print("madsim: {} seeds, {} failed; {:.1f} s simulated, {:.1f} s wall\n{}", ran, failed, sim_s, wall, failures);
   }
   return failed == 0 ? 0 : 1;
 }
