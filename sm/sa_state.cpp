@@ -57,19 +57,43 @@ Task<void> SubnetManager::replica_loop() {
     std::uint16_t master_lid = lp.sm_lid != lp.lid ? lp.sm_lid : 0;
     if (master_lid == 0) master_lid = master_lid_unique_;
     if (master_lid == 0) continue;
-    // Subscribers' LIDs from our own view of the fabric (the SA re-resolves
-    // them from each snapshot it serves).
-    std::shared_ptr<const sa::Snapshot> view = warm_ != nullptr ? warm_ : current_;
-    ha::LidOfGid lid_of = [view](const wire::Gid& g) -> std::uint16_t {
-      if (view == nullptr) return 0;
-      const auto it = view->by_port_guid.find(g.guid.get());
-      return it == view->by_port_guid.end() ? 0 : view->fabric.lid_of(it->second);
-    };
     phase(SmPhase::kReplicaCopy);
-    replica_lid_ = master_lid;
-    replica_->start(ha::SaTarget{.lid = master_lid, .sl = lp.sm_sl, .pkey_index = 0, .port_num = lp.port_num},
-                    cfg_.sm_key, interval, std::move(lid_of));
+    start_replica_round(master_lid, interval);
   }
+}
+
+bool SubnetManager::start_replica_round(std::uint16_t master_lid, Nanos timeout_ns) {
+  const LocalPort lp = transport_.local_port();
+  // Subscribers' LIDs from our own view of the fabric (the SA re-resolves
+  // them from each snapshot it serves).
+  std::shared_ptr<const sa::Snapshot> view = warm_ != nullptr ? warm_ : current_;
+  ha::LidOfGid lid_of = [view](const wire::Gid& g) -> std::uint16_t {
+    if (view == nullptr) return 0;
+    const auto it = view->by_port_guid.find(g.guid.get());
+    return it == view->by_port_guid.end() ? 0 : view->fabric.lid_of(it->second);
+  };
+  replica_lid_ = master_lid;
+  return replica_->start(ha::SaTarget{.lid = master_lid, .sl = lp.sm_sl, .pkey_index = 0, .port_num = lp.port_num},
+                         cfg_.sm_key, timeout_ns, std::move(lid_of));
+}
+
+Task<void> SubnetManager::final_replica_round() {
+  role_.handed_by_live_master = false;
+  // Only a master we copied from, and whose copy we would vouch with.
+  if (replica_ == nullptr || replica_lid_ == 0 || !replica_->image().has_value()) co_return;
+  const Nanos timeout = Nanos{cfg_.ha_replica_interval_ms} * kNanosPerMilli;
+  const std::uint64_t complete = replica_->counters().complete;
+  if (!start_replica_round(replica_lid_, timeout)) co_return;
+  const Nanos deadline = sched_->clock().now_ns() + timeout;
+  while (replica_->in_flight() && sched_->clock().now_ns() < deadline) {
+    const Wake w = co_await sched_->sleep_for(kReplicaStepNs / 4);
+    if (!w) co_return;
+  }
+  if (replica_->counters().complete != complete)
+    spdlog::info("sm: handed the subnet: the SA state copied once more from the master that handed it");
+  else
+    spdlog::warn("sm: handed the subnet: the last copy from the master that handed it did not complete: the "
+                 "standby's last copy is used");
 }
 
 // Once per mastership, before its first publication: hand the SA the state

@@ -152,6 +152,7 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
       role_.mastership_new = true;
       role_.sa_state_decided = false;
       role_.lids_from_fabric = true;
+      role_.handed_by_live_master = t.from == wire::SmState::kStandby && t.by_handover;
       // What an earlier mastership still meant to ask is settled anew.
       role_.ask_all = false;
       reregister_ports_.clear();

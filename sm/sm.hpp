@@ -222,6 +222,9 @@ struct SmRoleState {
   // gone since (another SM may have numbered it meanwhile): ports keep the
   // LIDs they carry before our guid2lid map (sm/lids, LidPreference::kCurrent).
   bool lids_from_fabric = true;
+  // Made master by a HANDOVER: the handing master lives on, so the SA state
+  // is copied from it once more before this mastership vouches for it.
+  bool handed_by_live_master = false;
 };
 
 struct SmStatus {
@@ -337,6 +340,12 @@ class SubnetManager {
   // Our own port's PortInfo (state, LID) as a master left it; true when it changed.
   Task<bool> local_port_changed();
   Task<void> replica_loop();
+  // Starts a replica round against the SA at `master_lid` (false: refused).
+  bool start_replica_round(std::uint16_t master_lid, Nanos timeout_ns);
+  // One last round from the master that handed us the subnet (bounded by
+  // the replica interval), so registrations since the standby's last round
+  // are not lost.
+  Task<void> final_replica_round();
   bool settle_sa_state(const DiscoveryResult& d);
   // Why the fabric `d` found shows another SM numbered it since our guid2lid
   // was written (empty: nothing shows it).

@@ -174,7 +174,13 @@ Task<void> SubnetManager::heavy_sweep() {
   }
   const std::shared_ptr<const PortStateRecheck> recheck = clear_port_state_changes(*queue_, d, dopts);
   resweep_ = d.errors != 0;
-  if (role_.mastership_new && !role_.sa_state_decided) role_.reregister = settle_sa_state(d);
+  if (role_.mastership_new && !role_.sa_state_decided) {
+    if (role_.handed_by_live_master) {
+      Task<void> last_copy = final_replica_round();
+      co_await last_copy;
+    }
+    role_.reregister = settle_sa_state(d);
+  }
   if (current_ == nullptr && warm_ != nullptr && publish_warm(d.fabric, d.current_lids())) {
     const std::uint64_t e = epoch_;
     update_status([e](SmStatus& s) {

@@ -272,6 +272,7 @@ SetReply SmStateMachine::on_set(std::uint32_t modifier, const wire::SmInfo& req)
       switch (modifier) {
         case wire::sm_info_mod::kHandover:
           go(a, SmState::kMaster, "HANDOVER from the master");
+          a.transition.by_handover = true;
           a.acknowledge_to = sender;
           a.sweep = true;
           a.stop_polling = true;

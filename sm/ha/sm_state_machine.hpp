@@ -30,6 +30,7 @@ struct Transition {
   wire::SmState from = wire::SmState::kNotActive;
   wire::SmState to = wire::SmState::kNotActive;
   const char* reason = "";
+  bool by_handover = false;  // to MASTER by the master's HANDOVER: that master lives on
 };
 
 // What the caller must do after an event. Zero GUIDs mean "nothing".

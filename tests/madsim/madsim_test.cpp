@@ -218,5 +218,10 @@ TEST(MadsimRegression, Seed3882) { expect_passes(3882); }
 TEST(MadsimRegression, Seed1636) { expect_passes(1636); }
 TEST(MadsimRegression, Seed2717) { expect_passes(2717); }
 
+// A join answered 34 ms before a HANDOVER, after the standby's last replica
+// round, was lost: the new master vouched with that copy. A master handed
+// the subnet by a live master copies once more from it before vouching.
+TEST(MadsimRegression, Seed2577) { expect_passes(2577); }
+
 }  // namespace
 }  // namespace madsim

@@ -187,8 +187,10 @@ TEST(HaStateMachine, StandbyPollingBudget) {
   EXPECT_EQ(m.polled_guid(), 0u);
   // Nothing to poll any more.
   EXPECT_FALSE(m.poll_result(nullptr).changed);
-  // The takeover sweep makes it master.
-  EXPECT_TRUE(m.sweep_done({}).program);
+  // The takeover sweep makes it master; the master is gone, not handing over.
+  const Actions t = m.sweep_done({});
+  EXPECT_TRUE(t.program);
+  EXPECT_FALSE(t.transition.by_handover);
   EXPECT_EQ(m.state(), SmState::kMaster);
 }
 
@@ -497,6 +499,7 @@ TEST(HaStateMachine, StandbyHandedOverAcknowledgesAndAssertsWithoutPolling) {
   EXPECT_EQ(m.polled_guid(), 0u);
   ASSERT_TRUE(r.actions.changed);
   EXPECT_EQ(r.actions.transition.to, SmState::kMaster);
+  EXPECT_TRUE(r.actions.transition.by_handover);  // the old master lives on: its SA state is copied once more
   // The old master (priority 9, above our 5) handed over by operator choice;
   // once it is STANDBY the election still ranks it first, so the next sweep
   // offers it the subnet back, as OpenSM would.
