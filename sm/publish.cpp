@@ -109,12 +109,8 @@ Task<void> SubnetManager::prepare_warm(fabric::Fabric f, std::vector<std::uint16
   warm_.reset();
   master_lids_.clear();  // this reading only: an older one may predate a renumbering
   const auto ends = f.end_ports();
-  for (std::size_t i = 0; i < ends.size() && i < current_lids.size(); ++i) {
-    if (current_lids[i] == 0) continue;
-    const fabric::Node& n = f.nodes[ends[i].node];
-    const unsigned span = n.is_switch() ? 1u : 1u << n.lmc;
-    master_lids_[end_port_guid(f, ends[i])] = {current_lids[i], static_cast<std::uint16_t>(current_lids[i] + span - 1)};
-  }
+  for (std::size_t i = 0; i < ends.size() && i < current_lids.size(); ++i)
+    if (current_lids[i] != 0) master_lids_[end_port_guid(f, ends[i])] = lid_range(f.nodes[ends[i].node], current_lids[i]);
   Guid2Lid map = guid2lid_;  // the master's LIDs as the ports report them; our map is not touched
   const LidAssignReport lids = assign_lids(f, map, cfg_.lmc, current_lids, LidPreference::kCurrent);
   if (lids.assigned_new != 0 || lids.conflicts != 0) {

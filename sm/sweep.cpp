@@ -48,23 +48,26 @@ void keep_unread_lids(const fabric::Fabric& f, std::vector<std::uint16_t>& lids,
 // down, a mute SMA) still carry their LIDs. Entered in `map` when it has
 // none for them, so assign_lids keeps those LIDs theirs: a new master knows
 // the ports it never numbered only from that fabric.
-void remember_absent_lids(const fabric::Fabric& f, Guid2Lid& map, const sa::Snapshot* last) {
-  if (last == nullptr) return;
+std::unordered_set<std::uint64_t> end_port_guids(const fabric::Fabric& f) {
   std::unordered_set<std::uint64_t> found;
   for (const fabric::EndPort e : f.end_ports()) found.insert(end_port_guid(f, e));
+  return found;
+}
+
+void remember_absent_lids(const fabric::Fabric& f, Guid2Lid& map, const sa::Snapshot* last) {
+  if (last == nullptr) return;
+  const std::unordered_set<std::uint64_t> found = end_port_guids(f);
   for (const fabric::EndPort e : last->fabric.end_ports()) {
     const std::uint64_t guid = end_port_guid(last->fabric, e);
     const std::uint16_t lid = last->fabric.lid_of(e);
     if (guid == 0 || lid == 0 || found.contains(guid) || map.contains(guid)) continue;
-    const fabric::Node& n = last->fabric.nodes[e.node];
-    const unsigned span = n.is_switch() ? 1u : 1u << n.lmc;
-    map[guid] = {lid, static_cast<std::uint16_t>(lid + span - 1)};
+    map[guid] = lid_range(last->fabric.nodes[e.node], lid);
   }
 }
 
+// The same from the LIDs a standby's latest refresh read (`seen`).
 void remember_absent_lids(const fabric::Fabric& f, Guid2Lid& map, const Guid2Lid& seen) {
-  std::unordered_set<std::uint64_t> found;
-  for (const fabric::EndPort e : f.end_ports()) found.insert(end_port_guid(f, e));
+  const std::unordered_set<std::uint64_t> found = end_port_guids(f);
   for (const auto& [guid, range] : seen)
     if (!found.contains(guid) && !map.contains(guid)) map[guid] = range;
 }

@@ -51,4 +51,10 @@ LidAssignReport assign_lids(fabric::Fabric& fabric, Guid2Lid& map, std::uint8_t 
 // The GUID a LID assignment is keyed by: a CA port's GUID, a switch's port 0 GUID.
 std::uint64_t end_port_guid(const fabric::Fabric& fabric, fabric::EndPort e) noexcept;
 
+// The LIDs an end port of `n` holds from `base`: one for a switch, 2^LMC for a CA.
+inline LidRange lid_range(const fabric::Node& n, std::uint16_t base) noexcept {
+  const unsigned span = n.is_switch() ? 1u : 1u << n.lmc;
+  return {base, static_cast<std::uint16_t>(base + span - 1)};
+}
+
 }  // namespace madengine::sm
