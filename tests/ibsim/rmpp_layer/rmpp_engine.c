@@ -44,6 +44,8 @@ static int agent_does_rmpp(const rmpp_engine *e, uint32_t agent_id) {
   return agent_id < kRmppAgentsMax && e->agent_rmpp[agent_id] != 0;
 }
 
+int rmpp_engine_agent_does_rmpp(const rmpp_engine *e, uint32_t agent_id) { return agent_does_rmpp(e, agent_id); }
+
 /* Remembers a request; a full table forgets the untimed one closest to
  * expiry, or else the timed one closest to its deadline. */
 static void note_request(rmpp_engine *e, const struct ib_user_mad *umad, size_t mad_len, int timed, uint64_t now_ms) {
@@ -71,6 +73,28 @@ static void note_request(rmpp_engine *e, const struct ib_user_mad *umad, size_t 
     slot->timeout_ms = umad->timeout_ms;
     slot->retries_left = umad->retries;
     slot->deadline_ms = now_ms + umad->timeout_ms;
+  }
+}
+
+/* The last segment of a segmented request was acknowledged: its response
+ * is now awaited for the send's timeout, without resends (the kernel resets
+ * the send's timer to timeout_ms when the transfer ends). */
+void rmpp_request_transferred(rmpp_engine *e, const struct ib_user_mad *umad, const uint8_t *hdr, uint64_t now_ms) {
+  if (!umad->timeout_ms) return;
+  for (int i = 0; i < kRmppRequestsMax; i++) {
+    rmpp_request *r = &e->requests[i];
+    if (!r->used || r->timed || r->tid_lo != (uint32_t)mad_tid(hdr) ||
+        r->mgmt_class != mad_class(hdr) || r->agent_id != (uint8_t)umad->agent_id)
+      continue;
+    r->timed = 1;
+    r->umad = *umad;
+    memset(r->mad, 0, sizeof(r->mad));
+    memcpy(r->mad, hdr, kMadHdrLen);
+    r->mad_len = kMadHdrLen;
+    r->timeout_ms = umad->timeout_ms;
+    r->retries_left = 0;
+    r->deadline_ms = now_ms + umad->timeout_ms;
+    return;
   }
 }
 

@@ -54,7 +54,9 @@ enum { kRmppAgentsMax = 64, kRmppRequestsMax = 1024 };
 /* A request an RMPP agent sent. Its response is delivered, any other is
  * dropped, as the kernel drops responses it cannot match to a send; a
  * single-MAD request with a timeout is resent and then reported ETIMEDOUT,
- * as the kernel does for such agents. */
+ * as the kernel does for such agents, and a segmented one (a GetMulti) waits
+ * its timeout for the response once its last segment is acknowledged, then
+ * is reported ETIMEDOUT. */
 typedef struct rmpp_request {
   uint64_t expires_ms;  /* untimed: forgotten after this */
   uint64_t deadline_ms; /* timed: next resend or report */
@@ -84,6 +86,8 @@ void rmpp_engine_fini(rmpp_engine *e);
 
 /* Records an agent's RMPP version; 0 (or unregistering) cancels its transfers. */
 void rmpp_engine_set_agent(rmpp_engine *e, int agent_id, uint8_t rmpp_version);
+/* Whether the engine does RMPP for the agent. */
+int rmpp_engine_agent_does_rmpp(const rmpp_engine *e, uint32_t agent_id);
 
 /* An application send. Returns 1 when the engine does not own it (send it
  * as is), 0 when the engine took it, or -errno. */

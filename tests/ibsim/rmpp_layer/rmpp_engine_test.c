@@ -426,6 +426,47 @@ static void test_request_direction(void) {
   net_fini(&n);
 }
 
+/* A multi-MAD request with a timeout (osmtest's GetMulti): once its last
+ * segment is acknowledged its response is awaited for that timeout, then it
+ * is reported ETIMEDOUT with its header, as the kernel does; an answer in
+ * time is delivered and nothing is reported. */
+static void test_request_transferred_then_unanswered(void) {
+  static net n;
+  g_seed = 8;
+  net_init(&n, 8, fast_cfg());
+  size_t mad_len;
+  struct ib_user_mad *u = make_resp(600, 0x14 /* GetMulti */, 2, &mad_len);
+  u->timeout_ms = 500;
+  CHECK(rmpp_engine_send(&n.s[0].eng, u, mad_len, 0) == 0);
+  net_run(&n, 499); /* the transfer takes no virtual time: the wait is on */
+  CHECK(n.s[0].eng.stats.sends_done == 1);
+  CHECK(n.s[1].got_count == 1);
+  CHECK(n.s[0].eng.stats.requests_timed_out == 0);
+  net_run(&n, 100000);
+  CHECK(n.s[0].eng.stats.requests_timed_out == 1);
+  CHECK(n.s[0].got_count == 1);
+  if (n.s[0].got_count == 1) {
+    CHECK(rmpp_msg_umad(n.s[0].got[0])->status == ETIMEDOUT);
+    CHECK(memcmp(rmpp_msg_mad(n.s[0].got[0]), u->data, kMadHdrLen) == 0);
+  }
+
+  /* Answered within its timeout: the answer only. */
+  u->data[kOffTid + 7] ^= 1;
+  CHECK(rmpp_engine_send(&n.s[0].eng, u, mad_len, n.now_ms) == 0);
+  size_t resp_len;
+  struct ib_user_mad *resp = make_resp(1000, 0x94 /* GetMultiResp */, 0, &resp_len);
+  resp->data[kOffTid + 7] ^= 1;
+  resp->addr.lid = htons(1);
+  CHECK(rmpp_engine_send(&n.s[1].eng, resp, resp_len, n.now_ms) == 0);
+  net_run(&n, 200000);
+  CHECK(n.s[0].got_count == 2);
+  if (n.s[0].got_count == 2) CHECK(rmpp_msg_umad(n.s[0].got[1])->status == 0 && n.s[0].got[1]->mad_len == resp_len);
+  CHECK(n.s[0].eng.stats.requests_timed_out == 1);
+  free(resp);
+  free(u);
+  net_fini(&n);
+}
+
 /* A response to no request of the receiver (a late retransmission to an
  * earlier process under ibsim): ACKed, so its sender stops, but not handed up;
  * a second copy of an answered response is dropped too. */
@@ -524,6 +565,7 @@ int main(void) {
   test_receiver_stops();
   test_pass_through();
   test_request_direction();
+  test_request_transferred_then_unanswered();
   if (failures) {
     fprintf(stderr, "rmpp_engine_test: %d failure(s)\n", failures);
     return 1;

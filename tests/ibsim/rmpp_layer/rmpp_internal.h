@@ -54,6 +54,9 @@ static inline void rmpp_nack(rmpp_engine *e, rmpp_msg *msg, uint8_t status) {
  * the agent asked. */
 void rmpp_deliver(rmpp_engine *e, rmpp_msg *msg);
 
+/* A segmented request's last segment was acknowledged: wait for its response. */
+void rmpp_request_transferred(rmpp_engine *e, const struct ib_user_mad *umad, const uint8_t *hdr, uint64_t now_ms);
+
 /* rmpp_send.c */
 int rmpp_send_start(rmpp_engine *e, const struct ib_user_mad *umad, size_t mad_len, uint64_t now_ms);
 void rmpp_send_on_ack(rmpp_engine *e, rmpp_msg *msg, uint64_t now_ms);

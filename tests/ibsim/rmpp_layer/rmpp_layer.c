@@ -76,6 +76,15 @@ static atomic_int g_ports_live;
 static pthread_mutex_t g_ports_mu = PTHREAD_MUTEX_INITIALIZER; /* port creation and removal */
 static int g_disabled, g_debug, g_atexit_done, g_no_tail_fix;
 static rmpp_config g_cfg;
+/* On an HCA the kernel gives each agent registration its own upper TID half,
+ * so a new process never reuses the TIDs of the last one. Under ibsim the
+ * upper half carries the shim's agent id and ibsim's client slot, the same
+ * for the next process on the node: its first requests would look like the
+ * last one's to the SA's RMPP (a finished transfer's duplicate, re-ACKed and
+ * dropped) and the last one's late answers like its own. The requests of
+ * RMPP agents therefore leave with the lower half XORed with a per-process
+ * salt, and their answers come back with it removed. */
+static uint32_t g_tid_salt;
 static __thread int t_inside; /* set on helper threads: their calls go straight to the shim */
 
 static uint32_t env_u32(const char *name, uint32_t dflt) {
@@ -108,7 +117,13 @@ static void resolve(void) {
   g_cfg.recv_timeout_ms = env_u32("RMPP_LAYER_RECV_TIMEOUT_MS", g_cfg.recv_timeout_ms);
   g_cfg.linger_ms = env_u32("RMPP_LAYER_LINGER_MS", g_cfg.linger_ms);
   g_cfg.window_segs = env_u32("RMPP_LAYER_WINDOW", g_cfg.window_segs);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  g_tid_salt = ((uint32_t)getpid() * 2654435761u) ^ (uint32_t)ts.tv_nsec ^ (uint32_t)ts.tv_sec;
+  if (g_tid_salt == 0) g_tid_salt = 1;
 }
+
+static void salt_tid(uint8_t *mad) { rmpp_put_be32(mad + kOffTid + 4, rmpp_get_be32(mad + kOffTid + 4) ^ g_tid_salt); }
 
 static void init(void) { pthread_once(&g_once, resolve); }
 
@@ -147,6 +162,11 @@ static void io_send(void *ctx, const struct ib_user_mad *umad, size_t mad_len) {
 
 static void io_deliver(void *ctx, rmpp_msg *msg) {
   port *p = ctx;
+  const struct ib_user_mad *u = rmpp_msg_umad(msg);
+  /* An answer, or our own request handed back (a time-out): the agent's TID. */
+  if (msg->mad_len >= kMadHdrLen && rmpp_engine_agent_does_rmpp(&p->eng, u->agent_id) &&
+      (u->status != 0 || mad_is_response(rmpp_msg_mad(msg))))
+    salt_tid(rmpp_msg_mad(msg));
   msg->next = NULL;
   if (p->ready_tail)
     p->ready_tail->next = msg;
@@ -360,9 +380,31 @@ RMPP_EXPORT int umad_send(int portid, int agentid, void *umad, int length, int t
   u->timeout_ms = (uint32_t)timeout_ms;
   u->retries = (uint32_t)retries;
   const int cs = lock_port(p);
+  /* A request of an RMPP agent goes out with its TID salted, from a copy:
+   * the application's buffer stays as it wrote it. */
+  struct ib_user_mad *salted = NULL;
+  if ((size_t)length >= kMadHdrLen && !mad_is_response(u->data) &&
+      rmpp_engine_agent_does_rmpp(&p->eng, (uint32_t)agentid)) {
+    salted = malloc(sizeof(*u) + (size_t)length);
+    if (!salted) {
+      unlock_port(p, cs);
+      errno = ENOMEM;
+      return -EIO;
+    }
+    memcpy(salted, u, sizeof(*u) + (size_t)length);
+    salt_tid(salted->data);
+    u = salted;
+  }
   const int rc = rmpp_engine_send(&p->eng, u, (size_t)length, now_ms());
   unlock_port(p, cs);
-  if (rc == 1) return real.umad_send(portid, agentid, umad, length, timeout_ms, retries);
+  if (rc == 1) {
+    const int sent = real.umad_send(portid, agentid, u, length, timeout_ms, retries);
+    const int err = errno;
+    free(salted);
+    errno = err;
+    return sent;
+  }
+  free(salted);
   if (rc < 0) {
     errno = -rc;
     return -EIO; /* what libibumad returns for a failed write */
@@ -460,6 +502,20 @@ RMPP_EXPORT int umad_recv(int portid, void *umad, int *length, int timeout_ms) {
     /* Passed through, a MAD still needs its last 32 bytes back (madengine's
      * own RMPP segments carry data there). */
     if (rc >= 0) shim_tail_repair((struct ib_user_mad *)umad, (size_t)*length);
+    /* The port went RMPP while this call waited in the shim: the MAD is the
+     * engine's to judge (an answer it matches to the request it saw go out),
+     * and this call waits on the port's queue instead. */
+    if (rc >= 0 && (p = find_port(portid)) != NULL) {
+      rmpp_msg *m = rmpp_msg_alloc((size_t)*length);
+      if (m) {
+        memcpy(m->buf, umad, sizeof(struct ib_user_mad) + (size_t)*length);
+        const int cs = lock_port(p);
+        rmpp_engine_input(&p->eng, m, now_ms());
+        unlock_port(p, cs);
+      }
+      *length = saved_length;
+      continue;
+    }
     if (rc >= 0 || timeout_ms == 0 || (rc != -ETIMEDOUT && rc != -EWOULDBLOCK)) return rc;
     if (timeout_ms > 0 && now_ms() >= end) return rc;
     *length = saved_length;

@@ -149,6 +149,7 @@ void rmpp_send_on_ack(rmpp_engine *e, rmpp_msg *msg, uint64_t now_ms) {
   s->newwin = newwin;
   if (s->last_ack == s->seg_count) {
     e->stats.sends_done++;
+    if (!mad_is_response(s->hdr)) rmpp_request_transferred(e, &s->umad, s->hdr, now_ms);
     unlink_send(e, s);
     return;
   }

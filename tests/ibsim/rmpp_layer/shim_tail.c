@@ -8,6 +8,7 @@
 #include "shim_tail.h"
 #include "rmpp_wire.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -105,6 +106,19 @@ static void keep(const ibsim_packet *pk) {
   pthread_mutex_unlock(&g.mu);
 }
 
+/* A MAD sent shorter than 256 bytes (OpenSM sends a one-record answer as
+ * SA header plus record) reaches a process on an HCA as 256 bytes, the rest
+ * zero: the kernel's send buffer is zeroed and every received MAD has the
+ * full size. umad2sim forwards the short length and leaves the rest of its
+ * packet uninitialized, so the receiver would get neither the bytes past 224
+ * (the shim's copy bug) nor a whole MAD. */
+static void pad_to_mad_size(ibsim_packet *pk) {
+  const uint64_t len = be64toh(pk->length);
+  if (len < kMadHdrLen || len >= kMadSize) return; /* not a short MAD: as sent */
+  memset(pk->mad + len, 0, kMadSize - len);
+  pk->length = htobe64(kMadSize);
+}
+
 static void *relay_main(void *arg) {
   (void)arg;
   union {
@@ -121,6 +135,7 @@ static void *relay_main(void *arg) {
           atomic_fetch_add(&g_orphans_dropped, 1);
           continue;
         }
+        pad_to_mad_size(&buf.pk);
         keep(&buf.pk);
       }
       if (n > 0) g.from_ibsim++;
