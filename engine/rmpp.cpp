@@ -358,16 +358,19 @@ std::uint32_t RmppReceiver::find(const RmppKey& k, std::uint64_t hash) const noe
   return index_.find(hash, [&](std::uint32_t s) { return transfers_[s].key == k; });
 }
 
+void make_rmpp_reply(const MadBuf& like, MadBuf& out, RmppType type, std::uint8_t status, std::uint32_t d1,
+                     std::uint32_t d2, std::size_t data_offset) noexcept {
+  out = like;
+  out.len = wire::kMadSize;
+  out.hdr().method = static_cast<std::uint8_t>(like.hdr().method ^ wire::method::kResponse);
+  out.hdr().status = wire::be16::from(0);
+  set_rmpp(out, make_rmpp(type, 0, status, d1, d2));
+  std::memset(out.mad.bytes.data() + data_offset, 0, wire::kMadSize - data_offset);
+}
+
 void RmppReceiver::send_ctl(const MadBuf& like, RmppType type, std::uint8_t status, std::uint32_t d1,
                             std::uint32_t d2) noexcept {
-  // Same header and class fields as the DATA, response bit flipped (an ACK
-  // of a GetTableResp travels as a GetTable), back to where the DATA came from.
-  scratch_ = like;
-  scratch_.len = wire::kMadSize;
-  scratch_.hdr().method = static_cast<std::uint8_t>(like.hdr().method ^ wire::method::kResponse);
-  scratch_.hdr().status = wire::be16::from(0);
-  set_rmpp(scratch_, make_rmpp(type, 0, status, d1, d2));
-  std::memset(scratch_.mad.bytes.data() + cfg_.data_offset, 0, seg_data_);
+  make_rmpp_reply(like, scratch_, type, status, d1, d2, cfg_.data_offset);
   switch (type) {
     case RmppType::kAck: ++counters_.acks_sent; break;
     case RmppType::kStop: ++counters_.stops_sent; break;

@@ -134,6 +134,13 @@ class RmppKeyIndex {
 };
 }  // namespace detail
 
+// Builds in `out` an RMPP control MAD (ACK, STOP, ABORT) answering the
+// DATA in `like`: same headers and class fields, response bit flipped (an
+// ACK of a GetTableResp travels as a GetTable), the data from `data_offset`
+// zeroed, addressed back to where the DATA came from.
+void make_rmpp_reply(const MadBuf& like, MadBuf& out, wire::RmppType type, std::uint8_t status, std::uint32_t d1,
+                     std::uint32_t d2, std::size_t data_offset) noexcept;
+
 class RmppSender final : public Poller {
  public:
   // Throws std::invalid_argument on a bad configuration (start-up only).

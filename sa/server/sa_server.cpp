@@ -247,6 +247,15 @@ class SaServer::CoreWorker final : public Poller {
       reply_status(buf, s, k, ctx.tx());
       return;
     }
+    // A request sent as a one-segment RMPP transfer (a GetMulti) is
+    // acknowledged, as every receiver acknowledges a transfer's last segment
+    // (IBA 13.6.4): the requester's RMPP would otherwise resend it until its
+    // window times out.
+    constexpr std::uint8_t kWhole = wire::rmpp_flag::kFirst | wire::rmpp_flag::kLast;
+    if (sa.rmpp.active() && (sa.rmpp.flags() & kWhole) == kWhole) {
+      make_rmpp_reply(buf, ack_, wire::RmppType::kAck, wire::rmpp_status::kNormal, 1, 1, cfg_.rmpp.data_offset);
+      if (!ctx.tx().send(ack_)) bump(k.dropped);
+    }
     const Nanos now = admit_now(ctx);
     Dedup& d = dedup_slot(buf);
     const std::uint64_t digest = request_digest(buf);
@@ -1142,6 +1151,7 @@ class SaServer::CoreWorker final : public Poller {
   const std::uint16_t id_;
   Core& core_;
   RmppSender sender_;
+  MadBuf ack_;  // the ACK of a request sent as an RMPP transfer
   std::unique_ptr<TransactionManager> txn_;
   // The admission queue: kept engine buffers, or (when the core keeps no
   // more) the copy in the same position of copies_.

@@ -208,6 +208,7 @@ class SaHarness : public TxSink {
 
   std::map<std::uint64_t, Answer>& answers() { return answers_; }
   std::vector<MadBuf>& others() { return others_; }  // Reports and anything not an answer
+  std::vector<MadBuf>& acks() { return acks_; }      // RMPP ACKs the SA sent
   std::uint64_t answers_to(std::uint64_t tid) const { return count_.count(tid) ? count_.at(tid) : 0; }
   ManualClock& clock() { return clock_; }
   SaServer& server() { return *server_; }
@@ -219,6 +220,10 @@ class SaHarness : public TxSink {
     const auto& sa = m.as<wire::SaMad>();
     if (!sa.hdr.is_response()) {
       others_.push_back(m);
+      return;
+    }
+    if (sa.rmpp.active() && sa.rmpp.rmpp_type() == wire::RmppType::kAck) {
+      acks_.push_back(m);  // the SA acknowledging a request sent as a transfer
       return;
     }
     if (sa.rmpp.active()) {
@@ -245,6 +250,7 @@ class SaHarness : public TxSink {
   std::map<std::uint64_t, Answer> answers_;
   std::map<std::uint64_t, std::uint64_t> count_;
   std::vector<MadBuf> others_;
+  std::vector<MadBuf> acks_;
 };
 
 }  // namespace madengine::sa::testing

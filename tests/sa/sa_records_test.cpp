@@ -654,7 +654,22 @@ TEST_F(SaRecords, MultiPathRecord) {
                           wire::multi_path_record_cm::kNumbPath | wire::multi_path_record_cm::kSGidCount |
                               wire::multi_path_record_cm::kDGidCount,
                           data, ++tid_, me_);
+  // Sent as a kernel sends it: a one-segment RMPP transfer, which the SA
+  // acknowledges (segment 1, window 1) before it answers.
+  auto& rm = req.as<wire::SaMad>().rmpp;
+  rm.version = 1;
+  rm.type = static_cast<std::uint8_t>(wire::RmppType::kData);
+  rm.set_flags(0, wire::rmpp_flag::kActive | wire::rmpp_flag::kFirst | wire::rmpp_flag::kLast);
+  rm.data1 = wire::be32::from(1);
+  rm.data2 = wire::be32::from(wire::kSaDataSize + 20);
+  h_.acks().clear();
   const auto r = h_.ask(req);
+  ASSERT_EQ(h_.acks().size(), 1u);
+  const auto& ack = h_.acks()[0].as<wire::SaMad>();
+  EXPECT_EQ(ack.hdr.tid.get(), req.hdr().tid.get());
+  EXPECT_EQ(ack.hdr.method, m::kGetMultiResp);
+  EXPECT_EQ(ack.rmpp.data1.get(), 1u);
+  EXPECT_EQ(ack.rmpp.data2.get(), 1u);
   ASSERT_TRUE(r);
   ASSERT_TRUE(r->rmpp);
   EXPECT_EQ(r->first.hdr().method, m::kGetMultiResp);
