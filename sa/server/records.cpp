@@ -173,13 +173,24 @@ void pkey_records(const Snapshot& s, std::uint16_t lid, RecordSink& sink) {
   });
 }
 
+// A CA's SLtoVL and VLArbitration records answer for the port of the LID
+// asked, whatever port numbers the query gives (osmtest asks port 0, "the
+// SA should figure it out"): OpenSM ignores those components for end nodes.
+constexpr std::uint64_t kEndNodePortComponents =
+    wire::sl2vl_record_cm::kInputPortNum | wire::sl2vl_record_cm::kOutputPortNum;
+
 void sl2vl_records(const Snapshot& s, std::uint16_t lid, RecordSink& sink) {
   for_nodes(s, lid, [&](NodeId n) {
     const Node& node = s.fabric.nodes[n];
     for (std::uint8_t out = node.is_switch() ? 0 : 1; out <= node.num_ports() && !sink.full(); ++out) {
       const PortTables* t = s.tables(n, out);
-      if (t == nullptr) continue;
-      for (std::size_t in = 0; in < t->sl2vl.size() && !sink.full(); ++in) {
+      const bool read = t != nullptr && !t->sl2vl.empty();
+      // A switch's port 0 always answers, for every input port, zeros when
+      // it has no data VLs (a base port 0) or was not read: as its VLArb
+      // blocks, and as OpenSM answers it (osmtest -f q asks for it).
+      if (!read && !(node.is_switch() && out == 0)) continue;
+      const std::size_t inputs = read ? t->sl2vl.size() : std::size_t{node.num_ports()} + 1;
+      for (std::size_t in = 0; in < inputs && !sink.full(); ++in) {
         wire::Sl2VlTableRecord r{};
         r.lid = wire::be16::from(port_lid(s, n, out));
         // The port numbers are a switch's (IBA 15.2.5.4); a CA's record leaves them 0, as OpenSM does.
@@ -187,8 +198,8 @@ void sl2vl_records(const Snapshot& s, std::uint16_t lid, RecordSink& sink) {
           r.input_port_num = static_cast<std::uint8_t>(in);
           r.output_port_num = out;
         }
-        r.table = t->sl2vl[in];
-        sink.offer(&r);
+        if (read) r.table = t->sl2vl[in];
+        sink.offer(&r, node.is_switch() ? 0 : kEndNodePortComponents);
       }
     }
   });
@@ -210,7 +221,7 @@ void vl_arb_records(const Snapshot& s, std::uint16_t lid, RecordSink& sink) {
         r.output_port_num = p;
         r.block_num = static_cast<std::uint8_t>(b + 1);
         if (read) r.vl_arb_table = t->vl_arb[b];
-        sink.offer(&r);
+        sink.offer(&r, node.is_switch() ? 0 : wire::vl_arb_record_cm::kOutputPortNum);
       }
     }
   });
@@ -278,10 +289,10 @@ void sm_info_records(const Snapshot& s, RecordSink& sink) {
 
 }  // namespace
 
-bool RecordSink::offer(const void* rec) {
+bool RecordSink::offer(const void* rec, std::uint64_t unmatched) {
   if (full()) return false;
   const auto* p = static_cast<const std::uint8_t*>(rec);
-  if (!components_equal(layout_, mask_, p, query_, bit_masks_)) return true;
+  if (!components_equal(layout_, mask_ & ~unmatched, p, query_, bit_masks_)) return true;
   const std::size_t at = bytes_.size();
   bytes_.resize(at + stride_, 0);
   std::memcpy(bytes_.data() + at, p, layout_.size);

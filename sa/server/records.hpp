@@ -25,8 +25,9 @@ class RecordSink {
         stride_(wire::attr_offset_for(layout.size) * 8u) {
     bytes_.clear();
   }
-  // Appends `rec` (layout.size bytes) if it matches; false once full.
-  bool offer(const void* rec);
+  // Appends `rec` (layout.size bytes) if it matches the query's components
+  // other than `unmatched`; false once full.
+  bool offer(const void* rec, std::uint64_t unmatched = 0);
   bool full() const noexcept { return count_ >= limit_; }
   std::size_t count() const noexcept { return count_; }
   std::uint16_t stride() const noexcept { return stride_; }

@@ -771,8 +771,7 @@ class SaServer::CoreWorker final : public Poller {
         PathQuery pq{&pr, mask, req.addr.lid, snap_->sm.subnet_timeout, get};
         status = collect_path_records(*snap_, pq, sink);
       } else if (!collect_snapshot_records(*snap_, attr, sink)) {
-        const bool trusted = sa.sm_key.get() != 0 && sa.sm_key.get() == snap_->sm.sm_key;
-        status = collect_state_records(attr, trusted, req.addr.lid, sink);
+        status = collect_state_records(attr, trusted(sa), req.addr.lid, sink);
       }
     } catch (...) {  // out of memory building a huge table
       status = st::kNoResources;
@@ -784,6 +783,11 @@ class SaServer::CoreWorker final : public Poller {
       return answer_one_scratch(req, layout->size, k);
     }
     answer_table(req, sink.stride(), k);
+  }
+
+  // A trusted request carries our SM_Key (a zero key is never ours to trust).
+  bool trusted(const wire::SaMad& sa) const noexcept {
+    return sa.sm_key.get() != 0 && sa.sm_key.get() == snap_->sm.sm_key;
   }
 
   std::uint16_t collect_state_records(std::uint16_t attr, bool trusted, std::uint16_t requester_lid, RecordSink& sink) {
@@ -901,6 +905,9 @@ class SaServer::CoreWorker final : public Poller {
           wire::ServiceRecord r, out{};
           std::memcpy(&r, sa.data.data(), sizeof(r));
           status = set ? server_.services_.set(r, mask, who, now_ns, out) : server_.services_.erase(r, mask, who, out);
+          // The answer to a Set or Delete hides the key as a Get's does (IBA
+          // 15.2.5.14; OpenSM's osmtest checks that it reads back zero).
+          if (!trusted(sa)) out.service_key.fill(0);
           if (status == 0) return answer_changed(req, &out, sizeof(out), k);
           break;
         }

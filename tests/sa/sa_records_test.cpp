@@ -338,6 +338,20 @@ TEST_F(SaRecords, TablesFromSnapshotTables) {
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status(), 0);
   EXPECT_EQ(r->record<wire::VlArbTableRecord>().vl_arb_table.entries[0].weight, 7);
+  // A CA's records answer for the LID's port whatever port numbers are asked
+  // (osmtest asks port 0), as OpenSM's; the record keeps the real number.
+  vq.output_port_num = 0;
+  r = ask(m::kGet, a::kVlArbTableRecord,
+          wire::vl_arb_record_cm::kLid | wire::vl_arb_record_cm::kOutputPortNum | wire::vl_arb_record_cm::kBlockNum, vq);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status(), 0);
+  EXPECT_EQ(r->record<wire::VlArbTableRecord>().output_port_num, 1);
+  sq.input_port_num = 3;
+  sq.output_port_num = 0;
+  r = ask(m::kGet, a::kSl2VlTableRecord,
+          wire::sl2vl_record_cm::kLid | wire::sl2vl_record_cm::kInputPortNum | wire::sl2vl_record_cm::kOutputPortNum, sq);
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status(), 0);
 
   wire::GuidInfoRecord gq{};
   gq.lid = wire::be16::from(me_);
@@ -380,6 +394,31 @@ TEST_F(SaRecords, SwitchPortZeroHasFourVlArbBlocksUnread) {
   r = ask(m::kGetTable, a::kVlArbTableRecord, wire::vl_arb_record_cm::kLid, q);
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->records<wire::VlArbTableRecord>().empty());
+}
+
+TEST_F(SaRecords, SwitchPortZeroHasAnSl2VlRecordPerInputPortUnread) {
+  // Likewise its SLtoVL tables: one record per input port (0 included), zeros.
+  const auto& sw = snap().fabric.nodes[0];
+  wire::Sl2VlTableRecord q{};
+  q.lid = wire::be16::from(sw.base_lid);
+  auto r = ask(m::kGetTable, a::kSl2VlTableRecord, wire::sl2vl_record_cm::kLid, q);
+  ASSERT_TRUE(r);
+  const auto recs = r->records<wire::Sl2VlTableRecord>();
+  ASSERT_EQ(recs.size(), std::size_t{sw.num_ports()} + 1);
+  for (std::size_t in = 0; in < recs.size(); ++in) {
+    EXPECT_EQ(recs[in].output_port_num, 0);
+    EXPECT_EQ(recs[in].input_port_num, in);
+    EXPECT_EQ(recs[in].table.get_vl(0), 0);
+  }
+  // osmtest's shape: LID, input 0, output 0 — one record.
+  r = ask(m::kGet, a::kSl2VlTableRecord,
+          wire::sl2vl_record_cm::kLid | wire::sl2vl_record_cm::kInputPortNum | wire::sl2vl_record_cm::kOutputPortNum, q);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status(), 0);
+  q.lid = wire::be16::from(me_);
+  r = ask(m::kGetTable, a::kSl2VlTableRecord, wire::sl2vl_record_cm::kLid, q);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->records<wire::Sl2VlTableRecord>().empty());
 }
 
 TEST_F(SaRecords, PathRecordsEqualThePathDatabase) {
