@@ -29,7 +29,9 @@
 namespace madengine::ibsim::conformance {
 
 // The fabric of a conformance run: OpenSM and the clients over the RMPP
-// layer (madengine, in the test process, does RMPP itself over the shim).
+// layer. madengine, in the test process, does RMPP itself; the binary runs
+// over the layer too (SELF_LAYERED in CMakeLists.txt), which hands it whole,
+// zero-padded MADs as the kernel would.
 inline constexpr IbsimFabric::Options kLayered{.rmpp_layer = true};
 
 // A field that differs between the two SMs by configuration or by design.

@@ -433,7 +433,7 @@ bool shim_loaded() {
   return false;
 }
 
-void reexec_with_shim(int argc, char** argv) {
+void reexec_with_shim(int argc, char** argv, bool with_layer) {
   (void)argc;
   if (shim_loaded()) return;
   if (std::getenv("MADENGINE_IBSIM_REEXEC") != nullptr) {
@@ -445,7 +445,8 @@ void reexec_with_shim(int argc, char** argv) {
     std::fprintf(stderr, "ibsim harness: %s missing (apt-get install libumad2sim0)\n", kShimPath);
     return;
   }
-  setenv("LD_PRELOAD", kShimPath, 1);
+  const std::string preload = with_layer ? std::string(kRmppLayerPath) + " " + kShimPath : kShimPath;
+  setenv("LD_PRELOAD", preload.c_str(), 1);
   setenv("MADENGINE_IBSIM_REEXEC", "1", 1);
   // Sanitizer builds: ASan insists on being first in the link order, which a
   // preloaded shim breaks; the check is only a guard, the runtime still works.

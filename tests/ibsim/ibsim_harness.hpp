@@ -134,8 +134,12 @@ bool shim_loaded();
 // Called first in main() of an ibsim test binary: unless the shim is already
 // preloaded, re-executes /proc/self/exe with LD_PRELOAD=kShimPath (and the
 // same arguments). Returns only in the preloaded process (or on failure, with
-// a message on stderr, in which case the tests skip).
-void reexec_with_shim(int argc, char** argv);
+// a message on stderr, in which case the tests skip). `with_layer` preloads
+// kRmppLayerPath before the shim: madengine in the test process then gets
+// whole MADs as from a kernel (the layer's relay repairs the shim's receive
+// path; madengine's agents have no RMPP version, so the layer passes their
+// MADs through). A binary asks for it with MADENGINE_IBSIM_SELF_LAYERED.
+void reexec_with_shim(int argc, char** argv, bool with_layer = false);
 
 // Polls `pred` every `step` until it holds or `limit` passes (a bound for a
 // hung peer, not a timing check); returns the last answer.

@@ -110,7 +110,8 @@ TEST(PartitionsConformance, TablesGroupsAndPathsAsOpenSmWithTheSameFile) {
   int switch_lid = 0;
   const std::string conf = std::filesystem::temp_directory_path() / ("madengine-partitions-" + std::to_string(::getpid()) + ".conf");
   std::ofstream(conf) << kPartitions;
-  const auto lids = ibsim::conformance::run_opensm(topo, "H1", "H2", {}, {"-P", conf});
+  const auto lids = ibsim::conformance::run_opensm(topo, "H1", "H2", {}, {"-P", conf}, nullptr,
+                                                    ibsim::conformance::kLayered);
   ASSERT_TRUE(lids.ok) << lids.error;
   // guid2lid: "0x<guid> 0x<lid> 0x<lid>"; switch S1 is 0x200000.
   std::istringstream g2l(lids.guid2lid);
@@ -125,12 +126,13 @@ TEST(PartitionsConformance, TablesGroupsAndPathsAsOpenSmWithTheSameFile) {
   ASSERT_NE(switch_lid, 0);
   const auto qs = queries(ca_lids, switch_lid);
   const auto osm = ibsim::conformance::run_opensm(topo, "H1", "H2", qs, {"-P", conf},
-                                                   [&](const IbsimFabric& f) { collect(f, osm_seen); });
+                                                   [&](const IbsimFabric& f) { collect(f, osm_seen); },
+                                                   ibsim::conformance::kLayered);
   ASSERT_TRUE(osm.ok) << osm.error;
   ASSERT_EQ(osm.guid2lid, lids.guid2lid) << "OpenSM numbered the fabric differently on its second run";
 
   // Then madengine on a fresh fabric, from OpenSM's guid2lid, with the same file.
-  IbsimFabric fabric(topo);
+  IbsimFabric fabric(topo, ibsim::conformance::kLayered);
   ASSERT_TRUE(fabric.ok()) << fabric.error();
   MadengineRig me;
   // The daemon's keys: the very file OpenSM read with -P.
