@@ -301,7 +301,13 @@ std::size_t Clients::poll(Nanos now_ns) {
       continue;
     }
     q.due_ns = now_ns + kSendRetryNs;
-    if (!q.tids.empty()) q.deadline_ns = now_ns + kSendRetryNs;
+    if (!q.tids.empty()) {
+      // A retry that cannot be formed (the peer's host died and its LID is
+      // gone) still spends the attempt, as a client's retry timer would:
+      // the query ends lost, not pending forever.
+      ++q.attempts;
+      q.deadline_ns = now_ns + kQueryTimeoutNs;
+    }
   }
   return work;
 }
