@@ -898,6 +898,11 @@ class SaServer::CoreWorker final : public Poller {
     const std::uint64_t mask = sa.comp_mask.get();
     if (id_ != cfg_.state_core) return error(req, wire::status::kMethodAttrUnsupported, k);  // misrouted
     const Requester who = requester_of(req);
+    // A requester the SA cannot place (no GRH, a LID our subnet does not
+    // give) owns nothing it could register: refused, as OpenSM refuses it
+    // ("unknown LID", ERR_REQ_INVALID). Kept, it would be stored under a
+    // zero GID that its port never matches again.
+    if (who.gid.guid.get() == 0) return error(req, st::kReqInvalid, k);
     std::uint16_t status = st::kReqInvalid;
     try {
       switch (attr) {

@@ -417,5 +417,21 @@ TEST_F(SaState, InformInfoReportsRetriedUntilAcknowledged) {
   EXPECT_EQ(h_.server().subscriptions().size(), 1u);
 }
 
+// A Set from a LID the subnet does not give (its port missed by the last
+// sweep) is refused, as OpenSM refuses it: stored, it would belong to no
+// port and the client would believe it registered.
+TEST_F(SaState, SetFromAnUnknownLidIsRefused) {
+  constexpr std::uint16_t kUnknownLid = 0x3ff;
+  auto r = ask(m::kSet, a::kInformInfo, 0, subscribe_all(wire::trap::kGidInService), kUnknownLid);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status(), st::kReqInvalid);
+  EXPECT_EQ(h_.server().subscriptions().size(), 0u);
+  const auto sr = service(0x3100, gid(lids_[0]), wire::kServiceLeaseInfinite, "stray");
+  r = ask(m::kSet, a::kServiceRecord, kSrKey | scm::kServiceName, sr, kUnknownLid);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status(), st::kReqInvalid);
+  EXPECT_EQ(h_.server().services().size(), 0u);
+}
+
 }  // namespace
 }  // namespace madengine::sa
