@@ -8,7 +8,7 @@
 namespace madengine::sim {
 
 Host::Host(Fabric& fabric, std::uint32_t node, std::uint8_t port_num, std::uint32_t inbox_max)
-    : fabric_(fabric), inbox_max_(inbox_max) {
+    : fabric_(fabric), inbox_max_(inbox_max), next_tid_(0x4a00000000000001ull | std::uint64_t{node} << 32) {
   if (node >= fabric.node_count() || fabric.is_switch(node) || fabric.port(node, port_num) == kNoPortIdx)
     throw std::invalid_argument("host: node " + std::to_string(node) + " has no CA port " + std::to_string(port_num));
   AgentSpec spec;
@@ -47,6 +47,7 @@ std::optional<std::uint64_t> Host::query(std::uint8_t method, std::uint16_t attr
     return std::nullopt;
   }
   ++counters_.queries;
+  if (std::find(awaited_.begin(), awaited_.end(), tid) == awaited_.end()) awaited_.push_back(tid);
   return tid;
 }
 
@@ -68,6 +69,10 @@ std::size_t Host::poll() {
       continue;
     }
     if (h.is_response()) {
+      if (std::find(awaited_.begin(), awaited_.end(), h.tid.get()) == awaited_.end()) {
+        ++counters_.stray;
+        continue;
+      }
       ++counters_.responses;
       if (inbox_.size() < inbox_max_) inbox_.push_back(in);
     }
@@ -81,7 +86,13 @@ std::optional<MadBuf> Host::take_response(std::uint64_t tid) {
   if (it == inbox_.end()) return std::nullopt;
   MadBuf b = *it;
   inbox_.erase(it);
+  forget(tid);
   return b;
+}
+
+void Host::forget(std::uint64_t tid) {
+  std::erase(awaited_, tid);
+  std::erase_if(inbox_, [tid](const MadBuf& m) { return m.hdr().tid.get() == tid; });
 }
 
 }  // namespace madengine::sim

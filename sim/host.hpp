@@ -18,6 +18,7 @@ struct HostCounters {
   std::uint64_t responses = 0;
   std::uint64_t reports = 0;
   std::uint64_t send_refused = 0;  // no SM LID yet, or the device is gone
+  std::uint64_t stray = 0;         // responses to no query outstanding here: dropped
 };
 
 class Host {
@@ -34,9 +35,15 @@ class Host {
                                      std::span<const std::uint8_t> record, std::uint32_t attr_mod = 0,
                                      std::uint64_t sm_key = 0, std::uint64_t tid = 0);
   // Moves what arrived into the inbox (answering Reports); returns how many.
+  // A response whose TID no query here awaits is dropped, as the kernel
+  // drops a response it cannot match to a send (a late answer, or one
+  // meant for a port that had this LID before two subnets were joined).
   std::size_t poll();
-  // The response with this TID, removed from the inbox.
+  // The response with this TID, removed from the inbox; the TID is no
+  // longer awaited.
   std::optional<MadBuf> take_response(std::uint64_t tid);
+  // Stops awaiting `tid` (the client gave up on it).
+  void forget(std::uint64_t tid);
   const std::vector<MadBuf>& reports() const noexcept { return reports_; }
   const HostCounters& counters() const noexcept { return counters_; }
   EndpointId endpoint() const noexcept { return ep_; }
@@ -45,7 +52,10 @@ class Host {
   Fabric& fabric_;
   EndpointId ep_;
   std::uint32_t inbox_max_;
-  std::uint64_t next_tid_ = 0x4a00000000000001ull;
+  // The upper half names the host, as the kernel gives each agent its own:
+  // no two hosts' requests share a TID.
+  std::uint64_t next_tid_;
+  std::vector<std::uint64_t> awaited_;
   std::vector<MadBuf> inbox_;
   std::vector<MadBuf> reports_;
   HostCounters counters_;

@@ -210,6 +210,7 @@ bool Clients::send(Query& q, Nanos now_ns) {
 void Clients::finish(Query& q, Nanos now_ns, const MadBuf* answer) {
   const ClientAction& a = q.action;
   q.done_ns = now_ns;
+  for (const std::uint64_t t : q.tids) hosts_[a.client]->forget(t);  // a late answer is now a stray
   if (answer != nullptr) {
     q.status = answer->hdr().status.get();
     q.outcome = q.status == 0 ? Outcome::kOk : (q.status & wire::status::kBusy) != 0 ? Outcome::kBusy : Outcome::kSaError;
