@@ -223,5 +223,22 @@ TEST(MadsimRegression, Seed2717) { expect_passes(2717); }
 // the subnet by a live master copies once more from it before vouching.
 TEST(MadsimRegression, Seed2577) { expect_passes(2577); }
 
+// A client retried a query to a host that had died (its LID gone) without
+// ever sending, so the query stayed pending and the fabric never settled.
+// A retry that cannot be formed now spends its attempt.
+TEST(MadsimRegression, Seed9359) { expect_passes(9359); }
+
+// A port missed by a sweep subscribed; the SA stored the subscription
+// under a zero GID and answered success. Sets from a LID the subnet does
+// not give are now refused, as OpenSM refuses them.
+TEST(MadsimRegression, Seed5301) { expect_passes(5301); }
+TEST(MadsimRegression, Seed3438) { expect_passes(3438); }
+
+// Every host numbered TIDs alike and kept unmatched responses: after a
+// join, an answer meant for a LID's former owner answered another host's
+// PathRecord query. Hosts' TIDs are now their own and strays are dropped.
+TEST(MadsimRegression, Seed6900) { expect_passes(6900); }
+TEST(MadsimRegression, Seed5271) { expect_passes(5271); }
+
 }  // namespace
 }  // namespace madsim
