@@ -166,8 +166,10 @@ std::string SubnetManager::numbered_elsewhere(const DiscoveryResult& d) const {
 // the master whose replica we restored (its clients registered with another
 // SA: a subnet joined, a master that died before it numbered them); the
 // port is new since our last clean publication (SM LIDs of joined subnets
-// may be equal, so the LID alone does not tell); or the port was in
-// the part we handed to another master, whose SA does not hold it until
+// may be equal, so the LID alone does not tell); at a takeover, the port
+// was not among those our last standby refresh found the master had
+// numbered (it joined since: had the master asked it, no replica says);
+// or the port was in the part we handed to another master, whose SA does not hold it until
 // that master has asked it (which our replica of that SA cannot tell us).
 void SubnetManager::note_reregister_ports(const fabric::Fabric& f, std::uint16_t sm_lid) {
   const std::size_t before = reregister_ports_.size();
@@ -179,8 +181,10 @@ void SubnetManager::note_reregister_ports(const fabric::Fabric& f, std::uint16_t
     const std::uint16_t had = p.info.master_sm_lid.get();
     const bool other_sa = had != sm_lid && had != role_.vouched_sm_lid;
     const bool joined = known && !current_->by_port_guid.contains(p.guid);
-    if (other_sa || joined) reregister_ports_.insert(p.guid);
+    const bool unseen = role_.mastership_new && !seen_as_standby_.empty() && !seen_as_standby_.contains(p.guid);
+    if (other_sa || joined || unseen) reregister_ports_.insert(p.guid);
   }
+  seen_as_standby_.clear();
   if (role_.mastership_new && !handed_part_.empty()) {
     spdlog::info("sm: new mastership: the {} ports of the part we handed to another master are asked to reregister",
                  handed_part_.size());

@@ -442,6 +442,11 @@ class SubnetManager {
   // them to reregister, no replica of its SA holds them. Our next
   // mastership asks them, whatever state it restores.
   std::unordered_set<std::uint64_t> handed_part_;
+  // A takeover's first sweep: the end ports our last standby refresh found
+  // numbered by the master. A CA port outside it joined the master's subnet
+  // since (a part it was handed, say); whether that master asked its
+  // clients before it died, no replica tells: they are asked again.
+  std::unordered_set<std::uint64_t> seen_as_standby_;
   std::uint16_t replica_lid_ = 0;  // the SA the standby's replica rounds copy (the master's LID)
   // STANDBY: the master's LID as our last sweep found it, when no other end
   // port carried it (0: none, or not unique). Two subnets joined, a LID may

@@ -240,5 +240,14 @@ TEST(MadsimRegression, Seed3438) { expect_passes(3438); }
 TEST(MadsimRegression, Seed6900) { expect_passes(6900); }
 TEST(MadsimRegression, Seed5271) { expect_passes(5271); }
 
+// Two subnets joined; the higher master, handed the other part, died
+// numbering it before it asked that part's clients to reregister; its
+// standby took over vouching with a replica that never held them (services
+// gone). A takeover now asks the CA ports its last standby refresh did not
+// find numbered by the master.
+TEST(MadsimRegression, Seed5272) { expect_passes(5272); }
+TEST(MadsimRegression, Seed4302) { expect_passes(4302); }
+TEST(MadsimRegression, Seed3311) { expect_passes(3311); }
+
 }  // namespace
 }  // namespace madsim
