@@ -65,11 +65,14 @@ void remember_absent_lids(const fabric::Fabric& f, Guid2Lid& map, const sa::Snap
   }
 }
 
-// The same from the LIDs a standby's latest refresh read (`seen`).
+// The same from the LIDs a standby's latest refresh read (`seen`): the
+// master's numbering, newer than any our map holds from an earlier
+// mastership of ours (two subnets joined, the master renumbered our old
+// part), so it wins for the ports this sweep did not find.
 void remember_absent_lids(const fabric::Fabric& f, Guid2Lid& map, const Guid2Lid& seen) {
   const std::unordered_set<std::uint64_t> found = end_port_guids(f);
   for (const auto& [guid, range] : seen)
-    if (!found.contains(guid) && !map.contains(guid)) map[guid] = range;
+    if (!found.contains(guid)) map[guid] = range;
 }
 
 }  // namespace

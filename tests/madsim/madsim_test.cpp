@@ -249,5 +249,11 @@ TEST(MadsimRegression, Seed5272) { expect_passes(5272); }
 TEST(MadsimRegression, Seed4302) { expect_passes(4302); }
 TEST(MadsimRegression, Seed3311) { expect_passes(3311); }
 
+// A standby whose own leaf was mute took over seeing only its own port,
+// which the master had renumbered after a join: our map's LID from our
+// earlier mastership of that part beat the master's, and the next sweep
+// moved our port back. The LIDs a standby read now win over our old map.
+TEST(MadsimRegression, Seed5233) { expect_passes(5233); }
+
 }  // namespace
 }  // namespace madsim
