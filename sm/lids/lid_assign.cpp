@@ -30,6 +30,15 @@ class LidSpace {
   void take(std::uint16_t base, unsigned count) {
     for (unsigned i = 0; i < count; ++i) used_[base + i] = true;
   }
+  // The highest LID taken (0: none).
+  unsigned highest_used() const {
+    for (unsigned l = fabric::kLidUnicastMax; l > 0; --l)
+      if (used_[l]) return l;
+    return 0;
+  }
+  // Searches from `from` up (first from the last hit, for count 1).
+  void start_at(unsigned from) { next_hint_ = std::max(next_hint_, from); }
+  void restart() { next_hint_ = 1; }
   std::optional<std::uint16_t> lowest_free(unsigned count) {
     const unsigned first = (std::max(next_hint_, count) + count - 1) / count * count;  // aligned to the block
     for (unsigned base = first; base + count - 1 <= fabric::kLidUnicastMax; base += count)
@@ -124,11 +133,20 @@ LidAssignReport assign_lids(fabric::Fabric& fabric, Guid2Lid& map, std::uint8_t 
     for (const Want& w : wants)
       if (got[w.idx] == 0 && claim(w, current_of(w))) ++rep.kept_current;
   }
-  // Everyone else: the lowest free aligned block, in GUID order.
+  // Everyone else: the lowest free aligned block, in GUID order. The first
+  // numbering of a mastership knows only the LIDs it found: a hole below
+  // the highest may be an absent port's (a link down while we took over),
+  // which comes back carrying it, so new LIDs go above them while any are free.
+  if (prefer == LidPreference::kCurrent) space.start_at(space.highest_used() + 1);
   for (const Want& w : wants) {
     if (got[w.idx] != 0) continue;
     if (claimed[w.idx]) ++rep.conflicts;
-    if (auto base = space.lowest_free(w.count)) {
+    auto base = space.lowest_free(w.count);
+    if (!base && prefer == LidPreference::kCurrent) {
+      space.restart();  // the space above is full: the holes, after all
+      base = space.lowest_free(w.count);
+    }
+    if (base) {
       space.take(*base, w.count);
       got[w.idx] = *base;
       ++rep.assigned_new;

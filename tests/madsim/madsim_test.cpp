@@ -255,5 +255,11 @@ TEST(MadsimRegression, Seed3311) { expect_passes(3311); }
 // moved our port back. The LIDs a standby read now win over our old map.
 TEST(MadsimRegression, Seed5233) { expect_passes(5233); }
 
+// A restarted SM took over while a host's link was down; its own port
+// lost its old LID in a collision and got the lowest free one, the absent
+// host's, which then came back carrying it and was renumbered. The first
+// numbering of a mastership now gives new LIDs above those it found.
+TEST(MadsimRegression, Seed7780) { expect_passes(7780); }
+
 }  // namespace
 }  // namespace madsim
