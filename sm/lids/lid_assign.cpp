@@ -168,6 +168,21 @@ LidAssignReport assign_lids(fabric::Fabric& fabric, Guid2Lid& map, std::uint8_t 
     if (got[w.idx] != 0)
       map[w.guid] = {got[w.idx], static_cast<std::uint16_t>(got[w.idx] + w.count - 1)};
   }
+  // An absent port whose map LID went to a port that carries it has yielded
+  // it for good: left in the map, it would claim the LID back from that
+  // port at the next sweep that prefers the map (GUID order decides).
+  std::vector<bool> given(fabric::kLidUnicastMax + 1, false);
+  for (const Want& w : wants)
+    for (unsigned i = 0; got[w.idx] != 0 && i < w.count; ++i) given[got[w.idx] + i] = true;
+  std::unordered_set<std::uint64_t> present;
+  for (const Want& w : wants) present.insert(w.guid);
+  std::erase_if(map, [&](const auto& entry) {
+    const auto& [guid, range] = entry;
+    if (present.contains(guid) || range.min_lid == 0) return false;
+    for (unsigned l = range.min_lid; l <= range.max_lid && l <= fabric::kLidUnicastMax; ++l)
+      if (given[l]) return true;
+    return false;
+  });
   return rep;
 }
 

@@ -261,5 +261,12 @@ TEST(MadsimRegression, Seed5233) { expect_passes(5233); }
 // numbering of a mastership now gives new LIDs above those it found.
 TEST(MadsimRegression, Seed7780) { expect_passes(7780); }
 
+// A takeover let a port keep the LID it carried over an absent port's map
+// LID, but the map kept the absent port's entry: when that port came back,
+// a sweep preferring the map gave the LID to the lower GUID and renumbered
+// the port that had stayed. An absent port that yielded its LID leaves the map.
+TEST(MadsimRegression, Seed9581) { expect_passes(9581); }
+TEST(MadsimRegression, Seed7084) { expect_passes(7084); }
+
 }  // namespace
 }  // namespace madsim
