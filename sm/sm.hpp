@@ -318,6 +318,9 @@ class SubnetManager {
   class PortWatch;
   Task<void> run();
   Task<void> heavy_sweep();
+  // A heavy sweep that waited through a loss of our device stops: says so
+  // and asks for a fresh sweep that walks the subnet.
+  void stale_sweep();
   RoutingOptions routing_options() const;
   // Routes and the path database of `f`, computed on the compute pool.
   Task<std::optional<Routed>> route(std::shared_ptr<const fabric::Fabric> f, bool incremental);
@@ -473,6 +476,10 @@ class SubnetManager {
   std::vector<std::uint64_t> changed_switches_;
   std::uint8_t local_state_seen_ = 0;  // our port's PortState after our last sweep (0: unknown)
   bool local_check_now_ = false;       // a port event: check our port without waiting
+  // Losses of our port's device: a sweep that waited through one (its SMPs
+  // held until the device came back) read a fabric another SM may have
+  // renumbered meanwhile, and stops before it numbers or programs.
+  std::uint32_t device_losses_ = 0;
   TaskHandle run_task_;                // run(): woken from its idle sleep by traps and SMInfo Sets
   bool idle_ = false;                  // run() sleeps between its checks
   std::atomic<bool> mcast_dirty_{false};

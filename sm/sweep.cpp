@@ -77,12 +77,20 @@ void remember_absent_lids(const fabric::Fabric& f, Guid2Lid& map, const Guid2Lid
 
 }  // namespace
 
+void SubnetManager::stale_sweep() {
+  spdlog::info("sm: our device was lost during this sweep: what it read may be stale (another SM may have numbered "
+               "the subnet meanwhile): sweeping again");
+  role_.lids_from_fabric = true;
+  request_heavy_sweep();
+}
+
 Task<void> SubnetManager::heavy_sweep() {
   const Clock& clock = sched_->clock();
   SweepStats st;
   const Nanos t0 = clock.now_ns();
   const std::uint64_t smps0 = queue_->submitted();
   const LocalPort lp = transport_.local_port();
+  const std::uint32_t losses0 = device_losses_;
   ha_->sweep_started();
   phase(SmPhase::kDiscovery);
   // PortStateChange bits are cleared only once we know we act on this sweep.
@@ -152,6 +160,7 @@ Task<void> SubnetManager::heavy_sweep() {
   // Election: the other SMs found through IsSM, and whether we configure.
   const std::uint16_t own_lid = d.fabric.lid_of(fabric::EndPort{d.local_node, d.local_port});
   const ha::SweepDecision decision = co_await ha_->after_discovery(*queue_, d.fabric, lp.port_guid, own_lid);
+  if (device_losses_ != losses0) co_return stale_sweep();
   publish_ha_status();
   if (!decision.program) {
     spdlog::info("sm: {} with {} other SM(s): fabric left as it is", wire::to_string(ha_->state()), decision.peers);
@@ -236,6 +245,7 @@ Task<void> SubnetManager::heavy_sweep() {
   Task<std::optional<Routed>> routing = route(fab, true);  // a named task: see docs/coding-notes.md
   std::optional<Routed> routed = co_await routing;
   if (!routed) co_return;  // cancelled: the SM is going away
+  if (device_losses_ != losses0) co_return stale_sweep();
   if (ha_->state() != wire::SmState::kMaster) {
     // Handed over (or disabled) while routing ran: the fabric is not ours to program.
     spdlog::info("sm: {} since discovery: the routes computed are dropped", wire::to_string(ha_->state()));

@@ -268,5 +268,12 @@ TEST(MadsimRegression, Seed7780) { expect_passes(7780); }
 TEST(MadsimRegression, Seed9581) { expect_passes(9581); }
 TEST(MadsimRegression, Seed7084) { expect_passes(7084); }
 
+// The master's device vanished while its election step waited on SMInfo
+// answers; another SM numbered the joined subnets meanwhile. When the
+// device came back the old sweep went on, numbering and programming from
+// its stale reads: ports that stayed were renumbered. A sweep that waited
+// through a loss of our device now stops and a fresh one walks the subnet.
+TEST(MadsimRegression, Seed6573) { expect_passes(6573); }
+
 }  // namespace
 }  // namespace madsim
