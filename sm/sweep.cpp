@@ -145,6 +145,10 @@ Task<void> SubnetManager::heavy_sweep() {
     st.error = "the local port did not answer NodeInfo";
     spdlog::error("sm: heavy sweep failed: {}", st.error);
     update_status([&st](SmStatus& s) { s.last_heavy = st; });
+    // Our SMA mute for a while: what this sweep came to do is still to do,
+    // and a light sweep may not see it again (its change bits were read).
+    resweep_ = true;
+    walk_reason_ = "the last heavy sweep failed";
     co_return;
   }
   // What appeared and vanished since the last sweep.
@@ -259,6 +263,8 @@ Task<void> SubnetManager::heavy_sweep() {
     st.error = "routing: " + routes.error;
     spdlog::error("sm: heavy sweep failed: {}", st.error);
     update_status([&st](SmStatus& s) { s.last_heavy = st; });
+    resweep_ = true;
+    walk_reason_ = "the last heavy sweep failed";
     co_return;
   }
   st.top_lid = routes.top_lid;

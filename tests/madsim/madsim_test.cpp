@@ -275,5 +275,11 @@ TEST(MadsimRegression, Seed7084) { expect_passes(7084); }
 // through a loss of our device now stops and a fresh one walks the subnet.
 TEST(MadsimRegression, Seed6573) { expect_passes(6573); }
 
+// The master's own SMA was mute when a light sweep sent it to sweep the
+// joined subnets; the heavy sweep failed (our port did not answer NodeInfo)
+// and nothing asked for another: the join link stayed INIT for good. A
+// failed heavy sweep now sweeps again at the next light sweep interval.
+TEST(MadsimRegression, Seed7152) { expect_passes(7152); }
+
 }  // namespace
 }  // namespace madsim
