@@ -337,8 +337,23 @@ void World::check_queries() {
   for (const Query& q : clients_->queries()) {
     ++r_.stats.queries;
     switch (q.outcome) {
-      case Outcome::kOk:
-      case Outcome::kSaError: ++r_.stats.answered; break;
+      case Outcome::kOk: ++r_.stats.answered; break;
+      case Outcome::kSaError: {
+        ++r_.stats.answered;
+        // Refused by design: a Delete or leave of what the client may not
+        // hold, a path to a host that is down. A query or a registration
+        // refused on a quiet fabric is a wrong answer.
+        const bool expected =
+            q.action.op == ClientOp::kServiceDelete || q.action.op == ClientOp::kMcLeave || q.peer_dead;
+        const Nanos from = q.first_sent_ns < 0 ? q.due_ns : q.first_sent_ns;
+        if (expected || excused(from, q.done_ns)) break;
+        ++r_.stats.refused_quiet;
+        if (++reported <= 3)
+          violate("queries-answered", fmt::format("client {} {} (key {}) sent at {:.3f} s on a quiet fabric: SA status 0x{:04x}",
+                                                  q.action.client, to_string(q.action.op), q.action.key,
+                                                  static_cast<double>(from) / 1e9, q.status));
+        break;
+      }
       case Outcome::kBusy: ++r_.stats.busy; break;
       case Outcome::kNeverSent: ++r_.stats.refused; break;
       case Outcome::kPending:

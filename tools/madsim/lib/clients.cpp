@@ -201,6 +201,7 @@ bool Clients::send(Query& q, Nanos now_ns) {
   }
   if (!tid) return false;
   if (q.tids.empty()) q.tids.push_back(*tid);
+  q.peer_dead = q.peer_dead || fabric_.node_dead(a.peer);
   ++q.attempts;
   if (q.first_sent_ns < 0) q.first_sent_ns = now_ns;
   q.deadline_ns = now_ns + kQueryTimeoutNs;
@@ -210,6 +211,7 @@ bool Clients::send(Query& q, Nanos now_ns) {
 void Clients::finish(Query& q, Nanos now_ns, const MadBuf* answer) {
   const ClientAction& a = q.action;
   q.done_ns = now_ns;
+  q.peer_dead = q.peer_dead || fabric_.node_dead(a.peer);
   for (const std::uint64_t t : q.tids) hosts_[a.client]->forget(t);  // a late answer is now a stray
   if (answer != nullptr) {
     q.status = answer->hdr().status.get();

@@ -43,6 +43,7 @@ struct Query {
   std::uint16_t status = 0;
   Nanos done_ns = 0;
   bool reregistration = false;
+  bool peer_dead = false;  // the peer's node was down at a send or at the answer: "no records" is right
 };
 
 // What the SA acknowledged and must keep (until a lease ends or a client

@@ -30,6 +30,7 @@ struct Violation {
 struct RunStats {
   Nanos sim_ns = 0;
   std::uint64_t queries = 0, answered = 0, busy = 0, excused = 0, lost = 0, refused = 0;
+  std::uint64_t refused_quiet = 0;  // SA errors no fault or design explains
   std::uint64_t heavy_sweeps = 0, takeovers = 0, kills = 0, restarts = 0;
   std::uint64_t smp_dropped = 0;
   std::uint64_t lft_pairs = 0, paths_checked = 0;
