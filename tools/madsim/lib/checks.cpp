@@ -25,7 +25,7 @@ namespace {
 
 // All pairs up to this many (switch, LID) walks; a seeded sample beyond.
 constexpr std::size_t kLftPairsMax = 200'000;
-constexpr std::size_t kPathChecksMax = 40;
+constexpr std::size_t kPathChecksMax = 1000;  // every (client, host) pair up to this many, a sample beyond
 constexpr std::uint8_t kHopsMax = 64;
 
 bool is_up(const sim::Fabric& f, sim::PortIdx p) {
@@ -243,6 +243,14 @@ void World::check_paths(const std::vector<std::uint32_t>& nodes, const std::vect
     // is reset), and the oracle maps LIDs over the whole fabric: a LID also
     // held outside this subnet cannot be judged by it.
     if (lids_elsewhere.contains(rec.slid.get()) || lids_elsewhere.contains(rec.dlid.get())) return;
+    // The answer is to the question: the asking client's LID to the peer's.
+    const std::uint16_t want_s = fabric_.lid(fabric_.port(s_.clients[q.action.client], 1));
+    const std::uint16_t want_d = fabric_.lid(fabric_.port(q.action.peer, 1));
+    if (rec.slid.get() != want_s || rec.dlid.get() != want_d) {
+      violate("path-record", fmt::format("client {} asked for LIDs {} -> {} and got a path {} -> {}", q.action.client,
+                                         want_s, want_d, rec.slid.get(), rec.dlid.get()));
+      return;
+    }
     const madstorm::PathCheck pc = oracle.check(rec);
     if (pc.verdict != madstorm::PathVerdict::kOk)
       violate("path-record", fmt::format("PathRecord {} -> {} (LIDs {} -> {}) disagrees with the LFT walk: {}",
@@ -250,13 +258,17 @@ void World::check_paths(const std::vector<std::uint32_t>& nodes, const std::vect
                                          rec.slid.get(), rec.dlid.get(), madstorm::to_string(pc.verdict)));
   };
   Rng pick(s_.seed ^ 0x9a7full);
-  const std::size_t n = std::min(kPathChecksMax, clients.size() * hosts.size());
+  const std::size_t pairs = clients.size() * hosts.size();
+  const std::size_t n = std::min(kPathChecksMax, pairs);
   for (std::size_t k = 0; k < n; ++k) {
     ClientAction a;
-    a.at_ns = now();
-    a.client = clients[pick.pick(static_cast<unsigned>(clients.size()))];
+    // Each client asks one path per 200 us, as a client library paces them
+    // (all at once would be answered BUSY by design).
+    a.at_ns = now() + static_cast<Nanos>(k / clients.size()) * 200'000;
+    const std::size_t at = pairs <= kPathChecksMax ? k : pick.pick(static_cast<unsigned>(pairs));
+    a.client = clients[at % clients.size()];
     a.op = ClientOp::kPathRecord;
-    a.peer = hosts[pick.pick(static_cast<unsigned>(hosts.size()))];
+    a.peer = hosts[at / clients.size()];
     a.verify = true;
     clients_->add(a);
   }
