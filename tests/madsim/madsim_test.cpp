@@ -281,5 +281,10 @@ TEST(MadsimRegression, Seed6573) { expect_passes(6573); }
 // failed heavy sweep now sweeps again at the next light sweep interval.
 TEST(MadsimRegression, Seed7152) { expect_passes(7152); }
 
+// A master-kill waiting for a phase that came only while the checks ran
+// their PathRecord queries killed the master being checked (the runner
+// crashed on it). Phase-triggered faults no longer fire during the checks.
+TEST(MadsimRegression, Seed1805) { expect_passes(1805); }
+
 }  // namespace
 }  // namespace madsim

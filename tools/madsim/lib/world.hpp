@@ -112,6 +112,7 @@ class World {
   Nanos faults_over_ns_ = 0;        // every fault fired so far has ended by then
   bool joined_ = false;
   bool checking_ = false;  // after the scenario: the settle and the checks
+  bool inspecting_ = false;  // the checks: phase-triggered faults no longer fire
   madengine::DurableWriteObserver observer_;
   std::string dir_;
   bool own_dir_ = false;
