@@ -449,7 +449,7 @@ class SubnetManager {
   // numbered by the master. A CA port outside it joined the master's subnet
   // since (a part it was handed, say); whether that master asked its
   // clients before it died, no replica tells: they are asked again.
-  std::unordered_set<std::uint64_t> seen_as_standby_;
+  Guid2Lid seen_as_standby_;
   std::uint16_t replica_lid_ = 0;  // the SA the standby's replica rounds copy (the master's LID)
   // STANDBY: the master's LID as our last sweep found it, when no other end
   // port carried it (0: none, or not unique). Two subnets joined, a LID may

@@ -215,8 +215,7 @@ Task<void> SubnetManager::heavy_sweep() {
     // A takeover: ports our standby sweeps saw that this sweep did not find
     // (a link down, a mute SMA) keep the LIDs the master gave them.
     remember_absent_lids(d.fabric, guid2lid_, master_lids_);
-    seen_as_standby_.clear();
-    for (const auto& [guid, range] : master_lids_) seen_as_standby_.insert(guid);
+    seen_as_standby_ = std::move(master_lids_);
     master_lids_.clear();
   }
   warm_.reset();

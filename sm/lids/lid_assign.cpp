@@ -72,6 +72,8 @@ LidAssignReport assign_lids(fabric::Fabric& fabric, Guid2Lid& map, std::uint8_t 
     wants.push_back({i, end_port_guid(fabric, ports[i]), sw ? 1u : (1u << lmc)});
   }
   std::sort(wants.begin(), wants.end(), [](const Want& a, const Want& b) { return a.guid < b.guid; });
+  std::unordered_set<std::uint64_t> present;
+  for (const Want& w : wants) present.insert(w.guid);
 
   std::vector<std::uint16_t> got(ports.size(), 0);
   std::vector<bool> claimed(ports.size(), false);  // the port had a LID to claim (current or map)
@@ -85,8 +87,6 @@ LidAssignReport assign_lids(fabric::Fabric& fabric, Guid2Lid& map, std::uint8_t 
   // link down): still theirs, as in OpenSM's persistent database, so no
   // other port is handed one while its owner may still carry it.
   auto reserve_absent = [&] {
-    std::unordered_set<std::uint64_t> present;
-    for (const Want& w : wants) present.insert(w.guid);
     for (const auto& [guid, range] : map) {
       if (present.contains(guid) || range.min_lid == 0 || range.max_lid < range.min_lid) continue;
       const unsigned count = range.max_lid - range.min_lid + 1u;
@@ -174,8 +174,6 @@ LidAssignReport assign_lids(fabric::Fabric& fabric, Guid2Lid& map, std::uint8_t 
   std::vector<bool> given(fabric::kLidUnicastMax + 1, false);
   for (const Want& w : wants)
     for (unsigned i = 0; got[w.idx] != 0 && i < w.count; ++i) given[got[w.idx] + i] = true;
-  std::unordered_set<std::uint64_t> present;
-  for (const Want& w : wants) present.insert(w.guid);
   std::erase_if(map, [&](const auto& entry) {
     const auto& [guid, range] = entry;
     if (present.contains(guid) || range.min_lid == 0) return false;
