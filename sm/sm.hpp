@@ -356,6 +356,8 @@ class SubnetManager {
   // The CA ports whose clients this sweep asks to reregister besides a
   // mastership's or an absorption's all (sa_state.cpp): into reregister_ports_.
   void note_reregister_ports(const fabric::Fabric& f, std::uint16_t sm_lid);
+  // Drops what we wrote to nodes that have reset since (sm/reset_nodes.cpp).
+  void forget_reset_nodes(const fabric::Fabric& f);
   // We hand our part to another master (subnets joined): remember its ports.
   void remember_handed_part();
   // STANDBY, after a sweep: master_lid_unique_ from what it found.

@@ -337,6 +337,7 @@ Task<void> SubnetManager::heavy_sweep() {
   bc.qos = cfg_.qos.get();
   bc.keys = mkeys_in_use() ? &mkeys_ : nullptr;
   phase(SmPhase::kProgramming);
+  forget_reset_nodes(d.fabric);
   st.bringup = co_await bring_up(*queue_, d, routes, bc, programmed_);
   // A Set that failed (an LFT block, a PortInfo lost) left that table as it
   // was, and nothing on the wire will report it: sweep again (OpenSM repeats
