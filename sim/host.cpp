@@ -7,13 +7,27 @@
 
 namespace madengine::sim {
 
-Host::Host(Fabric& fabric, std::uint32_t node, std::uint8_t port_num, std::uint32_t inbox_max)
-    : fabric_(fabric), inbox_max_(inbox_max), next_tid_(0x4a00000000000001ull | std::uint64_t{node} << 32) {
+namespace {
+// The upper half of a host's TIDs: the instance in the top byte, the node below.
+std::uint32_t tid_tag(std::uint32_t node, std::uint8_t instance) {
+  return static_cast<std::uint32_t>(0x4a + instance) << 24 | (node & 0xffffffu);
+}
+}  // namespace
+
+Host::Host(Fabric& fabric, std::uint32_t node, std::uint8_t port_num, std::uint32_t inbox_max, std::uint8_t instance)
+    : fabric_(fabric), inbox_max_(inbox_max), next_tid_(std::uint64_t{tid_tag(node, instance)} << 32 | 1) {
   if (node >= fabric.node_count() || fabric.is_switch(node) || fabric.port(node, port_num) == kNoPortIdx)
     throw std::invalid_argument("host: node " + std::to_string(node) + " has no CA port " + std::to_string(port_num));
+  if (node > 0xffffffu || instance >= kInstancesMax)
+    throw std::invalid_argument("host: node " + std::to_string(node) + " instance " + std::to_string(instance) + " out of range");
   AgentSpec spec;
   spec.gsi_client = true;
-  ep_ = fabric.attach(node, port_num, spec);
+  if (instance == 0) {
+    ep_ = fabric.attach(node, port_num, spec);
+  } else {
+    const PortIdx p = fabric.port(node, port_num);
+    ep_ = fabric.attach_ports(std::span<const PortIdx>(&p, 1), spec, inbox_max, tid_tag(node, instance));
+  }
   inbox_.reserve(inbox_max);
 }
 

@@ -23,8 +23,14 @@ struct HostCounters {
 
 class Host {
  public:
-  // Throws std::invalid_argument on a node without that CA port.
-  Host(Fabric& fabric, std::uint32_t node, std::uint8_t port_num = 1, std::uint32_t inbox_max = 1024);
+  // Throws std::invalid_argument on a node without that CA port. Several
+  // hosts (processes) may share a port, each with its own `instance`: the
+  // upper half of its TIDs names both, and responses reach the process that
+  // asked, as ib_umad tells two agents on one port apart. Reports go to
+  // instance 0.
+  Host(Fabric& fabric, std::uint32_t node, std::uint8_t port_num = 1, std::uint32_t inbox_max = 1024,
+       std::uint8_t instance = 0);
+  static constexpr unsigned kInstancesMax = 32;
 
   // Sends an SA request to the SM LID; returns its TID, or nullopt when the
   // port has no SM LID (not configured yet) or its device is gone. A
