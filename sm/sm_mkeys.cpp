@@ -20,6 +20,9 @@ void SubnetManager::load_mkeys() {
 
 void SubnetManager::learn_mkeys(const DiscoveryResult& d) {
   for (const auto& [guid, key] : d.port_mkeys) mkeys_.keys[guid] = key;
+  // Hidden from the key we used: the configured one is tried next (another
+  // SM of this subnet gave it), then the port's lease decides.
+  for (const std::uint64_t guid : d.port_mkeys_wrong) mkeys_.keys.erase(guid);
   // Where each end port was found: the next sweep reaches it by path before it knows its GUID.
   mkeys_.guid_at_path.clear();
   for (fabric::NodeId i = 0; i < d.fabric.nodes.size(); ++i) {

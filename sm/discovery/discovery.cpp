@@ -212,10 +212,12 @@ class Sweep {
       if (!pi) return;
       // An end port's PortInfo shows its M_Key at protection level 0 (or to
       // the right key): what the port holds now.
-      // (A zero at level 1 may hide a key: then it tells nothing.)
+      // A zero behind protection hides the key from one that was wrong:
+      // unless a fallback key got the answer, what we sent is not its key.
       const bool end_port = !out_.fabric.nodes[id].is_switch() || port == 0;
       if (end_port && (pi->m_key.get() != 0 || pi->m_key_protect_bits() == 0)) out_.port_mkeys[guid] = pi->m_key.get();
-      else if (end_port) note_key(guid);
+      else if (end_port && answered_key_ != 0) note_key(guid);
+      else if (end_port && guid != 0) out_.port_mkeys_wrong.push_back(guid);
       on_port_info(id, port, path, *pi);
     }, guid);
   }

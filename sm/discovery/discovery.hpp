@@ -31,6 +31,10 @@ struct DiscoveryResult {
   // M_Keys learned (by end-port GUID): what a PortInfo Get showed (protection
   // level 0, or the right key presented), or the key a port answered only to.
   Guid2Mkey port_mkeys;
+  // End ports that hid their M_Key behind protection from the key we sent
+  // (IBA 14.2.4.1: a Get with the wrong key at level 1 reads it as 0): the
+  // key we thought they hold is not theirs.
+  std::vector<std::uint64_t> port_mkeys_wrong;
   // Switches whose SwitchInfo.PortStateChange was set (not cleared when
   // DiscoveryOptions::clear_port_state_change is false).
   std::vector<fabric::NodeId> port_state_changed;

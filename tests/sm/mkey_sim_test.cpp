@@ -143,6 +143,39 @@ TEST(MKeySim, RestartWithAnotherKeyReKeysThroughGuid2mkey) {
   for (const auto& [guid, key] : saved) EXPECT_EQ(key, kOtherKey) << std::hex << guid;
 }
 
+// A standby that first swept the fabric before the master keyed it took
+// every port to hold no key; at level 1 its later Gets (with no key) read
+// the keys as 0 and it kept believing them. Taking over, it sent its Sets
+// with no key and every one was refused (a third SM's sweeps kept the
+// leases from running out: the subnet was never programmed again). A key
+// hidden behind protection now tells the SM its key was wrong: it uses the
+// configured one, which the master gave.
+TEST(MKeySim, StandbyThatSawPortsBeforeTheyWereKeyedTakesOverWithTheKey) {
+  testing::SimSaRig rig(sim::make_fat_tree_2level({.k = 4}), 9);
+  node::NodeConfig master_cfg = keyed(kKey, 1, 60), standby_cfg = keyed(kKey, 1, 60);
+  master_cfg.sm.priority = 15;
+  standby_cfg.sm.priority = 1;
+  standby_cfg.sm.ha_poll_interval_ms = 100;
+  standby_cfg.sm.ha_poll_retries = 3;
+  auto& standby = rig.add(rig.fabric.find_node("host-1-1"), {}, false, standby_cfg);
+  rig.add(rig.fabric.find_node("host-0-0"), {}, false, master_cfg);
+  auto& master = *rig.nodes.back();
+  ASSERT_TRUE(rig.run_until([&] { return master.sm().status().subnet_up && all_keyed(rig.fabric, kKey, 1); }, 30'000));
+  ASSERT_TRUE(rig.run_until([&] { return standby.sm().status().state == wire::SmState::kStandby; }, 10'000));
+  rig.run_until([] { return false; }, 2'000);  // the standby's refresh sweeps read the keyed ports
+  rig.fabric.kill_node(rig.fabric.find_node("host-0-0"));
+  rig.nodes.back()->crash();
+  rig.nodes.pop_back();
+  const Nanos t0 = rig.fabric.now_ns();
+  ASSERT_TRUE(rig.run_until([&] {
+    const auto st = standby.sm().status();
+    return st.state == wire::SmState::kMaster && st.subnet_up && st.heavy_sweeps > 0 && st.last_heavy.bringup.errors == 0 &&
+           st.sm_lid == rig.fabric.lid(rig.fabric.port(rig.fabric.find_node("host-1-1"), 1));
+  }, 20'000)) << "the ports' leases (60 s) never ran out: the new master must use the key";
+  EXPECT_TRUE(all_keyed(rig.fabric, kKey, 1));
+  EXPECT_LT(rig.fabric.now_ns() - t0, 10 * kNanosPerSecond);
+}
+
 TEST(MKeySim, WithoutTheKeyPortsAreRecoveredWhenTheirLeaseRunsOut) {
   testing::SimSaRig rig(sim::make_fat_tree_2level({.k = 4}), 9);
   const std::uint32_t node = rig.fabric.find_node("host-0-0");
