@@ -161,6 +161,26 @@ TEST(PartitionsSim, TablesEnforcementPathsAndJoinsFollowTheFile) {
   EXPECT_EQ(status, st::kNoRecords);
 }
 
+// A host that reset (its tables back to the default partition alone) and a
+// switch that rebooted get their P_Key tables again: the SM's copy of what it
+// wrote once hid both, and the host stayed out of its partition.
+TEST(PartitionsSim, ANodeThatResetGetsItsTablesAgain) {
+  Fixture fx;
+  fx.start();
+  auto& f = fx.rig.fabric;
+  const sim::PortIdx leaf_port = f.peer(fx.port(fx.c));
+  const std::uint32_t leaf = f.node_of(leaf_port);
+  const auto sweeps = fx.sm->sm().status().heavy_sweeps;
+  f.reset_node(fx.b);
+  f.reset_node(leaf);
+  ASSERT_EQ(fx.table(fx.port(fx.b)), (T{0xffff, 0, 0, 0})) << "a reset SMA holds the default partition";
+  ASSERT_TRUE(fx.rig.run_until([&] {
+    return fx.sm->sm().status().heavy_sweeps > sweeps && fx.table(fx.port(fx.b)) == T{0xffff, 0x8001, 0, 0} &&
+           fx.table(leaf_port) == T{0xffff, 0x0001, 0, 0};
+  }, 10'000)) << "host " << std::hex << fx.table(fx.port(fx.b))[1] << ", switch port " << fx.table(leaf_port)[1];
+  EXPECT_EQ(f.link_state(leaf_port).part_enforce, 3);
+}
+
 TEST(PartitionsSim, EnforcementOffLeavesSwitchTablesAndBits) {
   Fixture fx;
   node::NodeConfig cfg = testing::sim_node_config();
