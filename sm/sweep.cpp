@@ -92,6 +92,7 @@ Task<void> SubnetManager::heavy_sweep() {
   const LocalPort lp = transport_.local_port();
   const std::uint32_t losses0 = device_losses_;
   ha_->sweep_started();
+  const wire::SmState began_as = ha_->state();
   phase(SmPhase::kDiscovery);
   // PortStateChange bits are cleared only once we know we act on this sweep.
   const DiscoveryOptions dopts{.port_num = lp.port_num,
@@ -178,11 +179,13 @@ Task<void> SubnetManager::heavy_sweep() {
     }
     co_return;
   }
-  if (decision.handed) {
-    // The SM that handed us the subnet may have programmed it while we read
-    // it (LIDs of a part it had just joined): read it again before numbering,
-    // as OpenSM sweeps afresh when a HANDOVER ends its discovery.
-    spdlog::info("sm: handed the subnet during discovery: discovering again before numbering");
+  if (decision.handed || (decision.program && began_as == wire::SmState::kStandby)) {
+    // The SM that handed us the subnet, or the master that died while our
+    // standby's sweep read it, may have programmed it while we read it (LIDs
+    // of a part it had just joined): read it again before numbering, as
+    // OpenSM sweeps afresh when a HANDOVER ends its discovery.
+    spdlog::info("sm: {} during discovery: discovering again before numbering",
+                 decision.handed ? "handed the subnet" : "took over from a master");
     Task<DiscoveryResult> again = discover(*queue_, dopts);
     DiscoveryResult fresh = co_await again;
     if (fresh.local_node != fabric::kNoNode) {
