@@ -10,6 +10,7 @@
 #include <set>
 
 #include "lib/fabric_oracle.hpp"
+#include "lib/policy.hpp"
 #include "lib/rng.hpp"
 #include "lib/world.hpp"
 #include "madengine/wire/sa.hpp"
@@ -25,7 +26,9 @@ namespace {
 
 // All pairs up to this many (switch, LID) walks; a seeded sample beyond.
 constexpr std::size_t kLftPairsMax = 200'000;
-constexpr std::size_t kPathChecksMax = 1000;  // every (client, host) pair up to this many, a sample beyond
+// PathRecords asked per check: every (client, host) pair, in both shapes,
+// again until this many, a sample beyond.
+constexpr std::size_t kPathChecks = 1000;
 constexpr std::uint8_t kHopsMax = 64;
 
 bool is_up(const sim::Fabric& f, sim::PortIdx p) {
@@ -101,8 +104,13 @@ void World::check_component(const std::vector<std::uint32_t>& comp_of, std::uint
   check_ports(nodes);
   check_lids_kept(nodes);
   check_lft_walk(nodes);
+  check_partitions(nodes);
+  check_m_keys(nodes, master);
   // Paths are only worth asking for over a fabric whose LFTs walk.
-  if (r_.violations.size() == before) check_paths(nodes, comp_of, comp);
+  if (r_.violations.size() == before) {
+    check_channel_dependencies(nodes, master);
+    check_paths(nodes, comp_of, comp, master);
+  }
   check_sa_state(master, comp_of, comp);
 }
 
@@ -216,7 +224,7 @@ void World::check_lft_walk(const std::vector<std::uint32_t>& nodes) {
 }
 
 void World::check_paths(const std::vector<std::uint32_t>& nodes, const std::vector<std::uint32_t>& comp_of,
-                        std::uint32_t comp) {
+                        std::uint32_t comp, Slot& master) {
   std::vector<unsigned> clients;
   for (unsigned c = 0; c < s_.clients.size(); ++c)
     if (comp_of[s_.clients[c]] == comp) clients.push_back(c);
@@ -224,59 +232,82 @@ void World::check_paths(const std::vector<std::uint32_t>& nodes, const std::vect
   for (const std::uint32_t n : nodes)
     if (!fabric_.is_switch(n) && fabric_.lid(fabric_.port(n, 1)) != 0) hosts.push_back(n);
   if (clients.empty() || hosts.empty()) return;
-  madstorm::FabricOracle oracle(fabric_);
+  const Policy& policy = s_.policy;
+  const bool layered = policy.deadlock_free && policy.routing != "updn";
+  madstorm::FabricOracle oracle(fabric_, madstorm::FabricOracleConfig{.expect_sl0 = !policy.qos && !layered});
   std::set<std::uint16_t> lids_elsewhere;
   for (sim::PortIdx p = 0; p < fabric_.port_count(); ++p) {
     const std::uint32_t n = fabric_.node_of(p);
     if (fabric_.lid(p) != 0 && (comp_of[n] != comp || fabric_.node_dead(n))) lids_elsewhere.insert(fabric_.lid(p));
   }
+  unsigned reported = 0;
   clients_->on_verify = [&](const Query& q, const madengine::MadBuf& answer) {
     ++r_.stats.paths_checked;
-    if (q.outcome != Outcome::kOk) {
-      violate("path-record", fmt::format("client {} asked for a path to {}: status 0x{:04x}", q.action.client,
-                                         fabric_.description(q.action.peer), q.status));
-      return;
-    }
+    const std::uint32_t from = s_.clients[q.action.client], to = q.action.peer;
+    auto wrong = [&](const std::string& what) {
+      if (++reported > 3) return;
+      violate("path-record", fmt::format("client {} on {} asked for a path to {}{}: {}", q.action.client,
+                                         fabric_.description(from), fabric_.description(to),
+                                         q.action.gid_shaped ? fmt::format(" by GID, P_Key 0x{:04x}", q.pkey_sent) : std::string(),
+                                         what));
+    };
+    if (q.outcome != Outcome::kOk) return wrong(fmt::format("status 0x{:04x}", q.status));
     wire::PathRecord rec{};
     std::memcpy(&rec, answer.as<wire::SaMad>().data.data(), sizeof(rec));
     // A dead node's ports keep their last LIDs in the model (a revived node
     // is reset), and the oracle maps LIDs over the whole fabric: a LID also
     // held outside this subnet cannot be judged by it.
     if (lids_elsewhere.contains(rec.slid.get()) || lids_elsewhere.contains(rec.dlid.get())) return;
-    // The answer is to the question: the asking client's LID to the peer's.
-    const std::uint16_t want_s = fabric_.lid(fabric_.port(s_.clients[q.action.client], 1));
-    const std::uint16_t want_d = fabric_.lid(fabric_.port(q.action.peer, 1));
-    if (rec.slid.get() != want_s || rec.dlid.get() != want_d) {
-      violate("path-record", fmt::format("client {} asked for LIDs {} -> {} and got a path {} -> {}", q.action.client,
-                                         want_s, want_d, rec.slid.get(), rec.dlid.get()));
-      return;
+    // The answer is to the question: the asking client's port to the peer's.
+    const sim::PortIdx sp = fabric_.port(from, 1), dp = fabric_.port(to, 1);
+    if (rec.slid.get() != fabric_.lid(sp) || rec.dlid.get() != fabric_.lid(dp))
+      return wrong(fmt::format("LIDs {} -> {} answered {} -> {}", fabric_.lid(sp), fabric_.lid(dp), rec.slid.get(),
+                               rec.dlid.get()));
+    if (rec.sgid.guid.get() != fabric_.port_guid(sp) || rec.dgid.guid.get() != fabric_.port_guid(dp))
+      return wrong(fmt::format("GIDs name ports 0x{:016x} -> 0x{:016x}", rec.sgid.guid.get(), rec.dgid.guid.get()));
+    if (q.action.gid_shaped) {
+      if ((rec.pkey.get() & 0x7fff) != (q.pkey_sent & 0x7fff)) return wrong(fmt::format("P_Key 0x{:04x}", rec.pkey.get()));
+      if (!rec.reversible()) return wrong("not Reversible");
+    }
+    // The SL: the partition's with QoS on (partitions.conf sl=), the
+    // route's layer with a layered routing (as the channel check took it).
+    if (policy.qos && rec.sl() != sl_of_pkey(*partitions_, rec.pkey.get()))
+      return wrong(fmt::format("SL {} in partition 0x{:04x}, whose SL is {}", rec.sl(), rec.pkey.get(),
+                               sl_of_pkey(*partitions_, rec.pkey.get())));
+    if (layered) {
+      madengine::node::PathInfo pi;
+      if (master.n->path(rec.slid.get(), rec.dlid.get(), pi) == madengine::node::PathResult::kOk && pi.sl != rec.sl())
+        return wrong(fmt::format("SL {}, the route's layer is {}", rec.sl(), pi.sl));
     }
     const madstorm::PathCheck pc = oracle.check(rec);
     if (pc.verdict != madstorm::PathVerdict::kOk)
-      violate("path-record", fmt::format("PathRecord {} -> {} (LIDs {} -> {}) disagrees with the LFT walk: {}",
-                                         fabric_.description(s_.clients[q.action.client]), fabric_.description(q.action.peer),
-                                         rec.slid.get(), rec.dlid.get(), madstorm::to_string(pc.verdict)));
+      wrong(fmt::format("PathRecord (LIDs {} -> {}, SL {}, P_Key 0x{:04x}) disagrees with the LFT walk: {}", rec.slid.get(),
+                        rec.dlid.get(), rec.sl(), rec.pkey.get(), madstorm::to_string(pc.verdict)));
   };
   Rng pick(s_.seed ^ 0x9a7full);
   const std::size_t pairs = clients.size() * hosts.size();
-  const std::size_t n = std::min(kPathChecksMax, pairs);
-  for (std::size_t k = 0; k < n; ++k) {
+  std::vector<unsigned> sent(s_.clients.size(), 0);
+  for (std::size_t k = 0; k < kPathChecks; ++k) {
     ClientAction a;
+    const std::size_t at = pairs >= kPathChecks ? pick.pick(static_cast<unsigned>(pairs)) : k % pairs;
+    a.client = clients[at % clients.size()];
     // Each client asks one path per 200 us, as a client library paces them
     // (all at once would be answered BUSY by design).
-    a.at_ns = now() + static_cast<Nanos>(k / clients.size()) * 200'000;
-    const std::size_t at = pairs <= kPathChecksMax ? k : pick.pick(static_cast<unsigned>(pairs));
-    a.client = clients[at % clients.size()];
+    a.at_ns = now() + static_cast<Nanos>(sent[a.client]++) * 200'000;
     a.op = ClientOp::kPathRecord;
     a.peer = hosts[at / clients.size()];
     a.verify = true;
+    // Both shapes for every pair (the second round the other one first).
+    a.gid_shaped = ((k / pairs) + at) % 2 == 1;
+    a.pkey_pick = static_cast<std::uint32_t>(pick.next());
     clients_->add(a);
   }
   const Nanos end = now() + 10 * kNanosPerSecond;
   while (now() < end && !clients_->idle()) step();
   clients_->on_verify = nullptr;
   for (const Query& q : clients_->queries())
-    if (q.action.verify && (q.outcome == Outcome::kLost || q.outcome == Outcome::kNeverSent || q.outcome == Outcome::kPending))
+    if (q.action.verify && (q.outcome == Outcome::kLost || q.outcome == Outcome::kNeverSent || q.outcome == Outcome::kPending) &&
+        ++reported <= 3)
       violate("path-record", fmt::format("client {} asked for a path to {} on a quiet fabric: {}", q.action.client,
                                          fabric_.description(q.action.peer), to_string(q.outcome)));
 }
@@ -294,7 +325,7 @@ void World::check_sa_state(Slot& master, const std::vector<std::uint32_t>& comp_
     if (!in_subnet(key.first) || held.unknown) continue;
     const std::uint64_t gid_guid = clients_->client_port_guid(key.first);
     const auto it = std::find_if(img.services.begin(), img.services.end(), [&](const madengine::sa::ServiceEntry& e) {
-      return e.rec.service_id.get() == service_id_of(key.second) && e.rec.service_gid.guid.get() == gid_guid;
+      return e.rec.service_id.get() == service_id_of(clients_->instance(key.first), key.second) && e.rec.service_gid.guid.get() == gid_guid;
     });
     const bool finite = held.lease_s != 0xffffffffu;
     const Nanos ends = held.acked_ns + Nanos{held.lease_s} * kNanosPerSecond;
@@ -322,7 +353,7 @@ void World::check_sa_state(Slot& master, const std::vector<std::uint32_t>& comp_
   for (const auto& [key, held] : clients_->members) {
     if (!in_subnet(key.second) || held.unknown) continue;
     const std::uint64_t guid = clients_->client_port_guid(key.second);
-    const wire::Gid mgid = mgid_of(key.first);
+    const wire::Gid mgid = mgid_of(clients_->instance(key.second), key.first);
     bool found = false;
     for (const auto& g : img.groups)
       if (g.params.mgid == mgid)
@@ -353,10 +384,10 @@ void World::check_queries() {
       case Outcome::kSaError: {
         ++r_.stats.answered;
         // Refused by design: a Delete or leave of what the client may not
-        // hold, a path to a host that is down. A query or a registration
+        // hold, a path to a host that is down or in another subnet. A query or a registration
         // refused on a quiet fabric is a wrong answer.
         const bool expected =
-            q.action.op == ClientOp::kServiceDelete || q.action.op == ClientOp::kMcLeave || q.peer_dead;
+            q.action.op == ClientOp::kServiceDelete || q.action.op == ClientOp::kMcLeave || q.peer_gone;
         const Nanos from = q.first_sent_ns < 0 ? q.due_ns : q.first_sent_ns;
         if (expected || excused(from, q.done_ns)) break;
         ++r_.stats.refused_quiet;

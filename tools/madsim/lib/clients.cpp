@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "madengine/wire/sa/get_table.hpp"
+#include "lib/policy.hpp"
 #include "madengine/wire/sa_records.hpp"
 
 namespace madsim {
@@ -27,10 +29,12 @@ const char* to_string(Outcome o) noexcept {
   return "?";
 }
 
-std::uint64_t service_id_of(std::uint32_t key) noexcept { return 0x5ad5000000000000ull | key; }
+std::uint64_t service_id_of(unsigned instance, std::uint32_t key) noexcept {
+  return 0x5ad5000000000000ull | std::uint64_t{instance} << 16 | key;
+}
 
-wire::Gid mgid_of(std::uint32_t key) noexcept {
-  return {wire::be64::from(0xff12401bffff0000ull), wire::be64::from(0x00000000000ad500ull | key)};
+wire::Gid mgid_of(unsigned instance, std::uint32_t key) noexcept {
+  return {wire::be64::from(0xff12401bffff0000ull), wire::be64::from(0x00000000000ad500ull | std::uint64_t{instance} << 24 | key)};
 }
 
 namespace {
@@ -62,7 +66,12 @@ std::optional<std::tuple<ClientOp, unsigned, std::uint32_t>> slot_of(const Clien
 }  // namespace
 
 Clients::Clients(sim::Fabric& fabric, const Scenario& s, Trace& trace) : fabric_(fabric), s_(s), trace_(trace) {
-  for (const std::uint32_t n : s.clients) hosts_.push_back(std::make_unique<sim::Host>(fabric, n));
+  std::map<std::uint32_t, unsigned> on_host;
+  for (const std::uint32_t n : s.clients) {
+    const unsigned i = on_host[n]++;
+    instance_.push_back(i);
+    hosts_.push_back(std::make_unique<sim::Host>(fabric, n, 1, 1024, static_cast<std::uint8_t>(i)));
+  }
   rereg_seen_.assign(s.clients.size(), 0);
   for (const ClientAction& a : s.actions) {
     Query q;
@@ -118,6 +127,11 @@ bool Clients::idle() const noexcept {
   return std::all_of(queries_.begin(), queries_.end(), [](const Query& q) { return q.outcome != Outcome::kPending; });
 }
 
+bool Clients::peer_gone(const ClientAction& a) const {
+  if (fabric_.node_dead(a.peer)) return true;
+  return a.op == ClientOp::kPathRecord && published && !published(s_.clients[a.client], a.peer);
+}
+
 bool Clients::send(Query& q, Nanos now_ns) {
   const ClientAction& a = q.action;
   sim::Host& h = *hosts_[a.client];
@@ -130,9 +144,26 @@ bool Clients::send(Query& q, Nanos now_ns) {
   switch (a.op) {
     case ClientOp::kPathRecord: {
       wire::PathRecord pr{};
-      pr.slid = wire::be16::from(fabric_.lid(fabric_.port(s_.clients[a.client], 1)));
-      pr.dlid = wire::be16::from(fabric_.lid(peer_port));
-      if (pr.slid.get() == 0 || pr.dlid.get() == 0) return false;
+      const std::uint16_t slid = fabric_.lid(fabric_.port(s_.clients[a.client], 1)), dlid = fabric_.lid(peer_port);
+      if (slid == 0 || dlid == 0) return false;
+      if (a.gid_shaped) {
+        // As a client's library asks (librdmacm, ibacm): by GIDs, in one of
+        // the partitions both ends share, one path usable both ways.
+        namespace pcm = wire::path_record_cm;
+        static const std::vector<PartitionDraw> kNone;
+        const auto pkeys = shared_pkeys(partitions_ != nullptr ? *partitions_ : kNone, s_.clients[a.client], a.peer);
+        if (q.pkey_sent == 0) q.pkey_sent = pkeys[a.pkey_pick % pkeys.size()];
+        pr.sgid = gid_of(own_guid);
+        pr.dgid = gid_of(fabric_.port_guid(peer_port));
+        pr.pkey = wire::be16::from(q.pkey_sent);
+        pr.set_reversible(true);
+        pr.set_numb_path(1);
+        tid = h.query(wire::method::kGet, wire::sa_attr::kPathRecord,
+                      pcm::kSGid | pcm::kDGid | pcm::kPKey | pcm::kReversible | pcm::kNumbPath, bytes(pr), 0, 0, again);
+        break;
+      }
+      pr.slid = wire::be16::from(slid);
+      pr.dlid = wire::be16::from(dlid);
       tid = h.query(wire::method::kGet, wire::sa_attr::kPathRecord,
                     wire::path_record_cm::kSLid | wire::path_record_cm::kDLid, bytes(pr), 0, 0, again);
       break;
@@ -155,7 +186,7 @@ bool Clients::send(Query& q, Nanos now_ns) {
     case ClientOp::kServiceDelete: {
       namespace scm = wire::service_record_cm;
       wire::ServiceRecord sr{};
-      sr.service_id = wire::be64::from(service_id_of(a.key));
+      sr.service_id = wire::be64::from(service_id_of(instance_[a.client], a.key));
       sr.service_gid = gid_of(own_guid);
       sr.service_pkey = wire::be16::from(0xffff);
       sr.service_lease = wire::be32::from(a.lease_s);
@@ -171,7 +202,7 @@ bool Clients::send(Query& q, Nanos now_ns) {
     case ClientOp::kMcLeave: {
       namespace mcm = wire::mc_member_record_cm;
       wire::McMemberRecord j{};
-      j.mgid = mgid_of(a.key);
+      j.mgid = mgid_of(instance_[a.client], a.key);
       j.port_gid = gid_of(own_guid);
       j.qkey = wire::be32::from(0x0b1b);
       j.pkey = wire::be16::from(0xffff);
@@ -201,7 +232,7 @@ bool Clients::send(Query& q, Nanos now_ns) {
   }
   if (!tid) return false;
   if (q.tids.empty()) q.tids.push_back(*tid);
-  q.peer_dead = q.peer_dead || fabric_.node_dead(a.peer);
+  q.peer_gone = q.peer_gone || peer_gone(a);
   ++q.attempts;
   if (q.first_sent_ns < 0) q.first_sent_ns = now_ns;
   q.deadline_ns = now_ns + kQueryTimeoutNs;
@@ -211,7 +242,7 @@ bool Clients::send(Query& q, Nanos now_ns) {
 void Clients::finish(Query& q, Nanos now_ns, const MadBuf* answer) {
   const ClientAction& a = q.action;
   q.done_ns = now_ns;
-  q.peer_dead = q.peer_dead || fabric_.node_dead(a.peer);
+  q.peer_gone = q.peer_gone || peer_gone(a);
   for (const std::uint64_t t : q.tids) hosts_[a.client]->forget(t);  // a late answer is now a stray
   if (answer != nullptr) {
     q.status = answer->hdr().status.get();

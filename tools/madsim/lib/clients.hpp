@@ -43,7 +43,11 @@ struct Query {
   std::uint16_t status = 0;
   Nanos done_ns = 0;
   bool reregistration = false;
-  bool peer_dead = false;  // the peer's node was down at a send or at the answer: "no records" is right
+  std::uint16_t pkey_sent = 0;  // kPathRecord by GID: the P_Key asked for
+  // At a send or at the answer the peer's node was down, in another subnet
+  // than the client's (not joined yet, cut off), or not yet published by
+  // the client's master: an SA error is right.
+  bool peer_gone = false;
 };
 
 // What the SA acknowledged and must keep (until a lease ends or a client
@@ -73,9 +77,17 @@ class Clients {
   bool idle() const noexcept;
   // Called with every answer (status 0 or not) of a `verify` PathRecord.
   std::function<void(const Query&, const madengine::MadBuf&)> on_verify;
+  // Whether a client's master has published the peer (both in one subnet,
+  // the peer's port ACTIVE and in the master's current epoch).
+  std::function<bool(std::uint32_t client_node, std::uint32_t peer)> published;
 
   const std::vector<Query>& queries() const noexcept { return queries_; }
   std::uint64_t client_port_guid(unsigned client) const noexcept;
+  // Which of its host's clients `client` is (0 for the first): its
+  // services and groups are its own.
+  unsigned instance(unsigned client) const noexcept { return instance_[client]; }
+  // The partitions in force (what the SMs were last configured with).
+  void set_partitions(const std::vector<PartitionDraw>* parts) noexcept { partitions_ = parts; }
   const Scenario& scenario() const noexcept { return s_; }
 
   // Keys: (client, service key) and (group key, client).
@@ -87,12 +99,15 @@ class Clients {
 
  private:
   bool send(Query& q, Nanos now_ns);
+  bool peer_gone(const ClientAction& a) const;
   void finish(Query& q, Nanos now_ns, const madengine::MadBuf* answer);
 
   madengine::sim::Fabric& fabric_;
   const Scenario& s_;
   Trace& trace_;
   std::vector<std::unique_ptr<madengine::sim::Host>> hosts_;
+  std::vector<unsigned> instance_;
+  const std::vector<PartitionDraw>* partitions_ = nullptr;
   std::vector<std::uint32_t> rereg_seen_;  // by client: the port's ClientReregister count handled
   std::vector<Query> queries_;
   // One request at a time per registration (a client's service, group or
@@ -103,8 +118,8 @@ class Clients {
   std::size_t next_due_ = 0;  // queries_[next_due_..] not sent yet (by due time for the scenario's)
 };
 
-// Service ID and multicast GID of a scenario key.
-std::uint64_t service_id_of(std::uint32_t key) noexcept;
-madengine::wire::Gid mgid_of(std::uint32_t key) noexcept;
+// Service ID and multicast GID of a client instance's scenario key.
+std::uint64_t service_id_of(unsigned instance, std::uint32_t key) noexcept;
+madengine::wire::Gid mgid_of(unsigned instance, std::uint32_t key) noexcept;
 
 }  // namespace madsim

@@ -9,9 +9,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 
 #include "engine/engine.hpp"
+#include "lib/policy.hpp"
 #include "lib/world.hpp"
 #include "sim/faults/schedule.hpp"
 
@@ -59,6 +61,25 @@ World::World(const Scenario& s, const RunOptions& o, RunResult& out)
     sms_.push_back(std::move(slot));
   }
   clients_ = std::make_unique<Clients>(fabric_, s, r_.trace);
+  // One partitions file for every SM, as a site shares its configuration.
+  partitions_ = &s.policy.partitions;
+  const bool reloads = std::any_of(s.faults.begin(), s.faults.end(),
+                                   [](const FaultDraw& f) { return f.kind == FaultKind::kPartitionsReload; });
+  if (!s.policy.partitions.empty() || reloads) {
+    partitions_file_ = dir_ + "/partitions.conf";
+    write_partitions(*partitions_);
+  }
+  clients_->set_partitions(partitions_);
+  clients_->published = [this](std::uint32_t client, std::uint32_t peer) {
+    const auto comp = components();
+    return comp[client] == comp[peer] && published_by_master(comp, peer);
+  };
+}
+
+void World::write_partitions(const std::vector<PartitionDraw>& parts) {
+  std::ofstream out(partitions_file_, std::ios::trunc);
+  out << partitions_conf(s_, parts);
+  if (!out) throw std::runtime_error("madsim: cannot write " + partitions_file_);
 }
 
 World::~World() {
@@ -88,9 +109,21 @@ void World::start_sm(Slot& slot) {
   c.sm.guid2lid = slot.dir + "/guid2lid";
   c.sa.journal = slot.dir + "/journal";
   c.sa.journal_interval_ms = 200;
+  std::error_code ec;
+  const Policy& pol = s_.policy;
+  c.sm.routing = pol.routing;
+  c.sm.partition_config = partitions_file_;
+  c.sm.qos = pol.qos;
+  c.sm.qos_all.sl2vl = pol.qos_sl2vl;
+  c.sm.m_key = slot.starts > 0 && pol.m_key_after_restart != 0 ? pol.m_key_after_restart : pol.m_key;
+  c.sm.m_key_lease_period = pol.m_key_lease_s;
+  c.sm.m_key_protection_level = pol.m_key_protection;
+  if (pol.m_key != 0) {
+    c.sm.guid2mkey = slot.dir + "/guid2mkey";
+    if (slot.starts > 0 && pol.guid2mkey_lost) std::filesystem::remove(c.sm.guid2mkey, ec);
+  }
   // The journal's age is its file time (wall clock): make it the simulated
   // age, so a restart restores leases as they stand in simulated time.
-  std::error_code ec;
   if (slot.journal_written_ns >= 0 && std::filesystem::exists(c.sa.journal, ec)) {
     const auto age = std::chrono::nanoseconds(now() - slot.journal_written_ns);
     std::filesystem::last_write_time(
@@ -108,6 +141,7 @@ void World::start_sm(Slot& slot) {
   };
   slot.state = wire::SmState::kNotActive;
   slot.n = std::make_unique<node::InternalNode>(c, node::NodeHooks{}, in);
+  ++slot.starts;
   r_.trace.add(now(), fmt::format("sm{} starts on {} priority {}", i, s_.topo.nodes[slot.node].id, slot.priority));
 }
 
@@ -276,6 +310,18 @@ void World::apply_timed_faults() {
         disturb(now(), now() + kDualMasterMaxNs + kDisturbanceTailNs);
         break;
       }
+      case FaultKind::kPartitionsReload: {
+        fault(fmt::format("the partitions file changes ({} partitions) and every SM re-reads it",
+                          s_.policy.partitions_reloaded.size()));
+        partitions_ = &s_.policy.partitions_reloaded;
+        write_partitions(*partitions_);
+        clients_->set_partitions(partitions_);
+        // SIGHUP reaches every running SM process, its port there or not.
+        for (Slot& slot : sms_)
+          if (slot.n != nullptr && !slot.crash_pending) slot.n->reload_config_files();
+        disturb(now(), now() + kDisturbanceTailNs);
+        break;
+      }
       case FaultKind::kLinkFlapInPhase:
       case FaultKind::kMasterKill:
       case FaultKind::kMasterKillJournal:
@@ -304,6 +350,17 @@ std::vector<std::uint32_t> World::components() const {
   return parent;
 }
 
+bool World::published_by_master(const std::vector<std::uint32_t>& comp, std::uint32_t node) const {
+  const sim::PortIdx p = fabric_.port(node, 1);
+  if (fabric_.port_state(p) != wire::PortState::kActive) return false;
+  for (const Slot& slot : sms_) {
+    if (!alive(slot) || slot.state != wire::SmState::kMaster || comp[slot.node] != comp[node]) continue;
+    const auto snap = slot.n->store().current();
+    if (snap != nullptr && snap->by_port_guid.contains(fabric_.port_guid(p))) return true;
+  }
+  return false;
+}
+
 void World::sample() {
   const auto comp = components();
   std::map<std::uint32_t, unsigned> masters, sms;
@@ -313,9 +370,11 @@ void World::sample() {
     if (slot.state == wire::SmState::kMaster) ++masters[comp[slot.node]];
   }
   // A client whose subnet has no master (every SM there dead, or an
-  // election under way) cannot be answered: its queries are excused.
+  // election under way) cannot be answered: its queries are excused,
+  // and so are those of one its master has not published yet (a sweep still reaching
+  // its part: ports behind M_Keys whose leases have not ended, say).
   for (const std::uint32_t client : s_.clients)
-    if (masters.count(comp[client]) == 0) {
+    if (masters.count(comp[client]) == 0 || !published_by_master(comp, client)) {
       disturb(now(), now() + kDisturbanceTailNs);
       break;
     }

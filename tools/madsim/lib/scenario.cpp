@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "engine/durable_file.hpp"
+#include "lib/policy.hpp"
 #include "lib/rng.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/smp.hpp"
@@ -44,6 +45,7 @@ const char* to_string(FabricKind k) noexcept {
     case FabricKind::kTwoSubnets: return "two-subnets";
     case FabricKind::kTorus: return "torus";
     case FabricKind::kMesh: return "mesh";
+    case FabricKind::kDragonfly: return "dragonfly";
   }
   return "?";
 }
@@ -60,6 +62,7 @@ const char* to_string(FaultKind k) noexcept {
     case FaultKind::kMasterKillJournal: return "master-kill-journal";
     case FaultKind::kSmPortBounce: return "sm-port-bounce";
     case FaultKind::kJoinSubnets: return "join-subnets";
+    case FaultKind::kPartitionsReload: return "partitions-reload";
   }
   return "?";
 }
@@ -161,6 +164,28 @@ void maybe_grid(std::uint64_t seed, Scenario& s) {
                               spec.dims[2], spec.hosts_per_switch);
 }
 
+// Dragonflies likewise, from a stream of their own: a seed's other draws
+// stay as they were, only its fabric changes.
+constexpr std::uint64_t kDragonflySalt = 0x647261676f6eull;
+constexpr double kDragonflyShare = 0.08;
+
+void maybe_dragonfly(std::uint64_t seed, Scenario& s) {
+  if (s.fabric_kind == FabricKind::kTwoSubnets || s.fabric_kind == FabricKind::kTorus || s.fabric_kind == FabricKind::kMesh)
+    return;
+  Rng g(seed ^ kDragonflySalt);
+  if (!g.chance(kDragonflyShare)) return;
+  const unsigned big = s.size == Size::kSmall ? 0 : s.size == Size::kMedium ? 1 : 2;
+  sim::DragonflySpec spec;
+  spec.routers = static_cast<unsigned>(big == 0 ? g.range(2, 3) : big == 1 ? g.range(3, 5) : g.range(6, 10));
+  spec.globals = static_cast<unsigned>(g.range(1, 2));
+  spec.groups = static_cast<unsigned>(g.range(2, spec.routers * spec.globals + 1));
+  spec.hosts = static_cast<unsigned>(g.range(1, 2));
+  s.topo = sim::make_dragonfly(spec);
+  s.fabric_kind = FabricKind::kDragonfly;
+  s.fabric_spec = fmt::format("dragonfly groups={} routers={} hosts={} globals={}", spec.groups, spec.routers, spec.hosts,
+                              spec.globals);
+}
+
 std::vector<std::uint32_t> cas_of(const sim::Topology& t) {
   std::vector<std::uint32_t> out;
   for (std::uint32_t n = 0; n < t.nodes.size(); ++n)
@@ -250,10 +275,35 @@ FaultDraw draw_fault(Rng& r, const Scenario& s, FaultKind kind, Nanos at) {
       f.length_ns = static_cast<Nanos>(r.range(100, 3000)) * kNanosPerMilli;
       break;
     case FaultKind::kJoinSubnets:
+    case FaultKind::kPartitionsReload:
       break;
   }
   return f;
 }
+
+}  // namespace
+
+ClientAction draw_action(Rng& r, const std::vector<std::uint32_t>& hosts, std::uint64_t at_ms,
+                         unsigned count, unsigned first) {
+  ClientAction a;
+  a.at_ns = static_cast<Nanos>(at_ms) * kNanosPerMilli;
+  a.client = first + r.pick(count);
+  const unsigned op = r.pick(100);
+  a.op = op < 35   ? ClientOp::kPathRecord
+         : op < 45 ? ClientOp::kGetTable
+         : op < 65 ? ClientOp::kServiceSet
+         : op < 70 ? ClientOp::kServiceDelete
+         : op < 85 ? ClientOp::kMcJoin
+         : op < 92 ? ClientOp::kMcLeave
+                   : ClientOp::kInformSubscribe;
+  a.peer = hosts[r.pick(static_cast<unsigned>(hosts.size()))];
+  a.key = r.pick(a.op == ClientOp::kMcJoin || a.op == ClientOp::kMcLeave ? 3 : 6);
+  a.lease_s = r.chance(0.4) ? 0xffffffffu : static_cast<std::uint32_t>(r.range(2, 40));
+  a.table = r.chance(0.5) ? madengine::wire::sa_attr::kNodeRecord : madengine::wire::sa_attr::kPortInfoRecord;
+  return a;
+}
+
+namespace {
 
 void draw_clients(Rng& r, Scenario& s) {
   std::vector<std::uint32_t> free;
@@ -268,26 +318,9 @@ void draw_clients(Rng& r, Scenario& s) {
   if (s.clients.empty()) return;
   const auto hosts = cas_of(s.topo);
   const unsigned n = static_cast<unsigned>(r.range(15, 50));
-  for (unsigned i = 0; i < n; ++i) {
-    ClientAction a;
-    a.at_ns = static_cast<Nanos>(r.range(500, static_cast<std::uint64_t>(s.run_ns / kNanosPerMilli))) * kNanosPerMilli;
-    a.client = r.pick(static_cast<unsigned>(s.clients.size()));
-    const unsigned op = r.pick(100);
-    a.op = op < 35   ? ClientOp::kPathRecord
-           : op < 45 ? ClientOp::kGetTable
-           : op < 65 ? ClientOp::kServiceSet
-           : op < 70 ? ClientOp::kServiceDelete
-           : op < 85 ? ClientOp::kMcJoin
-           : op < 92 ? ClientOp::kMcLeave
-                     : ClientOp::kInformSubscribe;
-    a.peer = hosts[r.pick(static_cast<unsigned>(hosts.size()))];
-    a.key = r.pick(a.op == ClientOp::kMcJoin || a.op == ClientOp::kMcLeave ? 3 : 6);
-    a.lease_s = r.chance(0.4) ? 0xffffffffu : static_cast<std::uint32_t>(r.range(2, 40));
-    a.table = r.chance(0.5) ? madengine::wire::sa_attr::kNodeRecord : madengine::wire::sa_attr::kPortInfoRecord;
-    s.actions.push_back(a);
-  }
-  std::stable_sort(s.actions.begin(), s.actions.end(),
-                   [](const ClientAction& x, const ClientAction& y) { return x.at_ns < y.at_ns; });
+  for (unsigned i = 0; i < n; ++i)
+    s.actions.push_back(draw_action(r, hosts, r.range(500, static_cast<std::uint64_t>(s.run_ns / kNanosPerMilli)),
+                                    static_cast<unsigned>(s.clients.size()), 0));
 }
 
 }  // namespace
@@ -302,6 +335,7 @@ Scenario draw_scenario(std::uint64_t seed, Size size) {
   s.faults_end_ns = s.run_ns - 4 * kNanosPerSecond;
   draw_fabric(r, s);
   maybe_grid(seed, s);
+  maybe_dragonfly(seed, s);
   const auto cas = cas_of(s.topo);
   if (s.sms.empty()) {
     const unsigned n = std::min<unsigned>(static_cast<unsigned>(cas.size()) - 1, static_cast<unsigned>(r.range(1, 3)));
@@ -338,6 +372,7 @@ Scenario draw_scenario(std::uint64_t seed, Size size) {
     s.faults.push_back(draw_fault(r, s, FaultKind::kJoinSubnets,
                                   static_cast<Nanos>(r.range(2000, 9000)) * kNanosPerMilli));
   std::stable_sort(s.faults.begin(), s.faults.end(), [](const FaultDraw& x, const FaultDraw& y) { return x.at_ns < y.at_ns; });
+  draw_policy(seed, s);
   return s;
 }
 
@@ -347,6 +382,7 @@ std::string describe(const Scenario& s) {
                                 static_cast<double>(s.run_ns) / 1e9);
   for (std::size_t i = 0; i < s.sms.size(); ++i)
     out += fmt::format("  sm{} on {} priority {}\n", i, s.topo.nodes[s.sms[i].node].id, s.sms[i].priority);
+  out += describe_policy(s);
   out += fmt::format("  {} clients, {} actions\n", s.clients.size(), s.actions.size());
   for (const FaultDraw& f : s.faults) {
     out += fmt::format("  fault at {:.3f} s: {}", static_cast<double>(f.at_ns) / 1e9, to_string(f.kind));
@@ -373,7 +409,8 @@ std::string describe(const Scenario& s) {
                            f.length_ns / kNanosPerMilli);
         break;
       case FaultKind::kSmPortBounce: out += fmt::format(" sm{} gone {} ms", f.a, f.length_ns / kNanosPerMilli); break;
-      case FaultKind::kJoinSubnets: break;
+      case FaultKind::kJoinSubnets:
+      case FaultKind::kPartitionsReload: break;
     }
     out += "\n";
   }

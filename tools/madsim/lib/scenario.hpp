@@ -14,13 +14,14 @@
 
 namespace madsim {
 
+class Rng;
 using madengine::Nanos;
 
 enum class Size : std::uint8_t { kSmall, kMedium, kLarge };
 bool parse_size(const std::string& text, Size& out) noexcept;
 const char* to_string(Size s) noexcept;
 
-enum class FabricKind : std::uint8_t { kFatTree2, kFatTree3, kRandom, kTwoSubnets, kTorus, kMesh };
+enum class FabricKind : std::uint8_t { kFatTree2, kFatTree3, kRandom, kTwoSubnets, kTorus, kMesh, kDragonfly };
 const char* to_string(FabricKind k) noexcept;
 
 struct SmDraw {
@@ -39,7 +40,9 @@ enum class FaultKind : std::uint8_t {
   kMasterKillJournal,  // the master dies writing its SA journal, before `step`
   kSmPortBounce,   // SM a's port vanishes for `length` (its node dies and returns)
   kJoinSubnets,    // the two subnets are cabled together
+  kPartitionsReload,  // the partitions file changes and every live SM re-reads it (SIGHUP)
 };
+// Kinds the main draw picks from (the reload comes with the policy draw).
 inline constexpr unsigned kFaultKindCount = 10;
 const char* to_string(FaultKind k) noexcept;
 
@@ -76,6 +79,42 @@ struct ClientAction {
   std::uint32_t lease_s = 0;  // kServiceSet: 0xffffffff = infinite
   std::uint16_t table = 0;    // kGetTable: attribute
   bool verify = false;        // kPathRecord sent once the fabric settled: checked against the LFT walk
+  // kPathRecord in the shape a client's library sends (SGID, DGID, P_Key,
+  // NumbPath 1, Reversible), else by SLID/DLID. `pkey_pick` chooses, when
+  // the query is sent, among the partitions both ends then share.
+  bool gid_shaped = false;
+  std::uint32_t pkey_pick = 0;
+};
+
+// A partition beyond the default one (every port a full member): its CA
+// members, each a full or a limited member, and its SL (QoS on).
+struct PartitionDraw {
+  std::uint16_t pkey = 0;  // base, 0x0001..0x7ffe
+  std::vector<std::pair<std::uint32_t, bool>> members;  // (CA node, full)
+  std::uint8_t sl = 0;
+};
+
+// The site's policy every SM of the scenario is configured with: routing,
+// partitions (and a second set an operator reloads), QoS, M_Key.
+struct Policy {
+  std::string routing = "minhop";  // sm.routing
+  bool deadlock_free = false;      // the routing promises it: the channel dependencies are checked
+  std::vector<PartitionDraw> partitions;
+  std::vector<PartitionDraw> partitions_reloaded;  // kPartitionsReload's file
+  bool qos = false;
+  std::string qos_sl2vl;  // qos_sl2vl ("" = OpenSM's default)
+  std::uint64_t m_key = 0;
+  unsigned m_key_lease_s = 0;
+  unsigned m_key_protection = 0;
+  // A lone SM that restarts comes back with another key (the site rotated
+  // it while the SM was down): it re-keys ports through its guid2mkey, or,
+  // with that file lost too, once their leases end.
+  std::uint64_t m_key_after_restart = 0;  // 0: the same key
+  bool guid2mkey_lost = false;
+  // Clients per host beyond the first, and the share of PathRecord queries
+  // sent in a client library's shape (SGID/DGID, P_Key, Reversible).
+  unsigned extra_clients = 0;
+  double gid_share = 0.0;
 };
 
 struct Scenario {
@@ -88,7 +127,8 @@ struct Scenario {
   std::uint32_t join_a = madengine::sim::kNoNode, join_b = madengine::sim::kNoNode;
   std::uint8_t join_a_port = 0, join_b_port = 0;
   std::vector<SmDraw> sms;
-  std::vector<std::uint32_t> clients;  // host nodes with an SA client
+  Policy policy;
+  std::vector<std::uint32_t> clients;  // host node of each SA client (a host may run several)
   std::vector<ClientAction> actions;   // by time
   std::vector<FaultDraw> faults;       // by time
   Nanos faults_end_ns = 0;             // no fault starts after this
@@ -96,6 +136,10 @@ struct Scenario {
 };
 
 Scenario draw_scenario(std::uint64_t seed, Size size);
+// One client action at `at_ms` by one of `count` clients from `first` on,
+// to a host of `hosts` (the main draw's and the policy draw's clients).
+ClientAction draw_action(Rng& r, const std::vector<std::uint32_t>& hosts, std::uint64_t at_ms, unsigned count,
+                         unsigned first);
 std::string describe(const Scenario& s);
 
 }  // namespace madsim

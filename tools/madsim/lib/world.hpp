@@ -55,6 +55,7 @@ class World {
     bool crash_pending = false;
     Nanos restart_at = -1;
     Nanos journal_written_ns = -1;  // sim time of its last complete journal write
+    unsigned starts = 0;
     madengine::wire::SmState state = madengine::wire::SmState::kNotActive;
   };
 
@@ -77,6 +78,8 @@ class World {
   bool at_risk(Nanos acked_ns) const noexcept;
   // Node -> component id over links that are up (dead nodes: their own).
   std::vector<std::uint32_t> components() const;
+  // Whether the master of `node`'s subnet has published its (ACTIVE) port.
+  bool published_by_master(const std::vector<std::uint32_t>& comp, std::uint32_t node) const;
   bool settled();
 
   // Invariants (checks.cpp).
@@ -86,9 +89,14 @@ class World {
   void check_ports(const std::vector<std::uint32_t>& nodes);
   void check_lids_kept(const std::vector<std::uint32_t>& nodes);
   void check_lft_walk(const std::vector<std::uint32_t>& nodes);
-  void check_paths(const std::vector<std::uint32_t>& nodes, const std::vector<std::uint32_t>& comp_of, std::uint32_t comp);
+  void check_paths(const std::vector<std::uint32_t>& nodes, const std::vector<std::uint32_t>& comp_of, std::uint32_t comp,
+                   Slot& master);
   void check_sa_state(Slot& master, const std::vector<std::uint32_t>& comp_of, std::uint32_t comp);
   void check_queries();
+  void check_partitions(const std::vector<std::uint32_t>& nodes);
+  void check_m_keys(const std::vector<std::uint32_t>& nodes, const Slot& master);
+  void check_channel_dependencies(const std::vector<std::uint32_t>& nodes, Slot& master);
+  void write_partitions(const std::vector<PartitionDraw>& parts);
   void take_baseline(Slot& master);
 
   const Scenario& s_;
@@ -113,6 +121,8 @@ class World {
   bool joined_ = false;
   bool checking_ = false;  // after the scenario: the settle and the checks
   bool inspecting_ = false;  // the checks: phase-triggered faults no longer fire
+  const std::vector<PartitionDraw>* partitions_ = nullptr;  // in force
+  std::string partitions_file_;  // "" without partitions
   madengine::DurableWriteObserver observer_;
   std::string dir_;
   bool own_dir_ = false;
