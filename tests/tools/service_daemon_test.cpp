@@ -263,6 +263,22 @@ TEST(ServiceDaemon, VersionIsTheProjectsVersion) {
   }
 }
 
+// One spelling of the generated-fabric spec: the parser's, in the daemon's
+// and madstorm's help and in the parser's own error.
+TEST(ServiceDaemon, FabricSpecIsSpelledOneWay) {
+  const std::string spec = "random:SWITCHES:DEGREE:HOSTS[:SEED]";
+  int rc = 0;
+  for (const std::string tool : {MADENGINE_BIN, MADSTORM_BIN}) {
+    const std::string help = st::run(tool + " --help 2>&1", rc);
+    EXPECT_EQ(rc, 0) << tool;
+    EXPECT_NE(help.find(spec), std::string::npos) << tool << "\n" << help;
+    EXPECT_NE(help.find("ft2:RADIX[:LEAVES[:HOSTS_PER_LEAF]]"), std::string::npos) << tool;
+  }
+  const std::string err = st::run(std::string(MADENGINE_BIN) + " --transport sim --generate random:4 --exit-after-subnet-up 2>&1", rc);
+  EXPECT_EQ(rc, 2) << err;
+  EXPECT_NE(err.find(spec), std::string::npos) << err;
+}
+
 // Without log.file the log is on stderr (madengine(8)), stdout stays empty.
 TEST(ServiceDaemon, LogsToStderrByDefault) {
   const std::string cmd = std::string(MADENGINE_BIN) + " --transport sim --generate ft2:4 --cores 1 --exit-after-subnet-up";
