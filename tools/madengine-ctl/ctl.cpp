@@ -222,7 +222,7 @@ int main(int argc, char** argv) {
   app.add_subcommand("priority", "set this SM's priority (0..15)")->add_option("N", priority, "priority")->required()->check(CLI::Range(0, 15));
   app.add_subcommand("handover", "hand mastership to the best standby (by lowering our priority below it)");
   app.add_subcommand("sms", "the SMs seen: GUID, LID, priority, state");
-  app.add_subcommand("lfts", "every switch's LFT, in OpenSM's dump_lfts layout");
+  app.add_subcommand("lfts", "every switch's LFT, in the layout of OpenSM's opensm-lfts.dump");
   auto* paths = app.add_subcommand("paths", "the paths to LID in the current epoch (from every end port, or --from)");
   unsigned lid = 0, from = 0;
   // Unicast LIDs (IBA 4.1.3): a value outside them is a usage error here, not a question for the daemon.
