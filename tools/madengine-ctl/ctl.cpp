@@ -212,7 +212,7 @@ int main(int argc, char** argv) {
   app.add_option("-s,--socket", socket, "the daemon's admin socket (admin.socket)");
   app.add_flag("-j,--json", as_json, "print the daemon's JSON reply as it came");
   app.require_subcommand(0, 1);  // none is refused below: CLI11 would not name an unknown command then
-  app.add_subcommand("status", "state, epoch, sweeps, ports, SA totals");
+  app.add_subcommand("status", "state, epoch, SM LID and port GUID, routing engine, sweeps, ports, SA totals, version");
   std::string sweep_kind = "heavy";
   app.add_subcommand("sweep", "a heavy or light sweep now, or periodic sweeping off (maintenance) and on again")
       ->add_option("KIND", sweep_kind, "heavy (the default), light, off or on")
