@@ -20,7 +20,20 @@ install(CODE "
   file(INSTALL \"${PROJECT_SOURCE_DIR}/dist/logrotate/madengine\" DESTINATION \"\${sysconfdir}/logrotate.d\")
 " COMPONENT daemon)
 
-install(FILES ${PROJECT_SOURCE_DIR}/docs/man/madstorm.1
+# Manual pages are installed gzip-compressed, as Debian policy (12.1) asks
+# of a package (-n: no name or time stamp, the same bytes every build).
+find_program(GZIP_PROGRAM gzip REQUIRED)
+set(man_gz)
+foreach(page madstorm.1 madengine.8 madengine-ctl.8)
+  set(out ${PROJECT_BINARY_DIR}/man/${page}.gz)
+  add_custom_command(OUTPUT ${out}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
+    COMMAND ${GZIP_PROGRAM} -9 -n -c ${PROJECT_SOURCE_DIR}/docs/man/${page} > ${out}
+    DEPENDS ${PROJECT_SOURCE_DIR}/docs/man/${page})
+  list(APPEND man_gz ${out})
+endforeach()
+add_custom_target(man_gz ALL DEPENDS ${man_gz})
+install(FILES ${PROJECT_BINARY_DIR}/man/madstorm.1.gz
   DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT daemon)
-install(FILES ${PROJECT_SOURCE_DIR}/docs/man/madengine.8 ${PROJECT_SOURCE_DIR}/docs/man/madengine-ctl.8
+install(FILES ${PROJECT_BINARY_DIR}/man/madengine.8.gz ${PROJECT_BINARY_DIR}/man/madengine-ctl.8.gz
   DESTINATION ${CMAKE_INSTALL_MANDIR}/man8 COMPONENT daemon)

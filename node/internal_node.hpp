@@ -103,6 +103,11 @@ class InternalNode : public Node {
   using ReloadHook = std::function<std::string(const NodeConfig&)>;
   void add_reload_hook(ReloadHook hook);
   ReloadResult reload(const NodeConfig& fresh);
+  // SIGHUP for [perfmgr] (read beside NodeConfig): the interval, timeout,
+  // retries and thresholds are applied on the manager's core
+  // (PerfManager::retune); a changed enabled, outstanding_max,
+  // node_name_map or metrics_ports_max is named in restart_needed.
+  ReloadResult reload_perfmgr(const perfmgr::PerfMgrConfig& fresh);
   // Re-reads the files an operator edits while the SM runs (the partitions
   // file; the qos-policy file with QoS on): SIGHUP, and the admin command.
   // Good files are applied by the next heavy sweep, which is requested; a

@@ -422,6 +422,7 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
     if (!perfmgr::load_node_name_map(in.perfmgr.node_name_map, p_->names, err)) throw ConfigError("perfmgr.node_name_map: " + err);
     spdlog::info("node name map {}: {} names", in.perfmgr.node_name_map, p_->names.size());
   }
+  p_->perf_cfg = in.perfmgr;
   if (in.perfmgr.enabled) {
     if (in.on_port_alarm) p_->events->set_port_alarm(in.on_port_alarm);
     p_->perf = std::make_unique<perfmgr::PerfManager>(
@@ -591,6 +592,47 @@ std::uint64_t InternalNode::commands_ran(std::uint16_t core) const noexcept {
 }
 
 void InternalNode::add_reload_hook(ReloadHook hook) { parts().reload_hooks.push_back(std::move(hook)); }
+
+InternalNode::ReloadResult InternalNode::reload_perfmgr(const perfmgr::PerfMgrConfig& fresh) {
+  ReloadResult r;
+  perfmgr::PerfMgrConfig& now = parts().perf_cfg;
+  // Fixed while the manager runs: whether there is one, its window of
+  // requests (its transaction manager's size), and what other threads read
+  // without a lock (the name map, the metrics' series bound).
+  if (fresh.enabled != now.enabled) r.restart_needed.push_back("perfmgr.enabled");
+  if (fresh.outstanding_max != now.outstanding_max) r.restart_needed.push_back("perfmgr.outstanding_max");
+  if (fresh.node_name_map != now.node_name_map) r.restart_needed.push_back("perfmgr.node_name_map");
+  if (fresh.metrics_ports_max != now.metrics_ports_max) r.restart_needed.push_back("perfmgr.metrics_ports_max");
+  const perfmgr::ErrorThresholds& a = now.thresholds;
+  const perfmgr::ErrorThresholds& b = fresh.thresholds;
+  const bool thresholds = a.symbol_errors != b.symbol_errors || a.link_error_recovery != b.link_error_recovery ||
+                          a.link_downed != b.link_downed || a.rcv_errors != b.rcv_errors ||
+                          a.xmit_discards != b.xmit_discards || a.xmit_wait != b.xmit_wait;
+  const bool tunables = thresholds || fresh.interval_ms != now.interval_ms || fresh.timeout_ms != now.timeout_ms ||
+                        fresh.retries != now.retries;
+  if (!tunables) return r;
+  perfmgr::PerfManager* pm = perfmgr();
+  if (pm != nullptr) {
+    const perfmgr::PerfMgrConfig c = fresh;
+    if (!post(pm->core(), [pm, c] { pm->retune(c.interval_ms, c.timeout_ms, c.retries, c.thresholds); })) {
+      spdlog::warn("reload: [perfmgr] not applied: the manager's command queue is full (reload again)");
+      return r;
+    }
+    std::string what = "perfmgr:";
+    if (fresh.interval_ms != now.interval_ms) what += fmt::format(" interval_ms {} -> {},", now.interval_ms, fresh.interval_ms);
+    if (fresh.timeout_ms != now.timeout_ms) what += fmt::format(" timeout_ms {} -> {},", now.timeout_ms, fresh.timeout_ms);
+    if (fresh.retries != now.retries) what += fmt::format(" retries {} -> {},", now.retries, fresh.retries);
+    if (thresholds) what += " thresholds,";
+    what.pop_back();
+    r.applied.push_back(std::move(what));
+  }
+  // With the manager off these wait for it (perfmgr.enabled, a restart) and are read then.
+  now.interval_ms = fresh.interval_ms;
+  now.timeout_ms = fresh.timeout_ms;
+  now.retries = fresh.retries;
+  now.thresholds = fresh.thresholds;
+  return r;
+}
 
 InternalNode::ReloadResult InternalNode::reload(const NodeConfig& fresh) {
   ReloadResult r;

@@ -49,6 +49,7 @@ struct Node::Parts {
   std::unique_ptr<sm::SubnetManager> sm;
   perfmgr::NodeNameMap names;  // perfmgr.node_name_map (empty: NodeDescription names nodes)
   std::unique_ptr<perfmgr::PerfManager> perf;
+  perfmgr::PerfMgrConfig perf_cfg;  // [perfmgr] in use (the start's, then what reloads applied)
   std::unique_ptr<MadHandler> perf_hook;  // class 0x04 responses, then the SM's
   std::vector<std::unique_ptr<sa::ResponseChain>> chains;
   std::unique_ptr<JournalWriter> journal;

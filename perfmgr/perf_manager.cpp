@@ -155,6 +155,18 @@ std::size_t PerfManager::poll(Nanos now_ns) noexcept {
   return work;
 }
 
+void PerfManager::retune(std::uint32_t interval_ms, std::uint32_t timeout_ms, std::uint32_t retries,
+                         const ErrorThresholds& thresholds) noexcept {
+  if (interval_ms == 0 || timeout_ms == 0) return;  // the config's checks refuse them first
+  // Before the first round the next one is due as soon as the subnet is up.
+  if (in_round_ || counters_.rounds > 0) next_round_ns_ = round_start_ns_ + Nanos{interval_ms} * kNanosPerMilli;
+  cfg_.interval_ms = interval_ms;
+  cfg_.timeout_ms = timeout_ms;
+  cfg_.retries = retries;
+  cfg_.thresholds = thresholds;
+  opts_ = RequestOptions{.timeout_ms = cfg_.timeout_ms, .retries = static_cast<std::uint8_t>(std::min(cfg_.retries, 255u))};
+}
+
 bool PerfManager::start_round(Nanos now_ns) {
   const std::shared_ptr<const sa::Snapshot> snap = store_.current();
   if (!snap) return false;

@@ -82,6 +82,15 @@ class PerfManager final : public Poller {
   const PerfMgrConfig& config() const noexcept { return cfg_; }
   std::uint16_t core() const noexcept { return core_; }
 
+  // The core only (SIGHUP, posted there): the settings that can change
+  // while the manager runs. The interval counts from the start of the
+  // round under way (a shorter one may start the next round as soon as
+  // this one ends); the reads left in the round keep their spacing; the
+  // thresholds apply from the next reading, the timeout and retries from
+  // the next request. The rest of PerfMgrConfig is fixed at construction.
+  void retune(std::uint32_t interval_ms, std::uint32_t timeout_ms, std::uint32_t retries,
+              const ErrorThresholds& thresholds) noexcept;
+
   // A response hook for the core's chain: class 0x04 responses here, the rest to `next` (may be null).
   std::unique_ptr<MadHandler> response_hook(MadHandler* next);
 

@@ -391,8 +391,9 @@ Task<void> SubnetManager::run() {
         next_local = sched_->clock().now_ns() + local_ns;
         if (moved) break;
       }
-      if (sched_->clock().now_ns() < next_light) continue;
-      if (resweep_) {
+      const bool asked = light_requested_.exchange(false, std::memory_order_relaxed);
+      if (!asked && (sched_->clock().now_ns() < next_light || !periodic_sweeps_.load(std::memory_order_relaxed))) continue;
+      if (resweep_ && !asked) {
         // The last heavy sweep missed nodes (an SMA that did not answer, SMPs
         // lost) or failed to write a table: a light sweep would see neither
         // (no link changed), so sweep again, once per light sweep interval.

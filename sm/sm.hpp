@@ -287,6 +287,14 @@ class SubnetManager {
     walk_requested_.store(true, std::memory_order_relaxed);
     heavy_requested_.store(true, std::memory_order_relaxed);
   }
+  // A light sweep now, as the interval would start it (any thread; a master only).
+  void request_light_sweep() noexcept { light_requested_.store(true, std::memory_order_relaxed); }
+  // Periodic sweeping on or off (any thread), as OpenSM's console `sweep
+  // on|off`: off, the light sweeps of the interval and the retries of a
+  // sweep that met errors stop, for maintenance on the fabric; traps, a
+  // change of our own port and requested sweeps still sweep.
+  void set_periodic_sweeps(bool on) noexcept { periodic_sweeps_.store(on, std::memory_order_relaxed); }
+  bool periodic_sweeps() const noexcept { return periodic_sweeps_.load(std::memory_order_relaxed); }
   // Turns of the SM's task loop (idle steps, sweeps started): liveness for a
   // watchdog. Any thread.
   std::uint64_t loop_turns() const noexcept { return loop_turns_.load(std::memory_order_relaxed); }
@@ -468,6 +476,8 @@ class SubnetManager {
   bool sa_state_restored_ = false; // cfg_.sa_state_restored, until our first mastership
 
   std::atomic<bool> heavy_requested_{true};
+  std::atomic<bool> light_requested_{false};  // request_light_sweep() (any thread)
+  std::atomic<bool> periodic_sweeps_{true};   // set_periodic_sweeps() (any thread)
   std::atomic<std::uint64_t> loop_turns_{0};     // written by the SM's core only
   std::atomic<Nanos> sweep_started_ns_{-1};      // written by the SM's core only
   // The next heavy sweep walks the whole subnet; unless set, it re-discovers

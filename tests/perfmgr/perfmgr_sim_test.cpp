@@ -2,8 +2,8 @@
 // readings equal the simulated counters, injected errors give changes and
 // one event per episode, OpenSM's clear rule clears a counter near
 // saturation, a PMA without PortCountersExtended is read through its 32-bit
-// counters, and the metrics and admin commands name ports through the node
-// name map.
+// counters, the metrics and admin commands name ports through the node
+// name map, and a reload retunes the interval and thresholds.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -167,6 +167,40 @@ TEST_F(PerfSim, InjectedErrorsGiveChangesAndOneEventPerEpisode) {
   ASSERT_TRUE(q.value("ok", false)) << q.dump();
   EXPECT_EQ(q["name"], "leaf\\A 1");
   EXPECT_EQ(q["counters"].size(), 4u);  // every linked port of the switch
+}
+
+// SIGHUP's [perfmgr]: the interval and thresholds reach the running
+// manager; the keys it cannot change while it runs are named.
+TEST_F(PerfSim, ReloadRetunesIntervalAndThresholdsAndNamesTheRest) {
+  ASSERT_TRUE(until_round(1));
+  PerfMgrConfig fresh = node_->perfmgr()->config();
+  const node::InternalNode::ReloadResult same = node_->reload_perfmgr(fresh);
+  EXPECT_TRUE(same.applied.empty());
+  EXPECT_TRUE(same.restart_needed.empty());
+  fresh.interval_ms = 3000;
+  fresh.thresholds.symbol_errors = 100;
+  fresh.outstanding_max = 8;
+  fresh.node_name_map = "/etc/opensm/ib-node-name-map";
+  const node::InternalNode::ReloadResult r = node_->reload_perfmgr(fresh);
+  EXPECT_EQ(r.applied, (std::vector<std::string>{"perfmgr: interval_ms 1000 -> 3000, thresholds"}));
+  EXPECT_EQ(r.restart_needed, (std::vector<std::string>{"perfmgr.outstanding_max", "perfmgr.node_name_map"}));
+  // Rounds start 3 s apart from the round under way on, their reads spread
+  // over 3 s: the ends of two rounds after the one under way are 3 s apart.
+  ASSERT_TRUE(until_round(round() + 1));
+  ASSERT_TRUE(until_round(round() + 1));
+  const Nanos first = node_->perfmgr()->table()->round_end_ns;
+  ASSERT_TRUE(until_round(round() + 1));
+  const Nanos second = node_->perfmgr()->table()->round_end_ns;
+  EXPECT_NEAR(static_cast<double>(second - first) / 1e9, 3.0, 0.25);
+  // 25 symbol errors are below the new threshold of 100: no event; 150 are above it.
+  const sim::PortIdx up = f_->port(leaf_, 3);
+  f_->add_port_counter(up, sim::PortCounter::kSymbolErrors, 25);
+  ASSERT_TRUE(until_round(round() + 2));
+  EXPECT_TRUE(alarms_.empty());
+  f_->add_port_counter(up, sim::PortCounter::kSymbolErrors, 150);
+  ASSERT_TRUE(until_round(round() + 2));
+  ASSERT_EQ(alarms_.size(), 1u);
+  EXPECT_EQ(at(alarms_[0].change, Counter::kSymbolErrors), 150u);
 }
 
 TEST_F(PerfSim, ClearsACounterNearSaturationAndKeepsTheTotal) {

@@ -4,7 +4,8 @@
 // reopening the log and naming what waits for a restart, journald's format
 // when stderr is the journal, the metrics endpoint's counters moving while
 // madstorm storms the embedded madengine, exit status 2 on a bad flag or
-// value, --version, and an admin socket in a folder that does not exist.
+// value, --version, an admin socket in a folder that does not exist, and
+// the log on stderr by default.
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -143,21 +144,28 @@ TEST(ServiceDaemon, HangupReloadsTheLogLevelAndReopensTheLog) {
 TEST(ServiceDaemon, HangupAppliesThePriorityAndNamesWhatNeedsARestart) {
   const auto dir = st::temp_dir("sighup-restart");
   const std::string cfg = (dir / "madengine.toml").string(), log = (dir / "madengine.log").string();
-  std::ofstream(cfg) << "[sm]\npriority = 15\n[log]\nfile = \"" << log << "\"\n";
+  std::ofstream(cfg) << "[sm]\npriority = 15\n[log]\nfile = \"" << log << "\"\n[perfmgr]\nenabled = true\n";
   const pid_t pid = spawn(daemon_args(cfg), {}, (dir / "out").string());
   ASSERT_TRUE(wait_for_text(log, "subnet up", 30'000)) << slurp(log) << slurp(dir / "out");
   std::ofstream(cfg) << "[sm]\npriority = 9\nrouting = \"updn\"\nlmc = 1\n[log]\nfile = \"" << log << "\"\n"
-                     << "[metrics]\nlisten = \"127.0.0.1:0\"\n";
+                     << "[metrics]\nlisten = \"127.0.0.1:0\"\n"
+                     << "[perfmgr]\nenabled = true\ninterval_ms = 30000\noutstanding_max = 8\n"
+                     << "[perfmgr.thresholds]\nsymbol_errors = 50\n";
   ::kill(pid, SIGHUP);
+  EXPECT_TRUE(wait_for_text(log, "SIGHUP: reloading " + cfg, 10'000)) << slurp(log);
   EXPECT_TRUE(wait_for_text(log, "reloaded: sm.priority 15 -> 9", 10'000)) << slurp(log);
   EXPECT_TRUE(wait_for_text(log, "sm: priority 15 -> 9", 10'000)) << slurp(log);
-  EXPECT_TRUE(wait_for_text(
-      log, "SIGHUP: not applied until a restart (the values in use are kept): sm.lmc, sm.routing, metrics.listen", 10'000))
+  EXPECT_TRUE(wait_for_text(log, "reloaded: perfmgr: interval_ms 60000 -> 30000, thresholds", 10'000)) << slurp(log);
+  EXPECT_TRUE(wait_for_text(log,
+                            "SIGHUP: not applied until a restart (the values in use are kept): sm.lmc, sm.routing, "
+                            "perfmgr.outstanding_max, metrics.listen",
+                            10'000))
       << slurp(log);
   // Back to what runs, but for the log level (a line in the reopened log):
   // nothing waits for a restart any more, so no warning.
   std::filesystem::rename(log, log + ".1");
-  std::ofstream(cfg) << "[sm]\npriority = 9\n[log]\nlevel = \"debug\"\nfile = \"" << log << "\"\n";
+  std::ofstream(cfg) << "[sm]\npriority = 9\n[log]\nlevel = \"debug\"\nfile = \"" << log << "\"\n"
+                     << "[perfmgr]\nenabled = true\ninterval_ms = 30000\n[perfmgr.thresholds]\nsymbol_errors = 50\n";
   ::kill(pid, SIGHUP);
   EXPECT_TRUE(wait_for_text(log, "reloaded: log.level info -> debug", 10'000)) << slurp(log);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -253,6 +261,35 @@ TEST(ServiceDaemon, VersionIsTheProjectsVersion) {
     EXPECT_EQ(rc, 0) << tool;
     EXPECT_EQ(out, name + " " + MADENGINE_VERSION_STRING + "\n") << tool;
   }
+}
+
+// One spelling of the generated-fabric spec: the parser's, in the daemon's
+// and madstorm's help and in the parser's own error.
+TEST(ServiceDaemon, FabricSpecIsSpelledOneWay) {
+  const std::string spec = "random:SWITCHES:DEGREE:HOSTS[:SEED]";
+  int rc = 0;
+  for (const std::string tool : {MADENGINE_BIN, MADSTORM_BIN}) {
+    const std::string help = st::run(tool + " --help 2>&1", rc);
+    EXPECT_EQ(rc, 0) << tool;
+    EXPECT_NE(help.find(spec), std::string::npos) << tool << "\n" << help;
+    EXPECT_NE(help.find("ft2:RADIX[:LEAVES[:HOSTS_PER_LEAF]]"), std::string::npos) << tool;
+  }
+  const std::string err = st::run(std::string(MADENGINE_BIN) + " --transport sim --generate random:4 --exit-after-subnet-up 2>&1", rc);
+  EXPECT_EQ(rc, 2) << err;
+  EXPECT_NE(err.find(spec), std::string::npos) << err;
+}
+
+// Without log.file the log is on stderr (madengine(8)), stdout stays empty.
+TEST(ServiceDaemon, LogsToStderrByDefault) {
+  const std::string cmd = std::string(MADENGINE_BIN) + " --transport sim --generate ft2:4 --cores 1 --exit-after-subnet-up";
+  int rc = 0;
+  const std::string out = st::run(cmd + " 2>/dev/null", rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(out, "");
+  const std::string err = st::run(cmd + " 2>&1 >/dev/null", rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_NE(err.find("sm: subnet up"), std::string::npos) << err;
+  EXPECT_NE(err.find("shutdown: done"), std::string::npos) << err;
 }
 
 // A mistyped admin socket path is an error naming it; no folder is made.

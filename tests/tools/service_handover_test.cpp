@@ -92,6 +92,15 @@ TEST(ServiceHandover, HandsTheSubnetToTheStandbyAndItStays) {
   p.run_until([] { return false; }, 3000);
   EXPECT_TRUE(is(b, wire::SmState::kMaster));
   EXPECT_TRUE(is(a, wire::SmState::kStandby));
+  // Both name the new master's LID as the SM LID (the old master no longer names itself).
+  a.post(a.sm_core(), [&a] { a.sm().refresh_status(); });
+  b.post(b.sm_core(), [&b] { b.sm().refresh_status(); });
+  p.run_until([] { return false; }, 100);
+  const std::uint16_t master_lid = b.sm().status().port_lid;
+  ASSERT_NE(master_lid, 0u);
+  EXPECT_NE(a.sm().status().port_lid, master_lid);
+  EXPECT_EQ(p.command(a, {{"cmd", "status"}})["sm_lid"], master_lid);
+  EXPECT_EQ(p.command(b, {{"cmd", "status"}})["sm_lid"], master_lid);
 
   // Priority back up on the old master: the election gives it the subnet again.
   const json up = p.command(a, {{"cmd", "priority"}, {"value", 15}});

@@ -2,6 +2,7 @@
 // sim): madengine-ctl against the admin socket (status, lfts checked line by
 // line against the simulated switches' LFTs, paths, priority run on the SM's
 // core), malformed requests answered with errors, and the metrics endpoint.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -17,7 +18,10 @@
 #include <sstream>
 #include <thread>
 
+#include "madengine/wire/link_rate.hpp"
+#include "madengine_version.h"
 #include "node/internal_node.hpp"
+#include "sa/server/sa_server.hpp"
 #include "service/admin.hpp"
 #include "service/metrics.hpp"
 #include "service/service_config.hpp"
@@ -123,6 +127,50 @@ TEST_F(Service, CtlStatusAnswers) {
   EXPECT_EQ(rc, 0);
   EXPECT_NE(table.find("MASTER (subnet up)"), std::string::npos) << table;
   EXPECT_NE(table.find("44 nodes (12 switches)"), std::string::npos) << table;
+  // The routing engine of the last heavy sweep and our SM port's GUID, as OpenSM's console status shows them.
+  EXPECT_EQ(j["routing_engine"], node_->sm().status().last_heavy.routing_engine);
+  EXPECT_FALSE(j["routing_engine"].get<std::string>().empty());
+  const std::string guid = fmt::format("0x{:016x}", node_->sm().identity().guid);
+  EXPECT_EQ(j["sm_guid"], guid);
+  EXPECT_NE(table.find("routing engine  " + j["routing_engine"].get<std::string>()), std::string::npos) << table;
+  EXPECT_NE(table.find("SM port GUID    " + guid), std::string::npos) << table;
+  EXPECT_NE(table.find(std::string("version         ") + MADENGINE_VERSION_STRING), std::string::npos) << table;
+}
+
+TEST_F(Service, CtlVersionIsTheDaemons) {
+  int rc = 0;
+  const std::string out = ctl("version", rc);
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(out, fmt::format("madengine {} (madengine-ctl {})\n", MADENGINE_VERSION_STRING, MADENGINE_VERSION_STRING));
+}
+
+// `sweep light` sweeps at once; `sweep off` stops the periodic light sweeps
+// (maintenance) while a requested one still runs; `sweep on` resumes them.
+TEST_F(Service, CtlLightSweepAndPeriodicSweepsOffOn) {
+  sm::SubnetManager& sm = node_->sm();
+  const auto light = [&] { return sm.status().light_sweeps; };
+  const auto grows_from = [&](std::uint64_t from, int limit_ms) {
+    return sm.wait_for([from](const sm::SmStatus& s) { return s.light_sweeps > from; }, std::chrono::milliseconds(limit_ms));
+  };
+  int rc = 0;
+  EXPECT_EQ(ctl("sweep off", rc), "periodic sweeps off: traps and requested sweeps still sweep\n");
+  EXPECT_EQ(rc, 0);
+  EXPECT_FALSE(json::parse(ctl("--json status", rc))["periodic_sweeps"].get<bool>());
+  EXPECT_NE(ctl("status", rc).find("periodic sweeps off"), std::string::npos);
+  // A periodic light sweep may have been under way when sweeping went off.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::uint64_t off = light();
+  // The sim runs as fast as it can: ten simulated light sweep intervals pass in well under this.
+  EXPECT_FALSE(grows_from(off, 2000)) << light() - off << " light sweeps while sweeping was off";
+  EXPECT_EQ(ctl("sweep light", rc), "light sweep requested\n");
+  EXPECT_EQ(rc, 0);
+  EXPECT_TRUE(grows_from(off, 5000)) << "a requested light sweep did not run";
+  EXPECT_EQ(light(), off + 1);
+  EXPECT_EQ(ctl("sweep on", rc), "periodic sweeps on\n");
+  EXPECT_TRUE(json::parse(ctl("--json status", rc))["periodic_sweeps"].get<bool>());
+  EXPECT_TRUE(grows_from(off + 1, 30000)) << "periodic light sweeps did not resume";
+  EXPECT_NE(ctl("sweep sideways", rc).find("sideways"), std::string::npos);
+  EXPECT_EQ(rc, 2);  // a usage error: nothing sent
 }
 
 TEST_F(Service, CtlLftsAreTheFabricsLfts) {
@@ -195,8 +243,20 @@ TEST_F(Service, CtlPathsFollowTheRoute) {
   ASSERT_EQ(j["paths"].size(), 1u);
   EXPECT_EQ(j["paths"][0]["slid"], 20);
   EXPECT_EQ(j["paths"][0]["dlid"], 3);
-  // The switches on the way: hops + 1 of them.
-  EXPECT_EQ(j["route"].size(), j["paths"][0]["hops"].get<std::size_t>() + 1);
+  // The switches on the way: hops + 1 of them; between two hosts two more
+  // links than switch-to-switch hops (madstorm counts links).
+  const json& p = j["paths"][0];
+  EXPECT_EQ(j["route"].size(), p["hops"].get<std::size_t>() + 1);
+  EXPECT_EQ(p["links"].get<std::size_t>(), j["route"].size() + 1);
+  // MTU and rate as people read them, from the codes the SA answers (IBA 15.2.5.16).
+  EXPECT_EQ(p["mtu_bytes"].get<unsigned>(), 128u << p["mtu"].get<unsigned>());
+  EXPECT_EQ(p["rate_gbps"].get<double>(), wire::rate_mbps(p["rate"].get<std::uint8_t>()) / 1000.0);
+  const std::string table = ctl("paths 3 --from 20", rc);
+  EXPECT_NE(table.find("LINKS SW-HOPS"), std::string::npos) << table;
+  EXPECT_NE(table.find(fmt::format(" {} {:>10} ", p["mtu_bytes"].get<unsigned>(),
+                                   fmt::format("{:g} Gb/s", p["rate_gbps"].get<double>()))),
+            std::string::npos)
+      << table;
   const json all = json::parse(ctl("--json paths 3", rc));
   EXPECT_EQ(all["paths"].size(), 43u);  // from every other LID
   const json bad = json::parse(ctl("--json paths 999", rc));
@@ -237,6 +297,8 @@ TEST_F(Service, MalformedRequestsGetErrors) {
       "{\"cmd\":\"paths\",\"lid\":-1}",
       "{\"cmd\":\"paths\",\"lid\":3,\"from\":70000}",
       "{\"cmd\":\"loglevel\",\"level\":\"loud\"}",
+      "{\"cmd\":\"sweep\",\"kind\":\"sideways\"}",
+      "{\"cmd\":\"sweep\",\"kind\":1}",
       "{\"cmd\":\"status\"",
       std::string("\xff\xfe{\"cmd\"", 8),
   };
@@ -270,6 +332,24 @@ TEST_F(Service, MetricsEndpoint) {
   EXPECT_GE(st::metric(r, "madengine_sm_sweeps_total{kind=\"heavy\"}").value_or(0), 1);
   EXPECT_GT(st::metric(r, "madengine_sm_smps_sent_total").value_or(0), 0);
   EXPECT_NE(st::http_get(metrics_->port(), "/nothing").find(" 404 "), std::string::npos);
+  EXPECT_EQ(st::metric(r, std::string("madengine_build_info{version=\"") + MADENGINE_VERSION_STRING + "\"}"), 1);
+  // The families clients ask for have samples before their first request
+  // (no SA client talks to this node: they are at 0).
+  const sa::SaCounters sa = node_->sa().counters();
+  for (const auto& [record, method] : std::vector<std::pair<sa::SaRecordKind, sa::SaMethodKind>>{
+           {sa::SaRecordKind::kPath, sa::SaMethodKind::kGet},
+           {sa::SaRecordKind::kPath, sa::SaMethodKind::kGetTable},
+           {sa::SaRecordKind::kMultiPath, sa::SaMethodKind::kGetMulti},
+           {sa::SaRecordKind::kService, sa::SaMethodKind::kSet},
+           {sa::SaRecordKind::kMcMember, sa::SaMethodKind::kDelete},
+           {sa::SaRecordKind::kNode, sa::SaMethodKind::kGetTable},
+           {sa::SaRecordKind::kInformInfo, sa::SaMethodKind::kSet}}) {
+    const std::string labels = fmt::format("{{record=\"{}\",method=\"{}\"}}", sa::to_string(record), sa::to_string(method));
+    const auto& c = sa.by_kind_method[static_cast<std::size_t>(record)][static_cast<std::size_t>(method)];
+    EXPECT_EQ(st::metric(r, "madengine_sa_requests_received_total" + labels), static_cast<double>(c.received)) << labels;
+    EXPECT_EQ(st::metric(r, "madengine_sa_requests_busy_total" + labels), static_cast<double>(c.busy)) << labels;
+  }
+  EXPECT_EQ(st::metric(r, "madengine_sa_requests_received_total{record=\"other\",method=\"Get\"}"), std::nullopt);
   // Every sample line is NAME{LABELS} VALUE or NAME VALUE, prefixed madengine_.
   const std::string body = r.substr(r.find("\r\n\r\n") + 4);
   const std::regex sample(R"(^madengine_[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? [-+0-9.e]+$)");

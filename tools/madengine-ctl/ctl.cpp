@@ -72,7 +72,11 @@ void print_status(const json& r) {
   fmt::print("state           {}{}\n", num(r["state"]), r.value("subnet_up", false) ? " (subnet up)" : "");
   fmt::print("epoch           {}\n", num(r["epoch"]));
   fmt::print("SM LID          {}\n", num(r["sm_lid"]));
+  fmt::print("SM port GUID    {}\n", num(r["sm_guid"]));
   fmt::print("priority        {}\n", num(r["priority"]));
+  const std::string engine = r.value("routing_engine", std::string());
+  fmt::print("routing engine  {}\n", engine.empty() ? "- (no heavy sweep routed yet)" : engine);
+  fmt::print("periodic sweeps {}\n", r.value("periodic_sweeps", true) ? "on" : "off (madengine-ctl sweep on)");
   if (!r.value("polled_guid", std::string()).empty()) fmt::print("polling         {}\n", num(r["polled_guid"]));
   fmt::print("sweeps          {} heavy, {} light\n", num(r["heavy_sweeps"]), num(r["light_sweeps"]));
   fmt::print("fabric          {} nodes ({} switches)\n", num(r["nodes"]), num(r["switches"]));
@@ -87,6 +91,7 @@ void print_status(const json& r) {
              num(sa["answered"]), num(sa["busy"]), num(sa["dropped"]), num(sa["duplicates"]));
   if (r.value("replica_age_ms", -1) >= 0) fmt::print("replica age     {} ms\n", num(r["replica_age_ms"]));
   fmt::print("uptime          {:.0f} s\n", r.value("uptime_seconds", 0.0));
+  fmt::print("version         {}\n", num(r["version"]));
 }
 
 void print_sms(const json& r) {
@@ -110,12 +115,17 @@ void print_counters(const json& r) {
              num(r["reports_sent"]), num(r["reports_failed"]));
 }
 
+// LINKS: the links a packet crosses, as madstorm counts them (two hosts on
+// one leaf switch: 2); SW-HOPS: the switch-to-switch links among them. MTU
+// in bytes and RATE in Gb/s (the JSON reply has the IBA codes too).
 void print_paths(const json& r) {
   fmt::print("epoch {}, paths to LID {}\n", num(r["epoch"]), num(r["dlid"]));
-  fmt::print("{:>6} {:>6} {:>5} {:>3} {:>4} {:>5} {:>7} {}\n", "SLID", "DLID", "HOPS", "SL", "MTU", "RATE", "PKEY", "REVERSIBLE");
+  fmt::print("{:>6} {:>6} {:>5} {:>7} {:>3} {:>5} {:>10} {:>7} {}\n", "SLID", "DLID", "LINKS", "SW-HOPS", "SL", "MTU",
+             "RATE", "PKEY", "REVERSIBLE");
   for (const json& p : r["paths"])
-    fmt::print("{:>6} {:>6} {:>5} {:>3} {:>4} {:>5} {:>7} {}\n", num(p["slid"]), num(p["dlid"]), num(p["hops"]), num(p["sl"]),
-               num(p["mtu"]), num(p["rate"]), num(p["pkey"]), p.value("reversible", false) ? "yes" : "no");
+    fmt::print("{:>6} {:>6} {:>5} {:>7} {:>3} {:>5} {:>10} {:>7} {}\n", num(p["slid"]), num(p["dlid"]), num(p["links"]),
+               num(p["hops"]), num(p["sl"]), num(p["mtu_bytes"]), fmt::format("{:g} Gb/s", p.value("rate_gbps", 0.0)),
+               num(p["pkey"]), p.value("reversible", false) ? "yes" : "no");
   if (r.contains("route")) {
     fmt::print("route:\n");
     for (const json& h : r["route"])
@@ -202,13 +212,17 @@ int main(int argc, char** argv) {
   app.add_option("-s,--socket", socket, "the daemon's admin socket (admin.socket)");
   app.add_flag("-j,--json", as_json, "print the daemon's JSON reply as it came");
   app.require_subcommand(0, 1);  // none is refused below: CLI11 would not name an unknown command then
-  app.add_subcommand("status", "state, epoch, sweeps, ports, SA totals");
-  app.add_subcommand("sweep", "request a heavy sweep now");
+  app.add_subcommand("status", "state, epoch, SM LID and port GUID, routing engine, sweeps, ports, SA totals, version");
+  std::string sweep_kind = "heavy";
+  app.add_subcommand("sweep", "a heavy or light sweep now, or periodic sweeping off (maintenance) and on again")
+      ->add_option("KIND", sweep_kind, "heavy (the default), light, off or on")
+      ->check(CLI::IsMember({"heavy", "light", "off", "on"}));
+  app.add_subcommand("version", "the daemon's version (and this program's)");
   unsigned priority = 0;
   app.add_subcommand("priority", "set this SM's priority (0..15)")->add_option("N", priority, "priority")->required()->check(CLI::Range(0, 15));
   app.add_subcommand("handover", "hand mastership to the best standby (by lowering our priority below it)");
   app.add_subcommand("sms", "the SMs seen: GUID, LID, priority, state");
-  app.add_subcommand("lfts", "every switch's LFT, in OpenSM's dump_lfts layout");
+  app.add_subcommand("lfts", "every switch's LFT, in the layout of OpenSM's opensm-lfts.dump");
   auto* paths = app.add_subcommand("paths", "the paths to LID in the current epoch (from every end port, or --from)");
   unsigned lid = 0, from = 0;
   // Unicast LIDs (IBA 4.1.3): a value outside them is a usage error here, not a question for the daemon.
@@ -238,7 +252,7 @@ int main(int argc, char** argv) {
   if (const auto rc = madengine::cli::parse(app, argc, argv)) return *rc;
   if (app.get_subcommands().empty()) {
     fmt::print(stderr, "A command is required: status, sweep, priority, handover, sms, lfts, paths, counters, loglevel, "
-                       "portstatus, errors, querylid, switchbalance, lidbalance\n"
+                       "portstatus, errors, querylid, switchbalance, lidbalance, version\n"
                        "Run with --help for more information.\n");
     return madengine::cli::kExitUsage;
   }
@@ -246,6 +260,7 @@ int main(int argc, char** argv) {
   const std::string cmd = app.get_subcommands().front()->get_name();
   json req{{"cmd", cmd}};
   if (cmd == "priority") req["value"] = priority;
+  if (cmd == "sweep") req["kind"] = sweep_kind;
   if (cmd == "paths") {
     req["lid"] = lid;
     if (from != 0) req["from"] = from;
@@ -280,6 +295,7 @@ int main(int argc, char** argv) {
   else if (cmd == "paths") print_paths(reply);
   else if (cmd == "counters") print_counters(reply);
   else if (cmd == "sweep") fmt::print("{}\n", num(reply["sweep"]));
+  else if (cmd == "version") fmt::print("madengine {} (madengine-ctl {})\n", num(reply["version"]), MADENGINE_VERSION_STRING);
   else if (cmd == "priority") fmt::print("priority {} (was {})\n", num(reply["priority"]), num(reply["was"]));
   else if (cmd == "handover") fmt::print("handing over to {}: our priority is now {} (was {})\n", num(reply["handover_to"]), num(reply["priority"]), num(reply["was"]));
   else if (cmd == "loglevel") fmt::print("log level {} (was {})\n", num(reply["level"]), num(reply["was"]));

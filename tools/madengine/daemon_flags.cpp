@@ -18,7 +18,7 @@ void add_flags(CLI::App& app, CommandLine& cl, node::NodeConfig& cfg) {
   flags.add(app, "--ca", cfg.transport.ca, "umad: CA name (default: the CA of the first active IB port)");
   flags.add(app, "--port", cfg.transport.port, "umad: port number (default: the first active port)")->check(CLI::Range(0, 254));
   flags.add(app, "--topology", cfg.transport.topology, "sim: ibnetdiscover/ibsim topology file");
-  flags.add(app, "--generate", cfg.transport.generate, "sim: ft2:RADIX | ft3:RADIX[:PODS] | random:SW:DEGREE:HOSTS[:SEED]");
+  flags.add(app, "--generate", cfg.transport.generate, "sim: ft2:RADIX[:LEAVES[:HOSTS_PER_LEAF]] | ft3:RADIX[:PODS] | random:SWITCHES:DEGREE:HOSTS[:SEED], each with @PROFILE for its links");
   flags.add(app, "--sim-node", cfg.transport.sim_node, "sim: node (topology name) of our SM port");
   flags.add(app, "--seed", cfg.transport.seed, "sim: seed");
   flags.add(app, "--sim-speed", cfg.transport.sim_speed, "sim: simulated seconds per wall second (0 = as fast as possible)");

@@ -100,13 +100,16 @@ void log_status(node::InternalNode& d) {
 // SIGHUP: the file read again (flags still win), the log reopened (after
 // logrotate moved it) at the file's level, then what the node can change
 // while it runs; every other changed key is named in one warning.
-void reload(node::InternalNode& d, const daemon_cli::CommandLine& cl, node::NodeConfig& cfg, const service::ServiceConfig& running) {
+void reload(node::InternalNode& d, const daemon_cli::CommandLine& cl, node::NodeConfig& cfg, service::ServiceConfig& running) {
   spdlog::info("SIGHUP: reloading{}", cl.config_file.empty() ? " (no --config file: the log is reopened)" : " " + cl.config_file);
   try {
     service::ServiceConfig svc;
     daemon_cli::load_configuration(cl, cfg, svc);
     service::apply_daemon_log(cfg.log);
     node::InternalNode::ReloadResult r = d.reload(cfg);
+    node::InternalNode::ReloadResult perf = d.reload_perfmgr(svc.perfmgr);
+    r.applied.insert(r.applied.end(), perf.applied.begin(), perf.applied.end());
+    r.restart_needed.insert(r.restart_needed.end(), perf.restart_needed.begin(), perf.restart_needed.end());
     for (const std::string& what : r.applied) spdlog::info("reloaded: {}", what);
     // The metrics endpoint and the admin socket are opened once, at start.
     if (svc.metrics_listen != running.metrics_listen) r.restart_needed.push_back("metrics.listen");

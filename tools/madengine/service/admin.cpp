@@ -17,6 +17,8 @@
 #include <future>
 #include <stdexcept>
 
+#include "madengine/wire/link_rate.hpp"
+#include "madengine_version.h"
 #include "sa/server/sa_server.hpp"
 #include "service/lft_dump.hpp"
 #include "service/port_states.hpp"
@@ -64,10 +66,8 @@ json AdminCommands::handle(const json& r) {
     if (it == r.end() || !it->is_string()) return error("no \"cmd\" string");
     const std::string cmd = it->get<std::string>();
     if (cmd == "status") return status();
-    if (cmd == "sweep") {
-      node_.sm().request_heavy_sweep();
-      return json{{"ok", true}, {"sweep", "heavy sweep requested"}};
-    }
+    if (cmd == "sweep") return sweep(r);
+    if (cmd == "version") return json{{"ok", true}, {"version", MADENGINE_VERSION_STRING}};
     if (cmd == "priority") return priority(r);
     if (cmd == "handover") return handover();
     if (cmd == "sms") return sms();
@@ -81,7 +81,7 @@ json AdminCommands::handle(const json& r) {
     if (cmd == "switchbalance") return switchbalance(r);
     if (cmd == "lidbalance") return lidbalance(r);
     return error(fmt::format("unknown command \"{}\" (status, sweep, priority, handover, sms, lfts, paths, counters, "
-                             "loglevel, portstatus, errors, querylid, switchbalance, lidbalance)", cmd));
+                             "loglevel, portstatus, errors, querylid, switchbalance, lidbalance, version)", cmd));
   } catch (const std::exception& e) {
     return error(e.what());
   }
@@ -103,6 +103,33 @@ json AdminCommands::on_sm_core(std::function<json()> fn) {
   return answer.get();
 }
 
+// {"cmd":"sweep"[,"kind":"heavy"|"light"|"on"|"off"]}: a sweep now, or
+// periodic sweeping turned on or off (OpenSM's console `sweep on|off`).
+json AdminCommands::sweep(const json& r) {
+  const auto it = r.find("kind");
+  const std::string kind = it == r.end() ? "heavy" : it->is_string() ? it->get<std::string>() : "";
+  sm::SubnetManager& sm = node_.sm();
+  if (kind == "heavy") {
+    sm.request_heavy_sweep();
+    return json{{"ok", true}, {"sweep", "heavy sweep requested"}};
+  }
+  if (kind == "light") {
+    if (sm.status().state != wire::SmState::kMaster) return error("this SM is not master: it does not sweep");
+    sm.request_light_sweep();
+    return json{{"ok", true}, {"sweep", "light sweep requested"}};
+  }
+  if (kind == "on" || kind == "off") {
+    const bool was = sm.periodic_sweeps();
+    sm.set_periodic_sweeps(kind == "on");
+    spdlog::info("periodic sweeps {} (admin socket)", kind);
+    return json{{"ok", true},
+                {"sweep", kind == "on" ? "periodic sweeps on" : "periodic sweeps off: traps and requested sweeps still sweep"},
+                {"periodic_sweeps", kind == "on"},
+                {"was", was}};
+  }
+  return error("sweep \"kind\": heavy, light, on or off");
+}
+
 json AdminCommands::status() {
   const sm::SmStatus s = node_.sm().status();
   const auto snap = node_.store().current();
@@ -120,6 +147,11 @@ json AdminCommands::status() {
               {"epoch", s.epoch},
               {"sm_lid", s.sm_lid},
               {"priority", s.priority},
+              // Set when the node opened its port, before the SM's task started.
+              {"sm_guid", hex_guid(node_.sm().identity().guid)},
+              {"routing_engine", s.last_heavy.routing_engine},
+              {"periodic_sweeps", node_.sm().periodic_sweeps()},
+              {"version", MADENGINE_VERSION_STRING},
               {"polled_guid", s.polled_guid != 0 ? hex_guid(s.polled_guid) : ""},
               {"heavy_sweeps", s.heavy_sweeps},
               {"light_sweeps", s.light_sweeps},
@@ -171,8 +203,14 @@ json AdminCommands::paths(const json& r) {
   const auto add = [&](std::uint16_t slid) {
     node::PathInfo p;
     if (node_.path(slid, static_cast<std::uint16_t>(dlid), p) != node::PathResult::kOk) return;
-    list.push_back(json{{"slid", p.slid}, {"dlid", p.dlid}, {"hops", p.hops}, {"sl", p.sl}, {"mtu", p.mtu},
-                        {"rate", p.rate}, {"pkey", fmt::format("0x{:04x}", p.pkey)}, {"reversible", p.reversible}});
+    // IBA codes as the SA answers them, and as people read them.
+    const fabric::Fabric& fab = snap->fabric;
+    const auto is_ca = [&](std::uint16_t l) { return !fab.nodes[snap->end_port_by_lid(l)->node].is_switch(); };
+    const unsigned links = p.hops + (is_ca(p.slid) ? 1u : 0u) + (is_ca(p.dlid) ? 1u : 0u);
+    list.push_back(json{{"slid", p.slid}, {"dlid", p.dlid}, {"hops", p.hops}, {"links", links}, {"sl", p.sl},
+                        {"mtu", p.mtu}, {"mtu_bytes", p.mtu >= 1 && p.mtu <= 5 ? 128u << p.mtu : 0u},
+                        {"rate", p.rate}, {"rate_gbps", wire::rate_mbps(p.rate) / 1000.0},
+                        {"pkey", fmt::format("0x{:04x}", p.pkey)}, {"reversible", p.reversible}});
   };
   json route = json::array();
   if (one) {

@@ -32,6 +32,7 @@ class AdminCommands {
 
  private:
   nlohmann::json status();
+  nlohmann::json sweep(const nlohmann::json& request);
   nlohmann::json sms();
   nlohmann::json lfts();
   nlohmann::json paths(const nlohmann::json& request);

@@ -1,5 +1,6 @@
 // Every switch's LFT of one epoch in the layout of OpenSM's LFT dump
-// (opensm-lfts.dmp, what `dump_lfts` and OpenSM's -U file use): per switch a
+// (opensm-lfts.dump in its dump folder, which the file routing engine's -U
+// reads; not the ibroute layout `dump_lfts` prints): per switch a
 // header line naming its LID, GUID and description, one line per routed
 // LID ("0x0004 017 # Channel Adapter portguid 0x...: 'desc'"), then a count.
 // Switches in GUID order, as OpenSM walks its switch table.

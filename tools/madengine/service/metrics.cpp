@@ -19,6 +19,7 @@
 #include <stdexcept>
 
 #include "engine/engine.hpp"
+#include "madengine_version.h"
 #include "sa/server/sa_server.hpp"
 #include "service/port_states.hpp"
 #include "service/service_config.hpp"
@@ -61,6 +62,23 @@ const char* state_name(wire::SmState s) noexcept {
   return "unknown";
 }
 
+// The record and method pairs clients ask for, exported from the start
+// (at 0) so that rate() and alerts work before the first request; others
+// appear at their first request.
+bool always_exported(sa::SaRecordKind k, sa::SaMethodKind m) noexcept {
+  using K = sa::SaRecordKind;
+  using M = sa::SaMethodKind;
+  switch (k) {
+    case K::kOther: return false;
+    case K::kClassPortInfo: return m == M::kGet;
+    case K::kInformInfo: return m == M::kSet;
+    case K::kService: return m == M::kGet || m == M::kGetTable || m == M::kSet || m == M::kDelete;
+    case K::kMcMember: return m == M::kGet || m == M::kGetTable || m == M::kSet || m == M::kDelete;
+    case K::kMultiPath: return m == M::kGetMulti;
+    default: return m == M::kGet || m == M::kGetTable;
+  }
+}
+
 void sa_metrics(Out& o, const sa::SaCounters& c) {
   struct Field {
     const char* name;
@@ -80,8 +98,9 @@ void sa_metrics(Out& o, const sa::SaCounters& c) {
     for (std::size_t k = 0; k < sa::kSaRecordKinds; ++k)
       for (std::size_t m = 0; m < sa::kSaMethodKinds; ++m) {
         const std::uint64_t v = c.by_kind_method[k][m].*f.member;
-        // Pairs never seen stay out (a Prometheus series appears at its first increment).
-        if (c.by_kind_method[k][m].received == 0) continue;
+        if (c.by_kind_method[k][m].received == 0 &&
+            !always_exported(static_cast<sa::SaRecordKind>(k), static_cast<sa::SaMethodKind>(m)))
+          continue;
         o.sample(f.name, v,
                  fmt::format("record=\"{}\",method=\"{}\"", sa::to_string(static_cast<sa::SaRecordKind>(k)),
                              sa::to_string(static_cast<sa::SaMethodKind>(m))));
@@ -266,6 +285,8 @@ std::string MetricsRenderer::render() {
       }))
     done.wait_for(std::chrono::milliseconds(kRefreshWaitMs));
   Out o;
+  o.family("build_info", "gauge", "the running madengine's version (always 1)");
+  o.sample("build_info", 1, fmt::format("version=\"{}\"", MADENGINE_VERSION_STRING));
   sa_metrics(o, node_.sa().counters());
   const sm::SmStatus s = node_.sm().status();
   sm_metrics(o, s);

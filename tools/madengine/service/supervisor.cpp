@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/pattern_formatter.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -45,6 +46,11 @@ bool stderr_is_journal() noexcept {
 }
 
 void apply_daemon_log(const node::LogSection& log) {
+  // Without log.file the daemon logs to stderr (madengine(8)); spdlog's own
+  // default logger writes to stdout.
+  if (log.file.empty())
+    spdlog::set_default_logger(
+        std::make_shared<spdlog::logger>("madengine", std::make_shared<spdlog::sinks::stderr_color_sink_mt>()));
   node::apply_log_config(log);
   if (log.file.empty() && stderr_is_journal()) {
     // The journal stamps each line itself and reads the priority prefix.

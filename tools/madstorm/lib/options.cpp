@@ -89,8 +89,8 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--no-progress", o.no_progress, "no live progress line even on a terminal");
   app.add_option("--embedded", o.embedded,
                  "run madengine (SM + SA) in this process on a simulated fabric and storm it, every host from its "
-                 "own port, every PathRecord checked against the fabric: ft2:RADIX | ft3:RADIX[:PODS] | "
-                 "random:SW:DEGREE:HOSTS, each with @PROFILE for its links (sdr qdr fdr edr hdr ndr xdr ndr200 "
+                 "own port, every PathRecord checked against the fabric: ft2:RADIX[:LEAVES[:HOSTS_PER_LEAF]] | "
+                 "ft3:RADIX[:PODS] | random:SWITCHES:DEGREE:HOSTS[:SEED], each with @PROFILE for its links (sdr qdr fdr edr hdr ndr xdr ndr200 "
                  "hdr-ndr; e.g. ft2:64@ndr200)");
   app.add_option("--embedded-cores", o.embedded_cores, "--embedded: madengine engine cores")->capture_default_str()
       ->check(CLI::Range(1u, 64u));

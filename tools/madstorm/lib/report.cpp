@@ -43,10 +43,12 @@ std::string oracle_wrong_text(const StormCounters& c) {
   return s;
 }
 
+// Links crossed by the oracle's walks (two hosts on one leaf: 2), as
+// madengine-ctl paths counts LINKS; its SW-HOPS are the switch-to-switch ones.
 std::string hops_text(const StormCounters& c) {
   std::string s;
   for (std::size_t h = 0; h <= kPathHopsMax; ++h)
-    if (c.oracle_hops[h] != 0) s += fmt::format("{}{} hops: {}", s.empty() ? "" : ", ", h, c.oracle_hops[h]);
+    if (c.oracle_hops[h] != 0) s += fmt::format("{}{} links: {}", s.empty() ? "" : ", ", h, c.oracle_hops[h]);
   return s;
 }
 
@@ -356,7 +358,7 @@ void write_html(const std::string& path, const RunInfo& info, const StormResult&
     h += "<h2>Fabric-truth oracle</h2>\n";
     h += fmt::format("<p>{} PathRecords checked against a walk of the fabric's LFTs; {} wrong{}.</p>\n", c.oracle_checked,
                      oracle_wrong(c), html_escape(oracle_wrong_text(c)));
-    h += "<table><tr><th>hops</th><th>paths</th></tr>\n";
+    h += "<table><tr><th>links crossed</th><th>paths</th></tr>\n";
     for (std::size_t n = 0; n <= kPathHopsMax; ++n)
       if (c.oracle_hops[n] != 0) h += fmt::format("<tr><td>{}</td><td>{}</td></tr>\n", n, c.oracle_hops[n]);
     h += "</table>\n";
