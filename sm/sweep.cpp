@@ -227,6 +227,7 @@ Task<void> SubnetManager::heavy_sweep() {
     // included) rather than trust what another master left.
     programmed_ = ProgrammedState{};
     mft_programmed_.clear();
+    qos_programmed_ = QosProgrammed{};
   }
 
   // CPU phases are timed with the steady clock: on the sim transport the
