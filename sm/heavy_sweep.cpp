@@ -1,11 +1,12 @@
-// The SM's sweeps (see sm.hpp): a heavy sweep discovers, elects, numbers,
-// routes (on the compute pool), programs and publishes; a light sweep asks
-// every switch whether a port changed; multicast-only changes write MFTs.
+// The SM's heavy sweep (see sm.hpp), one function a phase: discovery,
+// election and takeover, LIDs, routing (on the compute pool), an early
+// publication, programming, publication and reregistration, the report.
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <chrono>
+#include <optional>
+#include <string>
 #include <unordered_set>
 
 #include "madengine/wire/codec.hpp"
@@ -13,6 +14,7 @@
 #include "sm/bringup/client_reregister.hpp"
 #include "sm/discovery/discovery.hpp"
 #include "sm/discovery/rediscover.hpp"
+#include "sm/heavy_sweep.hpp"
 #include "sm/lids/lid_assign.hpp"
 #include "sm/sm.hpp"
 
@@ -84,20 +86,50 @@ void SubnetManager::stale_sweep() {
   request_heavy_sweep();
 }
 
+// A heavy sweep, phase by phase; each phase fires SmConfig::on_phase as it
+// starts, and a phase that returns false ends the sweep.
 Task<void> SubnetManager::heavy_sweep() {
-  const Clock& clock = sched_->clock();
-  SweepStats st;
-  const Nanos t0 = clock.now_ns();
-  const std::uint64_t smps0 = queue_->submitted();
-  const LocalPort lp = transport_.local_port();
-  const std::uint32_t losses0 = device_losses_;
+  HeavySweep h{.t0 = sched_->clock().now_ns(),
+               .smps0 = queue_->submitted(),
+               .lp = transport_.local_port(),
+               .losses0 = device_losses_};
+  Task<bool> discovery = sweep_discovery(h);
+  if (const bool ok = co_await discovery; !ok) co_return;
+  Task<bool> election = sweep_election(h);
+  if (const bool ok = co_await election; !ok) co_return;
+  sweep_lids(h);
+  Task<bool> routing = sweep_routing(h);
+  if (const bool ok = co_await routing; !ok) co_return;
+  Task<bool> early = sweep_early_publication(h);
+  if (const bool ok = co_await early; !ok) co_return;
+  Task<void> programming = sweep_programming(h);
+  co_await programming;
+  Task<bool> publication = sweep_publication(h);
+  if (const bool ok = co_await publication; !ok) co_return;
+  Task<void> reregistration = sweep_reregistration(h);
+  co_await reregistration;
+  sweep_report(h);
+}
+
+void SubnetManager::sweep_failed(SweepStats& st, std::string error) {
+  st.error = std::move(error);
+  spdlog::error("sm: heavy sweep failed: {}", st.error);
+  update_status([&st](SmStatus& s) { s.last_heavy = st; });
+  resweep_ = true;
+  walk_reason_ = "the last heavy sweep failed";
+}
+
+// Discovery: re-discovery around the switches that reported a change, or a
+// walk of the subnet; false when our own port did not answer.
+Task<bool> SubnetManager::sweep_discovery(HeavySweep& h) {
+  SweepStats& st = h.st;
   ha_->sweep_started();
   phase(SmPhase::kDiscovery);
   // PortStateChange bits are cleared only once we know we act on this sweep.
-  const DiscoveryOptions dopts{.port_num = lp.port_num,
-                               .m_key = cfg_.m_key,
-                               .keys = mkeys_in_use() ? &mkeys_ : nullptr,
-                               .clear_port_state_change = false};
+  h.dopts = DiscoveryOptions{.port_num = h.lp.port_num,
+                             .m_key = cfg_.m_key,
+                             .keys = mkeys_in_use() ? &mkeys_ : nullptr,
+                             .clear_port_state_change = false};
   std::vector<std::uint64_t> changed = std::move(changed_switches_);
   changed_switches_.clear();
   std::string walk_reason = std::move(walk_reason_);
@@ -114,7 +146,7 @@ Task<void> SubnetManager::heavy_sweep() {
   std::optional<DiscoveryResult> found;
   if (walk_reason.empty()) {
     Task<Rediscovery> again = rediscover(*queue_, current_->fabric, local_node_of(current_->fabric), local_port_,
-                                         std::move(changed), dopts);
+                                         std::move(changed), h.dopts);
     Rediscovery r = co_await again;
     if (r.result) {
       found = std::move(r.result);
@@ -126,30 +158,27 @@ Task<void> SubnetManager::heavy_sweep() {
     }
   }
   if (!found) {
-    Task<DiscoveryResult> walking = discover(*queue_, dopts);
+    Task<DiscoveryResult> walking = discover(*queue_, h.dopts);
     found = co_await walking;
   }
-  DiscoveryResult d = std::move(*found);
+  h.d = std::move(*found);
   found.reset();
+  DiscoveryResult& d = h.d;
   if (mkeys_in_use()) learn_mkeys(d);
   unreachable_ = mkeys_in_use() && d.errors != 0;
-  const Nanos t1 = clock.now_ns();
-  st.discovery_s = seconds(t0, t1);
-  st.discovery_smps = queue_->submitted() - smps0;
+  h.t1 = sched_->clock().now_ns();
+  st.discovery_s = seconds(h.t0, h.t1);
+  st.discovery_smps = queue_->submitted() - h.smps0;
   st.discovery_errors = d.errors;
   st.nodes = static_cast<std::uint32_t>(d.fabric.nodes.size());
   st.switches = static_cast<std::uint32_t>(d.fabric.switch_count());
   st.cas = st.nodes - st.switches;
   st.links = d.links();
   if (d.local_node == fabric::kNoNode) {
-    st.error = "the local port did not answer NodeInfo";
-    spdlog::error("sm: heavy sweep failed: {}", st.error);
-    update_status([&st](SmStatus& s) { s.last_heavy = st; });
     // Our SMA mute for a while: what this sweep came to do is still to do,
     // and a light sweep may not see it again (its change bits were read).
-    resweep_ = true;
-    walk_reason_ = "the last heavy sweep failed";
-    co_return;
+    sweep_failed(st, "the local port did not answer NodeInfo");
+    co_return false;
   }
   // What appeared and vanished since the last sweep.
   std::unordered_set<std::uint64_t> before;
@@ -160,11 +189,21 @@ Task<void> SubnetManager::heavy_sweep() {
   spdlog::info("sm: discovery: {} nodes ({} switches, {} CAs), {} links, {} new, {} vanished, {} SMPs, {} errors, {:.6f} s",
                st.nodes, st.switches, st.cas, st.links, st.new_nodes, st.vanished_nodes, st.discovery_smps,
                d.errors, st.discovery_s);
+  co_return true;
+}
 
-  // Election: the other SMs found through IsSM, and whether we configure.
+// Election: the other SMs found through IsSM, and whether we configure; as
+// master, the fabric is taken over (change bits cleared, SA state settled,
+// the LIDs of ports not found kept theirs). False: not ours to program.
+Task<bool> SubnetManager::sweep_election(HeavySweep& h) {
+  DiscoveryResult& d = h.d;
   const std::uint16_t own_lid = d.fabric.lid_of(fabric::EndPort{d.local_node, d.local_port});
-  const ha::SweepDecision decision = co_await ha_->after_discovery(*queue_, d.fabric, lp.port_guid, own_lid);
-  if (device_losses_ != losses0) co_return stale_sweep();
+  h.decision = co_await ha_->after_discovery(*queue_, d.fabric, h.lp.port_guid, own_lid);
+  const ha::SweepDecision& decision = h.decision;
+  if (device_losses_ != h.losses0) {
+    stale_sweep();
+    co_return false;
+  }
   publish_ha_status();
   if (!decision.program) {
     spdlog::info("sm: {} with {} other SM(s): fabric left as it is", wire::to_string(ha_->state()), decision.peers);
@@ -173,17 +212,17 @@ Task<void> SubnetManager::heavy_sweep() {
     if (ha_->state() == wire::SmState::kStandby) {
       note_master_lid(d);
       std::vector<std::uint16_t> reported = d.current_lids();  // before the fabric is moved out
-      Task<void> prepare = prepare_warm(std::move(d.fabric), std::move(reported), lp);
+      Task<void> prepare = prepare_warm(std::move(d.fabric), std::move(reported), h.lp);
       co_await prepare;
     }
-    co_return;
+    co_return false;
   }
   if (decision.handed) {
     // The SM that handed us the subnet may have programmed it while we read
     // it (LIDs of a part it had just joined): read it again before numbering,
     // as OpenSM sweeps afresh when a HANDOVER ends its discovery.
     spdlog::info("sm: handed the subnet during discovery: discovering again before numbering");
-    Task<DiscoveryResult> again = discover(*queue_, dopts);
+    Task<DiscoveryResult> again = discover(*queue_, h.dopts);
     DiscoveryResult fresh = co_await again;
     if (fresh.local_node != fabric::kNoNode) {
       if (mkeys_in_use()) learn_mkeys(fresh);
@@ -191,7 +230,7 @@ Task<void> SubnetManager::heavy_sweep() {
       d = std::move(fresh);
     }
   }
-  const std::shared_ptr<const PortStateRecheck> recheck = clear_port_state_changes(*queue_, d, dopts);
+  h.recheck = clear_port_state_changes(*queue_, d, h.dopts);
   resweep_ = d.errors != 0;
   if (role_.mastership_new && !role_.sa_state_decided) {
     if (role_.handed_by_live_master) {
@@ -208,8 +247,8 @@ Task<void> SubnetManager::heavy_sweep() {
       ++s.prepared_publications;
     });
   }
-  std::vector<std::uint16_t> current_lids = d.current_lids();
-  if (d.errors != 0) keep_unread_lids(d.fabric, current_lids, current_ != nullptr ? current_.get() : warm_.get());
+  h.current_lids = d.current_lids();
+  if (d.errors != 0) keep_unread_lids(d.fabric, h.current_lids, current_ != nullptr ? current_.get() : warm_.get());
   remember_absent_lids(d.fabric, guid2lid_, current_ != nullptr ? current_.get() : warm_.get());
   if (role_.mastership_new) {
     // A takeover: ports our standby sweeps saw that this sweep did not find
@@ -225,46 +264,54 @@ Task<void> SubnetManager::heavy_sweep() {
     programmed_ = ProgrammedState{};
     mft_programmed_.clear();
   }
+  co_return true;
+}
 
-  // CPU phases are timed with the steady clock: on the sim transport the
-  // engine clock is simulated time, which does not move while we compute.
+// LIDs: the guid2lid map, the ports' own LIDs, new ones; the map saved.
+// CPU phases are timed with the steady clock: on the sim transport the
+// engine clock is simulated time, which does not move while we compute.
+void SubnetManager::sweep_lids(HeavySweep& h) {
   const auto w1 = std::chrono::steady_clock::now();
   phase(SmPhase::kLids);
-  const LidAssignReport lids = assign_lids(d.fabric, guid2lid_, cfg_.lmc, current_lids,
-                                           role_.lids_from_fabric ? LidPreference::kCurrent : LidPreference::kMap);
+  h.lids = assign_lids(h.d.fabric, guid2lid_, cfg_.lmc, h.current_lids,
+                       role_.lids_from_fabric ? LidPreference::kCurrent : LidPreference::kMap);
+  const LidAssignReport& lids = h.lids;
   role_.lids_from_fabric = false;
-  st.lids_new = lids.assigned_new;
+  h.st.lids_new = lids.assigned_new;
   save_guid2lid_async();
-  st.lids_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w1).count();
+  h.st.lids_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - w1).count();
   if (lids.assigned_new != 0 || lids.conflicts != 0 || lids.exhausted != 0)
     spdlog::info("sm: LIDs: {} kept from map, {} kept current, {} new, {} conflicts, {} exhausted", lids.kept_from_map,
                  lids.kept_current, lids.assigned_new, lids.conflicts, lids.exhausted);
+}
 
-  // Routing and the path database run on the compute pool: this core goes
-  // on answering SA queries (from the current epoch) and SMInfo polls. The
-  // job owns the fabric until it is done.
-  auto fab = std::make_shared<fabric::Fabric>(std::move(d.fabric));
+// Routing and the path database run on the compute pool: this core goes
+// on answering SA queries (from the current epoch) and SMInfo polls. The
+// job owns the fabric until it is done. False: cancelled, stale, no longer
+// master, or no routes.
+Task<bool> SubnetManager::sweep_routing(HeavySweep& h) {
+  SweepStats& st = h.st;
+  h.fab = std::make_shared<fabric::Fabric>(std::move(h.d.fabric));
   phase(SmPhase::kRouting);
-  Task<std::optional<Routed>> routing = route(fab, true);  // a named task: see docs/coding-notes.md
-  std::optional<Routed> routed = co_await routing;
-  if (!routed) co_return;  // cancelled: the SM is going away
-  if (device_losses_ != losses0) co_return stale_sweep();
+  Task<std::optional<Routed>> routing = route(h.fab, true);  // a named task: see docs/coding-notes.md
+  h.routed = co_await routing;
+  if (!h.routed) co_return false;  // cancelled: the SM is going away
+  if (device_losses_ != h.losses0) {
+    stale_sweep();
+    co_return false;
+  }
   if (ha_->state() != wire::SmState::kMaster) {
     // Handed over (or disabled) while routing ran: the fabric is not ours to program.
     spdlog::info("sm: {} since discovery: the routes computed are dropped", wire::to_string(ha_->state()));
-    co_return;
+    co_return false;
   }
-  st.routing_s = routed->routing_s;
-  st.path_db_s = routed->path_db_s;
-  RoutingResult& routes = routed->routes;
+  st.routing_s = h.routed->routing_s;
+  st.path_db_s = h.routed->path_db_s;
+  const RoutingResult& routes = h.routed->routes;
   if (!routes.ok()) {
-    d.fabric = std::move(*fab);
-    st.error = "routing: " + routes.error;
-    spdlog::error("sm: heavy sweep failed: {}", st.error);
-    update_status([&st](SmStatus& s) { s.last_heavy = st; });
-    resweep_ = true;
-    walk_reason_ = "the last heavy sweep failed";
-    co_return;
+    h.d.fabric = std::move(*h.fab);
+    sweep_failed(st, "routing: " + routes.error);
+    co_return false;
   }
   st.top_lid = routes.top_lid;
   st.routing_engine = cfg_.routing_hook ? "routing hook" : to_string(routes.engine);
@@ -275,28 +322,34 @@ Task<void> SubnetManager::heavy_sweep() {
                st.routing_engine, st.routing_vls, st.lids_rerouted, routes.incremental ? " (incremental)" : "",
                routes.full_reason.empty() ? "" : " (full: " + routes.full_reason + ")", st.routing_s, routes.hop_tables_s,
                routes.lfts_s, routes.layers_s);
-  sm_lid_ = fab->lid_of(fabric::EndPort{d.local_node, d.local_port});
-  local_port_ = d.local_port;
-  auto snap = std::make_shared<sa::Snapshot>();
-  snap->paths = std::move(routed->paths);
-  const Nanos t4 = clock.now_ns();
+  sm_lid_ = h.fab->lid_of(fabric::EndPort{h.d.local_node, h.d.local_port});
+  local_port_ = h.d.local_port;
+  h.snap = std::make_shared<sa::Snapshot>();
+  h.snap->paths = std::move(h.routed->paths);
+  h.t4 = sched_->clock().now_ns();
+  co_return true;
+}
 
-  // A master that took over (or restarted) with every LID already known
-  // publishes before programming: paths and records do not depend on the
-  // writes that follow, so the SA answers now rather than after the whole
-  // fabric has been rewritten. P_Key tables and MFTs join at the next publish.
+// A master that took over (or restarted) with every LID already known
+// publishes before programming: paths and records do not depend on the
+// writes that follow, so the SA answers now rather than after the whole
+// fabric has been rewritten. P_Key tables and MFTs join at the next publish.
+// The fabric returns to the sweep. False: cancelled.
+Task<bool> SubnetManager::sweep_early_publication(HeavySweep& h) {
+  const LidAssignReport& lids = h.lids;
   if (current_ == nullptr && ha_->state() == wire::SmState::kMaster && lids.assigned_new == 0 && lids.conflicts == 0 &&
       lids.exhausted == 0) {
+    const RoutingResult& routes = h.routed->routes;
     auto pre = std::make_shared<sa::Snapshot>();
-    pre->paths = snap->paths;
+    pre->paths = h.snap->paths;
     pre->lfts = routes.lfts;
     pre->top_lid = routes.top_lid;
-    pre->sm = sm_identity(lp, sm_lid_, ha_->state(), ha_->act_count());
+    pre->sm = sm_identity(h.lp, sm_lid_, ha_->state(), ha_->act_count());
     pre->subnet_prefix = cfg_.subnet_prefix;
-    fill_tables(*fab, *pre);
-    pre->fabric = *fab;
+    fill_tables(*h.fab, *pre);
+    pre->fabric = *h.fab;
     Task<bool> indexing = index_snapshot(pre);
-    if (const bool ok = co_await indexing; !ok) co_return;
+    if (const bool ok = co_await indexing; !ok) co_return false;
     pre->epoch = ++epoch_;
     current_ = pre;
     current_routes_.reset();  // its routing joins it at the final publication
@@ -308,11 +361,15 @@ Task<void> SubnetManager::heavy_sweep() {
       ++s.early_publications;
     });
   }
-  d.fabric = std::move(*fab);
-  fab.reset();
+  h.d.fabric = std::move(*h.fab);
+  h.fab.reset();
+  co_return true;
+}
 
+// What bring-up writes, and who is asked to reregister after the publication.
+BringupConfig SubnetManager::sweep_bringup_config(HeavySweep& h) {
   BringupConfig bc;
-  bc.port_num = lp.port_num;
+  bc.port_num = h.lp.port_num;
   bc.sm_lid = sm_lid_;
   bc.sm_sl = cfg_.sm_sl;
   bc.subnet_prefix = cfg_.subnet_prefix;
@@ -327,15 +384,25 @@ Task<void> SubnetManager::heavy_sweep() {
   // ports are asked one by one (note_reregister_ports). Asked after the
   // publication, and again until a sweep programs and asks cleanly (an ask
   // may not have arrived, or came while a link down kept clients from our SA).
-  if (decision.absorbed) spdlog::info("sm: another master's part joined ours: its clients are asked to reregister");
-  role_.ask_all = role_.ask_all || (role_.mastership_new && role_.reregister) || decision.absorbed;
-  note_reregister_ports(d.fabric, sm_lid_);
+  if (h.decision.absorbed) spdlog::info("sm: another master's part joined ours: its clients are asked to reregister");
+  role_.ask_all = role_.ask_all || (role_.mastership_new && role_.reregister) || h.decision.absorbed;
+  note_reregister_ports(h.d.fabric, sm_lid_);
   if (role_.ask_all || !reregister_ports_.empty()) update_status([](SmStatus& s) { s.sa_state_current = false; });
-  bc.partitions = &plan_partitions_for(d.fabric, lp.port_guid);
+  bc.partitions = &plan_partitions_for(h.d.fabric, h.lp.port_guid);
   bc.allow_both_pkeys = cfg_.allow_both_pkeys;
   bc.part_enforce = cfg_.part_enforce;
   bc.qos = cfg_.qos.get();
   bc.keys = mkeys_in_use() ? &mkeys_ : nullptr;
+  return bc;
+}
+
+// Programming: switches and ports brought up, MFTs, SL2VL/VLArb, then the
+// port tables read back; the sweep's times and SMPs counted.
+Task<void> SubnetManager::sweep_programming(HeavySweep& h) {
+  SweepStats& st = h.st;
+  DiscoveryResult& d = h.d;
+  const RoutingResult& routes = h.routed->routes;
+  const BringupConfig bc = sweep_bringup_config(h);
   phase(SmPhase::kProgramming);
   st.bringup = co_await bring_up(*queue_, d, routes, bc, programmed_);
   // A Set that failed (an LFT block, a PortInfo lost) left that table as it
@@ -349,68 +416,87 @@ Task<void> SubnetManager::heavy_sweep() {
   // QoS after bring-up (OperationalVLs are final), before the tables are
   // read; without QoS a layered routing still needs its SL2VL on every port.
   static const QosConfig kLayeredSl2Vl = layered_sl2vl_config();
-  const QosConfig* vl_tables = cfg_.qos != nullptr ? cfg_.qos.get() : routes.layers.layered() ? &kLayeredSl2Vl : nullptr;
-  if (vl_tables != nullptr)
-    st.qos = co_await program_qos(*queue_, d, *vl_tables, QosProgramOptions{.port_num = lp.port_num, .m_key = cfg_.m_key},
-                                  qos_programmed_);
+  h.vl_tables = cfg_.qos != nullptr ? cfg_.qos.get() : routes.layers.layered() ? &kLayeredSl2Vl : nullptr;
+  if (h.vl_tables != nullptr)
+    st.qos = co_await program_qos(*queue_, d, *h.vl_tables,
+                                  QosProgramOptions{.port_num = h.lp.port_num, .m_key = cfg_.m_key}, qos_programmed_);
   // After bring-up: OperationalVLs are final, and only changed ports are read.
+  const Clock& clock = sched_->clock();
   const Nanos t_tables = clock.now_ns();
-  const TablesReport tables = co_await read_port_tables(
-      *queue_, d, TablesOptions{.port_num = lp.port_num, .m_key = cfg_.m_key, .switch_ports = cfg_.read_switch_port_tables},
+  h.tables = co_await read_port_tables(
+      *queue_, d,
+      TablesOptions{.port_num = h.lp.port_num, .m_key = cfg_.m_key, .switch_ports = cfg_.read_switch_port_tables},
       tables_);
-  st.tables_smps = tables.smps;
-  st.tables_ports_read = tables.ports_read;
+  st.tables_smps = h.tables.smps;
+  st.tables_ports_read = h.tables.ports_read;
   const Nanos t5 = clock.now_ns();
-  st.discovery_smps += recheck->smps;  // the clears and their re-reads belong to discovery
-  if (recheck->moved) {
+  st.discovery_smps += h.recheck->smps;  // the clears and their re-reads belong to discovery
+  if (h.recheck->moved) {
     // A link changed while we swept, and the clear erased its bit: no light
     // sweep would see it. Sweep again at once.
-    spdlog::info("sm: {} since discovery read it: heavy sweep", recheck->what);
+    spdlog::info("sm: {} since discovery read it: heavy sweep", h.recheck->what);
     walk_reason_ = "a port moved during the sweep";
     heavy_requested_.store(true, std::memory_order_relaxed);
   }
   st.tables_s = seconds(t_tables, t5);
-  st.programming_s = seconds(t4, t5);
-  st.smps = queue_->submitted() - smps0;
-  st.total_s = seconds(t0, t5);
+  st.programming_s = seconds(h.t4, t5);
+  st.smps = queue_->submitted() - h.smps0;
+  st.total_s = seconds(h.t0, t5);
   // On a simulated clock the CPU phases took no simulated time: add them.
-  if (t4 == t1) st.total_s += st.lids_s + st.routing_s + st.path_db_s;
+  if (h.t4 == h.t1) st.total_s += st.lids_s + st.routing_s + st.path_db_s;
   st.ok = st.bringup.errors == 0;
 
   ha_->note_activity();
   if (st.ok) role_.mastership_new = false;
+}
 
-  snap->lfts = std::move(routes.lfts);
-  snap->top_lid = routes.top_lid;
+// Publication: the snapshot with its routes and tables, indexed off this
+// core, becomes the SA's epoch; traps 64/65 for end ports gained and lost.
+// False: cancelled.
+Task<bool> SubnetManager::sweep_publication(HeavySweep& h) {
+  sa::Snapshot& snap = *h.snap;
+  RoutingResult& routes = h.routed->routes;
+  snap.lfts = std::move(routes.lfts);
+  snap.top_lid = routes.top_lid;
   auto next_routes = std::make_shared<const RoutingResult>(std::move(routes));  // without its LFTs, which snap holds
-  snap->sm = sm_identity(lp, sm_lid_, ha_->state(), ha_->act_count());
-  snap->subnet_prefix = cfg_.subnet_prefix;
-  fill_tables(d.fabric, *snap);
-  snap->fabric = std::move(d.fabric);
-  Task<bool> indexing = index_snapshot(snap);
-  if (const bool ok = co_await indexing; !ok) co_return;
-  snap->epoch = ++epoch_;
-  current_ = snap;
+  snap.sm = sm_identity(h.lp, sm_lid_, ha_->state(), ha_->act_count());
+  snap.subnet_prefix = cfg_.subnet_prefix;
+  fill_tables(h.d.fabric, snap);
+  snap.fabric = std::move(h.d.fabric);
+  Task<bool> indexing = index_snapshot(h.snap);
+  if (const bool ok = co_await indexing; !ok) co_return false;
+  snap.epoch = ++epoch_;
+  current_ = h.snap;
   current_routes_ = std::move(next_routes);
-  store_.publish(snap);
-  st.gid_traps = report_gid_changes(*snap);
+  store_.publish(h.snap);
+  h.st.gid_traps = report_gid_changes(snap);
   phase(SmPhase::kPublished);
-  if (role_.ask_all || !reregister_ports_.empty()) {
-    const ReregisterAsk ask{
-        .port_num = lp.port_num, .m_key = cfg_.m_key, .sm_lid = sm_lid_, .all = role_.ask_all, .ports = &reregister_ports_};
-    Task<ReregisterReport> asking = ask_clients_to_reregister(*queue_, snap->fabric, d.ca_port_paths, ask);
-    const ReregisterReport rr = co_await asking;
-    st.bringup.client_reregisters = rr.asked;
-    spdlog::info("sm: {} clients asked to reregister ({}), {} answered, {} ports cannot be asked, {} not yet", rr.asked,
-                 role_.ask_all ? "all" : "some", rr.acked, rr.unable, rr.unsettled);
-    if (st.ok && rr.acked == rr.asked && rr.unsettled == 0) {
-      role_.ask_all = false;
-      reregister_ports_.clear();
-      update_status([](SmStatus& s) { s.sa_state_current = true; });
-    }
-  }
+  co_return true;
+}
 
+// After the publication: the clients of a new mastership, an absorbed part
+// or ports noted one by one are asked to reregister (PortInfo.ClientReregister).
+Task<void> SubnetManager::sweep_reregistration(HeavySweep& h) {
+  if (!role_.ask_all && reregister_ports_.empty()) co_return;
+  const ReregisterAsk ask{
+      .port_num = h.lp.port_num, .m_key = cfg_.m_key, .sm_lid = sm_lid_, .all = role_.ask_all, .ports = &reregister_ports_};
+  Task<ReregisterReport> asking = ask_clients_to_reregister(*queue_, h.snap->fabric, h.d.ca_port_paths, ask);
+  const ReregisterReport rr = co_await asking;
+  h.st.bringup.client_reregisters = rr.asked;
+  spdlog::info("sm: {} clients asked to reregister ({}), {} answered, {} ports cannot be asked, {} not yet", rr.asked,
+               role_.ask_all ? "all" : "some", rr.acked, rr.unable, rr.unsettled);
+  if (h.st.ok && rr.acked == rr.asked && rr.unsettled == 0) {
+    role_.ask_all = false;
+    reregister_ports_.clear();
+    update_status([](SmStatus& s) { s.sa_state_current = true; });
+  }
+}
+
+// The sweep's log lines and SmStatus.
+void SubnetManager::sweep_report(HeavySweep& h) {
+  const SweepStats& st = h.st;
   const BringupReport& b = st.bringup;
+  const TablesReport& tables = h.tables;
   spdlog::info("sm: programmed: {} SwitchInfo, {} LFT blocks, {} PortInfo, {} armed, {} activated, {} P_Key, {} MFT blocks, {} errors",
                b.switch_info_sets, b.lft_blocks_written, b.port_info_sets, b.ports_armed, b.ports_activated, b.pkey_sets,
                st.mft_blocks_written, b.errors);
@@ -419,7 +505,7 @@ Task<void> SubnetManager::heavy_sweep() {
                  b.lfts_lost);
   spdlog::info("sm: tables: {} ports read, {} kept, {} SMPs, {} errors, {:.6f} s; {} GID traps", tables.ports_read,
                tables.ports_kept, tables.smps, tables.errors, st.tables_s, st.gid_traps);
-  if (vl_tables != nullptr)
+  if (h.vl_tables != nullptr)
     spdlog::info("sm: {}: {} SL2VL and {} VLArb tables written, {} as wanted, {} errors",
                  cfg_.qos != nullptr ? "QoS" : "layered routing's SL2VL", st.qos.sl2vl_sets, st.qos.vlarb_sets,
                  st.qos.kept, st.qos.errors);
@@ -427,8 +513,8 @@ Task<void> SubnetManager::heavy_sweep() {
                "discovery {:.6f} s, LIDs {:.6f} s, routing {:.6f} s, path db {:.6f} s, programming {:.6f} s, total {:.6f} s",
                epoch_, st.nodes, st.switches, st.cas, st.links, st.top_lid, sm_lid_, st.smps, st.discovery_s, st.lids_s,
                st.routing_s, st.path_db_s, st.programming_s, st.total_s);
-  const fabric::Node& own = snap->fabric.nodes[d.local_node];
-  local_state_seen_ = own.ports[d.local_port].state;
+  const fabric::Node& own = h.snap->fabric.nodes[h.d.local_node];
+  local_state_seen_ = own.ports[h.d.local_port].state;
   const std::uint64_t epoch = epoch_;
   const std::uint16_t sm_lid = shown_sm_lid();
   const wire::SmState state = ha_->state();
@@ -440,162 +526,6 @@ Task<void> SubnetManager::heavy_sweep() {
     ++s.heavy_sweeps;
     s.last_heavy = st;
   });
-}
-
-// The guid2lid file is written by the I/O pool (an fsync per save must not
-// hold the MAD core), from a copy of the map; saves keep their order.
-void SubnetManager::save_guid2lid_async() {
-  if (cfg_.guid2lid_path.empty() || (guid2lid_ == guid2lid_saved_ && !guid2lid_name_due_)) return;
-  guid2lid_saved_ = guid2lid_;
-  guid2lid_name_due_ = false;
-  const bool queued = io_->submit([path = cfg_.guid2lid_path, map = guid2lid_, fabric = fabric_] {
-    Guid2LidError err;
-    if (!save_guid2lid(path, map, err, fabric)) spdlog::warn("sm: cannot save guid2lid: {}", err.what);
-  });
-  if (!queued) {
-    spdlog::warn("sm: guid2lid not saved: the I/O queue is full (saved with the next change)");
-    guid2lid_saved_.clear();
-  }
-}
-
-Task<bool> SubnetManager::light_sweep() {
-  const std::uint64_t smps0 = queue_->submitted();
-  const std::uint8_t port_num = transport_.local_port().port_num;
-  auto changed = std::make_shared<bool>(false);
-  const auto snap = current_;
-  std::uint64_t lid_routed = 0;
-  for (const fabric::Node& n : snap->fabric.nodes) {
-    if (!n.is_switch()) continue;
-    const wire::DrPath path = n.dr_path;
-    // The fabric is programmed: ask each switch by its LID, through the
-    // LFTs we wrote, so the switches on the way do no SMA work. A switch
-    // that does not answer (dead, or a route broken) escalates to a heavy
-    // sweep, which is directed-route.
-    const bool by_lid = cfg_.lid_routed_light_sweep && n.base_lid != 0 && path.hops != 0;
-    lid_routed += by_lid ? 1 : 0;
-    const MadBuf get = by_lid ? make_lid_request(wire::method::kGet, wire::smp_attr::kSwitchInfo, 0, n.base_lid, port_num,
-                                                 {}, cfg_.m_key)
-                              : make_dr_request(wire::method::kGet, wire::smp_attr::kSwitchInfo, 0, path, port_num, {},
-                                                cfg_.m_key);
-    queue_->submit(get, [this, changed, path, port_num, guid = n.node_guid](const TxnResult& r) {
-      const auto si = smp_response_ok(r) ? wire::decode<wire::SwitchInfo>(smp_data(r.response)) : std::nullopt;
-      if (!si) {
-        // A switch stopped answering, or its LID route crossed a link that
-        // went down: the heavy sweep reads it around the changed links, and
-        // walks the subnet if it still does not answer.
-        *changed = true;
-        changed_switches_.push_back(guid);
-        return;
-      }
-      if (si->port_state_change() == 0) return;
-      *changed = true;
-      changed_switches_.push_back(guid);
-      wire::SwitchInfo clear = *si;
-      clear.prepare_for_set(true);  // write 1 to clear (IBA 14.2.5.4)
-      queue_->submit(make_dr_request(wire::method::kSet, wire::smp_attr::kSwitchInfo, 0, path, port_num,
-                                     wire::as_bytes(clear), cfg_.m_key),
-                     nullptr);
-    });
-  }
-  // Another SM of the last election that has become MASTER since (its
-  // polls of us failed): the heavy sweep's election settles which stays.
-  ha_->check_peers(*queue_, [this, changed](std::uint64_t guid) {
-    spdlog::info("sm: SM {:#018x} answers MASTER since our last election: heavy sweep", guid);
-    *changed = true;
-    walk_reason_ = fmt::format("SM {:#018x} became MASTER", guid);
-  });
-  const std::uint16_t want_lid = sm_lid_;
-  queue_->submit(make_dr_request(wire::method::kGet, wire::smp_attr::kPortInfo, local_port_, wire::DrPath{}, port_num, {},
-                                 cfg_.m_key),
-                 [this, changed, want_lid](const TxnResult& r) {
-                   const auto pi = smp_response_ok(r) ? wire::decode<wire::PortInfo>(smp_data(r.response)) : std::nullopt;
-                   if (!pi || pi->state() != wire::PortState::kActive || pi->lid.get() != want_lid) {
-                     *changed = true;
-                     walk_reason_ = "our port changed";
-                   } else if (pi->master_sm_lid.get() != want_lid) {
-                     // Another master programmed our port since our last
-                     // election (its SMInfo answer was lost then): elect again.
-                     *changed = true;
-                     walk_reason_ = fmt::format("our port's MasterSMLID is {}: another master programs the subnet",
-                                                pi->master_sm_lid.get());
-                   }
-                 });
-  co_await queue_->drained();
-  const std::uint64_t smps = queue_->submitted() - smps0;
-  // Ports that did not answer the last heavy sweep may hold a key we lack:
-  // sweep again (their lease may have run out by now, IBA 14.2.4.2).
-  if (unreachable_) *changed = true;
-  const bool ch = *changed;
-  if (ch) spdlog::info("sm: light sweep ({} SMPs) saw a change: heavy sweep", smps);
-  update_status([smps, lid_routed](SmStatus& s) {
-    ++s.light_sweeps;
-    s.last_light_smps = smps;
-    s.last_light_lid_routed = lid_routed;
-  });
-  co_return ch;
-}
-
-Task<bool> SubnetManager::local_port_changed() {
-  auto changed = std::make_shared<bool>(false);
-  auto state = std::make_shared<std::uint8_t>(local_state_seen_);
-  const std::uint16_t want_lid = sm_lid_;
-  queue_->submit(make_dr_request(wire::method::kGet, wire::smp_attr::kPortInfo, local_port_, wire::DrPath{},
-                                 transport_.local_port().port_num, {}, cfg_.m_key),
-                 [changed, state, want_lid](const TxnResult& r) {
-                   const auto pi = smp_response_ok(r) ? wire::decode<wire::PortInfo>(smp_data(r.response)) : std::nullopt;
-                   if (!pi) return;  // our own SMA did not answer: the device's life cycle tells
-                   // A LID we did not write, or another state: a cable pulled (DOWN)
-                   // or put back (INIT). Each change sweeps once.
-                   *changed = (*state != 0 && pi->port_state() != *state) ||
-                              (pi->port_state() == static_cast<std::uint8_t>(wire::PortState::kActive) &&
-                               pi->lid.get() != want_lid);
-                   *state = pi->port_state();
-                 });
-  co_await queue_->drained();
-  if (*changed) {
-    spdlog::info("sm: our port is {} (was {}): heavy sweep", *state, local_state_seen_);
-    walk_reason_ = "our port changed";
-    // A cable pulled: another SM may number the subnet before we are back.
-    if (*state != static_cast<std::uint8_t>(wire::PortState::kActive)) role_.lids_from_fabric = true;
-  }
-  local_state_seen_ = *state;
-  co_return *changed;
-}
-
-Task<std::uint32_t> SubnetManager::program_mcast(const fabric::Fabric& f) {
-  if (cfg_.mcast == nullptr) co_return 0;
-  const auto mfts = compute_mfts(f, cfg_.mcast->groups());
-  auto written = std::make_shared<std::uint32_t>(0);
-  const std::uint8_t port_num = transport_.local_port().port_num;
-  std::map<std::pair<std::uint64_t, MftKey>, wire::MftBlock> next;
-  for (const auto& [sw, blocks] : mfts) {
-    for (const auto& [key, blk] : blocks) next.emplace(std::pair{f.nodes[sw].node_guid, key}, blk);
-  }
-  // Blocks that held groups before and no longer do are written as zeros.
-  for (const auto& [k, blk] : mft_programmed_)
-    if (!next.contains(k)) next.emplace(k, wire::MftBlock{});
-  std::unordered_map<std::uint64_t, fabric::NodeId> by_guid;
-  for (fabric::NodeId i = 0; i < f.nodes.size(); ++i) by_guid.emplace(f.nodes[i].node_guid, i);
-  for (const auto& [k, blk] : next) {
-    const auto prev = mft_programmed_.find(k);
-    if (prev != mft_programmed_.end() &&
-        std::equal(prev->second.port_masks.begin(), prev->second.port_masks.end(), blk.port_masks.begin()))
-      continue;
-    const auto it = by_guid.find(k.first);
-    if (it == by_guid.end()) continue;
-    const auto key = k;
-    const wire::MftBlock b = blk;
-    queue_->submit(make_dr_request(wire::method::kSet, wire::smp_attr::kMulticastFwdTable,
-                                   wire::mft_modifier(k.second.position, k.second.block), f.nodes[it->second].dr_path,
-                                   port_num, wire::as_bytes(blk), cfg_.m_key),
-                   [this, key, b, written](const TxnResult& r) {
-                     if (!smp_response_ok(r)) return;
-                     mft_programmed_[key] = b;
-                     ++*written;
-                   });
-  }
-  co_await queue_->drained();
-  co_return *written;
 }
 
 }  // namespace madengine::sm
