@@ -3,9 +3,9 @@
 // between them, the rings and the transports, in bursts.
 #include "engine/core.hpp"
 
+#include "engine/sole_wait.hpp"
 #include "engine/transaction.hpp"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
@@ -43,7 +43,7 @@ constexpr std::uint32_t kStreakAfterWait = 1u << 30;  // above any spin budget
 // The longest wait inside umad2sim's poll() (its unit is the millisecond):
 // how late a core waiting there sees a ring push or stop(), whatever
 // block_max_us says (see block()).
-constexpr Nanos kShimWaitMaxNs = 2 * kNanosPerMilli;
+constexpr Nanos kSoleWaitMaxNs = 2 * kNanosPerMilli;
 constexpr std::size_t kNoHandlerBuckets = 64;
 
 }  // namespace
@@ -109,8 +109,7 @@ struct Core::LocalTransport {
   std::vector<MadBuf*> pending;  // tx backlog for this transport, tx_queue_depth
   std::uint32_t pending_len = 0;
   bool lost = false;  // kDeviceLost seen, kDeviceBack not yet: no rx, tx dropped
-  int checked_fd = -1;   // the wait_fd() last asked whether it is a kernel fd ...
-  bool foreign = false;  // ... and it is not (umad2sim's: see block())
+  SoleWait* sole = nullptr;  // the transport's, if its wait fd may have to be waited on alone (see block())
 };
 
 Core::Core(std::uint16_t id, CoreShared& shared)
@@ -137,6 +136,7 @@ void Core::add_transport(std::uint16_t transport_index) {
   LocalTransport lt;
   lt.transport = shared_.transports.at(transport_index).transport;
   lt.index = transport_index;
+  lt.sole = dynamic_cast<SoleWait*>(lt.transport);
   lt.spare.resize(b.rx_burst_max);
   lt.pending.resize(b.tx_queue_depth);
   local_.push_back(std::move(lt));
@@ -655,17 +655,14 @@ void Core::run(const std::atomic<bool>& stop) noexcept {
 
 // ---- blocking idle -----------------------------------------------------------
 // An idle core blocks in ppoll() on its eventfd and its transports' wait fds
-// (kernel fds only) until the earliest poller deadline or the cap. Producers
-// wake it through CoreWaker. A wait fd that is not a kernel fd belongs to
-// umad2sim's LD_PRELOAD shim, whose poll() can only wait on that one fd (it
-// ignores every other fd in the set, and ppoll() does not know the fd): the
-// core then waits inside the shim's poll() itself, until the same deadline
-// but kShimWaitMaxNs (2 ms) at most, and sees ring pushes and stop() when
-// that wait ends. A MAD ends it at once (the shim's receiver thread signals
-// it), so a query costs the core one wake-up; work from other threads waits
-// up to 2 ms, which only ever happens under ibsim. (A watcher thread that
-// waited in the shim and woke the core's eventfd cost a second thread two
-// wake-ups per query.)
+// until the earliest poller deadline or the cap. Producers wake it through
+// CoreWaker. A transport whose wait fd cannot join the set (a SoleWait:
+// the umad transport under ibsim) takes the whole wait itself, until the
+// same deadline but kSoleWaitMaxNs (2 ms) at most; the core sees ring
+// pushes and stop() when that wait ends. A MAD ends it at once, so a query
+// costs the core one wake-up; work from other threads waits up to 2 ms.
+// (A watcher thread waiting on such an fd to wake the core's eventfd cost
+// a second thread two wake-ups per query.)
 
 Nanos Core::idle_timeout_ns() const noexcept {
   Nanos t = Nanos{shared_.backoff.block_max_us} * kNanosPerMicro;
@@ -696,44 +693,35 @@ void Core::block(const std::atomic<bool>& stop) noexcept {
 
   pollfds_[0] = pollfd{w.event_fd, POLLIN, 0};
   nfds_t n = 1;
-  int foreign = -1;
+  SoleWait* alone = nullptr;
   for (LocalTransport& lt : local_) {
     if (lt.lost) continue;
-    const int fd = lt.transport->wait_fd();
-    if (fd < 0) continue;
-    // F_GETFD fails with EBADF on a number the kernel never gave out: a
-    // preload shim's fd (umad2sim numbers its fds from 1024). Asked again
-    // only when the fd changes (a reopen).
-    if (fd != lt.checked_fd) {
-      lt.checked_fd = fd;
-      lt.foreign = ::fcntl(fd, F_GETFD) == -1 && errno == EBADF;
-    }
-    if (lt.foreign) {
-      foreign = fd;
+    if (lt.sole != nullptr && lt.sole->waits_alone()) {
+      alone = lt.sole;
       continue;
     }
+    const int fd = lt.transport->wait_fd();
+    if (fd < 0) continue;
     pollfds_[n++] = pollfd{fd, POLLIN, 0};
   }
-  // In the shim's poll() `sleeping` stays 0: producers cannot end that wait,
-  // so they need not write the eventfd; the rings are drained when it ends.
-  const bool shim = foreign >= 0;
+  // In a transport's own wait `sleeping` stays 0: producers cannot end that
+  // wait, so they need not write the eventfd; the rings are drained when it ends.
+  const bool sole = alone != nullptr;
 
   // Pairs with the RMW in CoreWaker::wake_if_sleeping(): a push we do not
   // see below is followed by a producer that reads our 1. The re-check
   // drains the rings (a dequeue, not rte_ring_count(), whose plain read of
   // the producer's tail TSan rightly reports); what it finds is work done.
-  if (!shim) w.sleeping.exchange(1, std::memory_order_acq_rel);
+  if (!sole) w.sleeping.exchange(1, std::memory_order_acq_rel);
   if (stop.load(std::memory_order_acquire) || drain_inbound() != 0) {
-    if (!shim) w.sleeping.store(0, std::memory_order_release);
+    if (!sole) w.sleeping.store(0, std::memory_order_release);
     idle_streak_ = 0;
     return;
   }
   bump(counters_->idle_blocks);
   int r = 0;
-  if (shim) {
-    pollfd p{foreign, POLLIN, 0};
-    const Nanos wait_ns = std::min(timeout_ns, kShimWaitMaxNs);
-    r = ::poll(&p, 1, static_cast<int>(std::max<Nanos>(1, (wait_ns + kNanosPerMilli - 1) / kNanosPerMilli)));
+  if (sole) {
+    r = alone->wait_alone(std::min(timeout_ns, kSoleWaitMaxNs));
   } else {
     const timespec ts{static_cast<time_t>(timeout_ns / kNanosPerSecond),
                       static_cast<long>(timeout_ns % kNanosPerSecond)};
@@ -748,7 +736,7 @@ void Core::block(const std::atomic<bool>& stop) noexcept {
     bump(counters_->idle_wake_timeout);
     return;
   }
-  if (shim) {
+  if (sole) {
     bump(counters_->idle_wake_fd);
     return;
   }
