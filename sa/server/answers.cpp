@@ -49,7 +49,8 @@ void SaServer::CoreWorker::finish(MadBuf& resp, std::uint16_t status, AtomicCoun
   }
 }
 
-void SaServer::CoreWorker::reply_status(MadBuf& buf, std::uint16_t status, AtomicCounters::Kind& k, TxSink& tx) noexcept {
+void SaServer::CoreWorker::reply_status(MadBuf& buf, std::uint16_t status, AtomicCounters::Kind& k,
+                                        TxSink& tx) noexcept {
   if (!make_error_response(buf, status)) {
     bump(k.ignored);
     return;
@@ -69,7 +70,8 @@ void SaServer::CoreWorker::error(MadBuf& req, std::uint16_t status, AtomicCounte
   finish(req, status, k, true);
 }
 
-void SaServer::CoreWorker::answer_changed(MadBuf& req, const void* rec, std::size_t len, AtomicCounters::Kind& k) noexcept {
+void SaServer::CoreWorker::answer_changed(MadBuf& req, const void* rec, std::size_t len,
+                                          AtomicCounters::Kind& k) noexcept {
   server_.bump_state_generation();
   answer_one(req, rec, len, k);
 }

@@ -61,8 +61,11 @@ class SaServer::CoreWorker final : public Poller {
   // Kept buffers still queued go back to the pool (the engine is stopped:
   // an SaServer outlives no running Engine).
   ~CoreWorker();
+  // Admission: the MadHandler's work, on this core.
   void admit(MadBuf& buf, CoreContext& ctx) noexcept;
+  // The poll loop's share: restored images, the admitted queries, RMPP, the state core.
   std::size_t poll(Nanos now_ns) noexcept override;
+  // An RMPP ACK/STOP/ABORT of one of our transfers, or a ReportResp.
   bool on_response(const MadBuf& buf) noexcept;
   void snapshot_counters(SaCounters& out) const;
 

@@ -144,7 +144,8 @@ void SaServer::CoreWorker::query(MadBuf& req, AtomicCounters::Kind& k, bool get)
   answer_table(req, sink.stride(), k);
 }
 
-std::uint16_t SaServer::CoreWorker::collect_state_records(std::uint16_t attr, bool trusted, std::uint16_t requester_lid, RecordSink& sink) {
+std::uint16_t SaServer::CoreWorker::collect_state_records(std::uint16_t attr, bool trusted, std::uint16_t requester_lid,
+                                                         RecordSink& sink) {
   switch (attr) {
     case a::kServiceRecord: {
       // A ServiceKey goes only to trusted requesters (IBA 15.2.5.14, as OpenSM).

@@ -35,7 +35,7 @@ using madengine::MadBuf;
 // (madengine 2 s, SaServerConfig::dedup_ttl_ns) and would take a new query
 // that reuses a recent TID for a retry of the old one.
 inline constexpr unsigned kSlotBitsMax = 20;
-inline constexpr unsigned slot_bits_for(std::uint32_t window) noexcept {
+constexpr unsigned slot_bits_for(std::uint32_t window) noexcept {
   unsigned b = 1;
   while (b < kSlotBitsMax && (1u << b) < window) ++b;
   return b;

@@ -11,8 +11,9 @@
 
 namespace madstorm {
 
-StormResult Storm::Impl::run(const std::function<void(Nanos)>& idle, const std::function<void(const Progress&)>& progress,
-                             Nanos progress_interval_ns, const std::atomic<bool>& stop_requested) {
+StormResult Storm::Impl::run(const std::function<void(Nanos)>& idle,
+                             const std::function<void(const Progress&)>& progress, Nanos progress_interval_ns,
+                             const std::atomic<bool>& stop_requested) {
   rusage ru0{};
   getrusage(RUSAGE_SELF, &ru0);
   const Nanos start = clock.now_ns();
