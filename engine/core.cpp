@@ -1,34 +1,20 @@
 // The worker core's poll loop. Every array it touches is sized in the
 // constructor from the pool bounds; an iteration only moves buffer pointers
-// between them, the rings and the transports, in bursts.
+// between them, the rings and the transports, in bursts. Device events are
+// core_lifecycle.cpp, waking and blocking core_idle.cpp.
 #include "engine/core.hpp"
 
+#include "engine/core_parts.hpp"
 #include "engine/transaction.hpp"
 
-#include <fcntl.h>
-#include <poll.h>
-#include <pthread.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <stdexcept>
-#include <mutex>
-#include <string>
-#include <system_error>
 #include <thread>
 
 namespace madengine {
 
 namespace {
-
-// One writer per counter: a relaxed load+store is enough and avoids a locked
-// add; snapshots on other threads read with relaxed loads.
-inline void bump(std::atomic<std::uint64_t>& a, std::uint64_t n = 1) noexcept {
-  a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-}
 
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
@@ -38,80 +24,11 @@ inline void cpu_relax() noexcept {
 #endif
 }
 
-constexpr std::uint32_t kEventPollLoops = 64;         // poll_events() once per this many iterations
-constexpr std::uint32_t kStreakAfterWait = 1u << 30;  // above any spin budget
-// The longest wait inside umad2sim's poll() (its unit is the millisecond):
-// how late a core waiting there sees a ring push or stop(), whatever
-// block_max_us says (see block()).
-constexpr Nanos kShimWaitMaxNs = 2 * kNanosPerMilli;
-constexpr std::size_t kNoHandlerBuckets = 64;
+constexpr std::uint32_t kEventPollLoops = 64;  // poll_events() once per this many iterations
 
 }  // namespace
 
-CoreWaker::CoreWaker() : event_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
-  if (event_fd < 0) throw std::system_error(errno, std::generic_category(), "CoreWaker: eventfd");
-}
 
-CoreWaker::~CoreWaker() { ::close(event_fd); }
-
-void CoreWaker::wake() noexcept {
-  const std::uint64_t one = 1;
-  // EAGAIN only if the counter is near 2^64: the core is awake-pending anyway.
-  [[maybe_unused]] const ssize_t n = ::write(event_fd, &one, sizeof(one));
-}
-
-void Core::wake() noexcept { shared_.wakers[id_]->wake(); }
-
-void CoreWaker::wake_if_sleeping() noexcept {
-  // An RMW, not a load: it pairs with the exchange in Core::block(). The two
-  // are ordered on `sleeping`: if ours comes first, its release publishes our
-  // push to the core's re-check; if the core's comes first, we read its 1.
-  // (A fence pair would do the same, but TSan cannot check fences.)
-  if (sleeping.fetch_add(0, std::memory_order_acq_rel) != 0) wake();
-}
-
-struct Core::Counters {
-  alignas(kCacheLineBytes) std::atomic<std::uint64_t> rx{0};
-  std::atomic<std::uint64_t> tx{0};
-  std::atomic<std::uint64_t> handled{0};
-  std::atomic<std::uint64_t> handed_off{0};
-  std::atomic<std::uint64_t> ring_full{0};
-  std::atomic<std::uint64_t> no_handler{0};
-  std::atomic<std::uint64_t> malformed{0};
-  std::atomic<std::uint64_t> unsupported_sent{0};
-  std::atomic<std::uint64_t> tx_full{0};
-  std::atomic<std::uint64_t> tx_busy{0};
-  std::atomic<std::uint64_t> tx_no_route{0};
-  std::atomic<std::uint64_t> rx_alloc_failures{0};
-  std::atomic<std::uint64_t> device_events{0};
-  std::atomic<std::uint64_t> device_lost{0};
-  std::atomic<std::uint64_t> device_back{0};
-  std::atomic<std::uint64_t> tx_device_lost{0};
-  std::atomic<std::uint64_t> txn_resent{0};
-  std::atomic<std::uint64_t> txn_failed_device{0};
-  std::atomic<std::uint64_t> idle_loops{0};
-  std::atomic<std::uint64_t> loops{0};
-  std::atomic<std::uint64_t> idle_blocks{0};
-  std::atomic<std::uint64_t> idle_wake_event{0};
-  std::atomic<std::uint64_t> idle_wake_fd{0};
-  std::atomic<std::uint64_t> idle_wake_timeout{0};
-  // Open-addressed (class, method, attribute) buckets; key + 1, 0 = empty.
-  std::array<std::atomic<std::uint64_t>, kNoHandlerBuckets> bucket_key{};
-  std::array<std::atomic<std::uint64_t>, kNoHandlerBuckets> bucket_count{};
-  std::atomic<std::uint64_t> bucket_other{0};
-};
-
-struct Core::LocalTransport {
-  Transport* transport = nullptr;
-  std::uint16_t index = 0;
-  std::vector<MadBuf*> spare;    // rx_burst_max buffers handed to rx_burst
-  std::uint32_t spare_len = 0;
-  std::vector<MadBuf*> pending;  // tx backlog for this transport, tx_queue_depth
-  std::uint32_t pending_len = 0;
-  bool lost = false;  // kDeviceLost seen, kDeviceBack not yet: no rx, tx dropped
-  int checked_fd = -1;   // the wait_fd() last asked whether it is a kernel fd ...
-  bool foreign = false;  // ... and it is not (umad2sim's: see block())
-};
 
 Core::Core(std::uint16_t id, CoreShared& shared)
     : id_(id), shared_(shared), counters_(std::make_unique<Counters>()) {
@@ -137,6 +54,7 @@ void Core::add_transport(std::uint16_t transport_index) {
   LocalTransport lt;
   lt.transport = shared_.transports.at(transport_index).transport;
   lt.index = transport_index;
+  lt.sole = dynamic_cast<SoleWait*>(lt.transport);
   lt.spare.resize(b.rx_burst_max);
   lt.pending.resize(b.tx_queue_depth);
   local_.push_back(std::move(lt));
@@ -461,142 +379,6 @@ std::size_t Core::flush_tx() noexcept {
   return work;
 }
 
-// ---- device life cycle -------------------------------------------------------
-// The transport's owner core acts on what its transport reports and publishes
-// it (TransportLife); every core with transaction managers or listeners then
-// acts on what it sees published, on its own thread, so managers stay
-// single-threaded and no core touches another's transport.
-
-void Core::drop_held(LocalTransport& lt) noexcept {
-  MadPool& pool = *shared_.pool;
-  pool.free_bulk(id_, std::span<MadBuf* const>(lt.spare.data(), lt.spare_len));
-  lt.spare_len = 0;
-  if (lt.pending_len != 0) {
-    bump(counters_->tx_device_lost, lt.pending_len);
-    pool.free_bulk(id_, std::span<MadBuf* const>(lt.pending.data(), lt.pending_len));
-    lt.pending_len = 0;
-  }
-}
-
-void Core::on_device_event(LocalTransport& lt, DeviceEvent ev) noexcept {
-  TransportLife& life = *shared_.life[lt.index];
-  const std::uint32_t epoch = life.epoch.load(std::memory_order_relaxed);  // we are its only writer
-  switch (ev) {
-    case DeviceEvent::kDeviceLost:
-      bump(counters_->device_lost);
-      if (lt.lost) break;
-      lt.lost = true;
-      drop_held(lt);
-      // release: the watchers' acquire sees the transport stopped first.
-      life.epoch.store(epoch + 1, std::memory_order_release);
-      break;
-    case DeviceEvent::kDeviceBack:
-      bump(counters_->device_back);
-      // A return without a loss we saw still means MADs may have been lost
-      // in between: move the epoch on (by 2, staying even) so managers re-send.
-      life.epoch.store(epoch + (lt.lost ? 1 : 2), std::memory_order_release);
-      lt.lost = false;
-      break;
-    case DeviceEvent::kPortChanged:
-    case DeviceEvent::kNone:
-      break;
-  }
-  {
-    const std::lock_guard<std::mutex> g(life.mu);
-    life.last = PortEvent{shared_.transports[lt.index].port_num, ev, lt.transport->local_port()};
-  }
-  life.seq.fetch_add(1, std::memory_order_release);  // pairs with the acquire in watch_transports()
-}
-
-void Core::report(const TxnReport& r) noexcept {
-  for (LifecycleListener* l : listeners_) l->on_txn_report(r);
-}
-
-std::size_t Core::watch_transports(Nanos now_ns) noexcept {
-  std::size_t work = 0;
-  bool paused_changed = false;
-  for (std::size_t i = 0; i < watch_.size(); ++i) {
-    TransportLife& life = *shared_.life[i];
-    Watch& w = watch_[i];
-    const std::uint8_t port = shared_.transports[i].port_num;
-    auto uses = [port](const ManagedTxn& m) { return m.port_num == kAnyPort || m.port_num == port; };
-
-    const std::uint32_t seq = life.seq.load(std::memory_order_acquire);
-    if (seq != w.seq_seen && !listeners_.empty()) {
-      PortEvent ev;
-      {
-        const std::lock_guard<std::mutex> g(life.mu);
-        ev = life.last;
-      }
-      for (LifecycleListener* l : listeners_) l->on_port_event(ev);
-      ++work;
-    }
-    w.seq_seen = seq;
-
-    const std::uint32_t epoch = life.epoch.load(std::memory_order_acquire);
-    if (epoch != w.epoch_seen) {
-      paused_changed = true;
-      ++work;
-      if ((epoch & 1u) != 0) {
-        // Lost. A device that returned less than device_wait_ns ago and is
-        // gone again is flapping: one outage, the wait is not restarted (or a
-        // flapping device would keep its requests forever).
-        // (Lost before, lost now: it came back and went again between two looks.)
-        const bool flapping = (w.epoch_seen & 1u) != 0 ||
-                              (w.returned && now_ns - w.back_since_ns < shared_.device_wait_ns);
-        if (!flapping) w.lost_since_ns = now_ns;
-      } else {
-        w.back_since_ns = now_ns;
-        w.returned = true;
-        // Back: every request in flight through it may have been lost with
-        // the device; re-send each with its TID and a fresh timer.
-        for (ManagedTxn& m : managed_) {
-          if (!uses(m)) continue;
-          const std::size_t n = m.txn->resend_all(std::span<std::uint64_t>(report_tids_));
-          if (n == 0) continue;
-          bump(counters_->txn_resent, n);
-          report(TxnReport{port, id_, true, TxnStatus::kOk, n,
-                           std::span<const std::uint64_t>(report_tids_.data(), std::min(n, report_tids_.size()))});
-        }
-      }
-      w.epoch_seen = epoch;
-    }
-    if ((epoch & 1u) != 0 && now_ns - w.lost_since_ns >= shared_.device_wait_ns) {
-      for (ManagedTxn& m : managed_) {
-        if (!uses(m) || m.txn->in_flight() + m.txn->queued() == 0) continue;
-        const std::size_t n = m.txn->fail_all(TxnStatus::kDeviceLost, std::span<std::uint64_t>(report_tids_));
-        if (n == 0) continue;
-        ++work;
-        bump(counters_->txn_failed_device, n);
-        report(TxnReport{port, id_, false, TxnStatus::kDeviceLost, n,
-                         std::span<const std::uint64_t>(report_tids_.data(), std::min(n, report_tids_.size()))});
-      }
-    }
-  }
-  if (paused_changed) {
-    for (ManagedTxn& m : managed_) {
-      m.paused = false;
-      for (std::size_t i = 0; i < watch_.size(); ++i) {
-        const std::uint8_t port = shared_.transports[i].port_num;
-        if ((watch_[i].epoch_seen & 1u) != 0 && (m.port_num == kAnyPort || m.port_num == port)) m.paused = true;
-      }
-    }
-  }
-  return work;
-}
-
-std::size_t Core::poll_events() noexcept {
-  std::size_t events = 0;
-  for (LocalTransport& lt : local_) {
-    const DeviceEvent ev = lt.transport->poll_events();
-    if (ev == DeviceEvent::kNone) continue;
-    ++events;
-    on_device_event(lt, ev);
-  }
-  if (events != 0) bump(counters_->device_events, events);
-  if (!managed_.empty() || !listeners_.empty()) events += watch_transports(shared_.clock->now_ns());
-  return events;
-}
 
 std::size_t Core::poll_once() noexcept {
   const std::uint64_t loop = counters_->loops.load(std::memory_order_relaxed);
@@ -653,117 +435,6 @@ void Core::run(const std::atomic<bool>& stop) noexcept {
   release();
 }
 
-// ---- blocking idle -----------------------------------------------------------
-// An idle core blocks in ppoll() on its eventfd and its transports' wait fds
-// (kernel fds only) until the earliest poller deadline or the cap. Producers
-// wake it through CoreWaker. A wait fd that is not a kernel fd belongs to
-// umad2sim's LD_PRELOAD shim, whose poll() can only wait on that one fd (it
-// ignores every other fd in the set, and ppoll() does not know the fd): the
-// core then waits inside the shim's poll() itself, until the same deadline
-// but kShimWaitMaxNs (2 ms) at most, and sees ring pushes and stop() when
-// that wait ends. A MAD ends it at once (the shim's receiver thread signals
-// it), so a query costs the core one wake-up; work from other threads waits
-// up to 2 ms, which only ever happens under ibsim. (A watcher thread that
-// waited in the shim and woke the core's eventfd cost a second thread two
-// wake-ups per query.)
-
-Nanos Core::idle_timeout_ns() const noexcept {
-  Nanos t = Nanos{shared_.backoff.block_max_us} * kNanosPerMicro;
-  if (pollers_.empty() && managed_.empty()) return t;
-  const Nanos now = shared_.clock->now_ns();
-  auto bound = [&](Nanos deadline) {
-    if (deadline >= 0) t = std::min(t, deadline - now);
-  };
-  for (const ManagedTxn& m : managed_)
-    if (!m.paused) bound(m.txn->next_deadline_ns());
-  for (const Poller* p : pollers_) bound(p->next_deadline_ns());
-  return t;
-}
-
-void Core::block(const std::atomic<bool>& stop) noexcept {
-  const IdleBackoff& bo = shared_.backoff;
-  CoreWaker& w = *shared_.wakers[id_];
-  // MADs waiting for tx room or ring room announce nothing when room appears:
-  // nap and retry instead of blocking.
-  bool backlog = tx_len_ != 0 || handoff_pending_ != 0;
-  for (const LocalTransport& lt : local_) backlog = backlog || lt.pending_len != 0;
-  if (backlog) {
-    std::this_thread::sleep_for(std::chrono::microseconds(bo.sleep_us));
-    return;
-  }
-  const Nanos timeout_ns = idle_timeout_ns();
-  if (timeout_ns <= 0) return;  // a deadline is due: poll again
-
-  pollfds_[0] = pollfd{w.event_fd, POLLIN, 0};
-  nfds_t n = 1;
-  int foreign = -1;
-  for (LocalTransport& lt : local_) {
-    if (lt.lost) continue;
-    const int fd = lt.transport->wait_fd();
-    if (fd < 0) continue;
-    // F_GETFD fails with EBADF on a number the kernel never gave out: a
-    // preload shim's fd (umad2sim numbers its fds from 1024). Asked again
-    // only when the fd changes (a reopen).
-    if (fd != lt.checked_fd) {
-      lt.checked_fd = fd;
-      lt.foreign = ::fcntl(fd, F_GETFD) == -1 && errno == EBADF;
-    }
-    if (lt.foreign) {
-      foreign = fd;
-      continue;
-    }
-    pollfds_[n++] = pollfd{fd, POLLIN, 0};
-  }
-  // In the shim's poll() `sleeping` stays 0: producers cannot end that wait,
-  // so they need not write the eventfd; the rings are drained when it ends.
-  const bool shim = foreign >= 0;
-
-  // Pairs with the RMW in CoreWaker::wake_if_sleeping(): a push we do not
-  // see below is followed by a producer that reads our 1. The re-check
-  // drains the rings (a dequeue, not rte_ring_count(), whose plain read of
-  // the producer's tail TSan rightly reports); what it finds is work done.
-  if (!shim) w.sleeping.exchange(1, std::memory_order_acq_rel);
-  if (stop.load(std::memory_order_acquire) || drain_inbound() != 0) {
-    if (!shim) w.sleeping.store(0, std::memory_order_release);
-    idle_streak_ = 0;
-    return;
-  }
-  bump(counters_->idle_blocks);
-  int r = 0;
-  if (shim) {
-    pollfd p{foreign, POLLIN, 0};
-    const Nanos wait_ns = std::min(timeout_ns, kShimWaitMaxNs);
-    r = ::poll(&p, 1, static_cast<int>(std::max<Nanos>(1, (wait_ns + kNanosPerMilli - 1) / kNanosPerMilli)));
-  } else {
-    const timespec ts{static_cast<time_t>(timeout_ns / kNanosPerSecond),
-                      static_cast<long>(timeout_ns % kNanosPerSecond)};
-    r = ::ppoll(pollfds_.data(), n, &ts, nullptr);
-    w.sleeping.store(0, std::memory_order_release);
-  }
-  events_due_ = true;  // the life cycle runs after every wait, not every 64 loops
-  // Back to the blocking point at once if the next iteration finds nothing:
-  // the spin was spent before this wait (and is not judged again).
-  idle_streak_ = kStreakAfterWait;
-  if (r <= 0) {
-    bump(counters_->idle_wake_timeout);
-    return;
-  }
-  if (shim) {
-    bump(counters_->idle_wake_fd);
-    return;
-  }
-  if ((pollfds_[0].revents & POLLIN) != 0) {
-    std::uint64_t v = 0;
-    [[maybe_unused]] const ssize_t got = ::read(w.event_fd, &v, sizeof(v));  // reset the count
-    bump(counters_->idle_wake_event);
-  }
-  for (nfds_t i = 1; i < n; ++i) {
-    if (pollfds_[i].revents != 0) {
-      bump(counters_->idle_wake_fd);
-      break;
-    }
-  }
-}
 
 void Core::release() noexcept {
   MadPool& pool = *shared_.pool;

@@ -264,6 +264,8 @@ struct SmStatus {
   std::uint8_t priority = 0;            // our SMInfo priority (set_priority changes it)
 };
 
+struct HeavySweep;  // heavy_sweep.hpp
+
 class SubnetManager {
  public:
   // Registers the SM's pollers and handlers on `engine` (before start()) and
@@ -326,6 +328,20 @@ class SubnetManager {
   class PortWatch;
   Task<void> run();
   Task<void> heavy_sweep();
+  // The heavy sweep's phases (heavy_sweep.cpp), in order; a Task<bool>
+  // that returns false ends the sweep.
+  Task<bool> sweep_discovery(HeavySweep& h);
+  Task<bool> sweep_election(HeavySweep& h);
+  void sweep_lids(HeavySweep& h);
+  Task<bool> sweep_routing(HeavySweep& h);
+  Task<bool> sweep_early_publication(HeavySweep& h);
+  BringupConfig sweep_bringup_config(HeavySweep& h);
+  Task<void> sweep_programming(HeavySweep& h);
+  Task<bool> sweep_publication(HeavySweep& h);
+  Task<void> sweep_reregistration(HeavySweep& h);
+  void sweep_report(HeavySweep& h);
+  // A heavy sweep ends without programming: says why, sweeps again later.
+  void sweep_failed(SweepStats& st, std::string error);
   // A heavy sweep that waited through a loss of our device stops: says so
   // and asks for a fresh sweep that walks the subnet.
   void stale_sweep();

@@ -3,7 +3,9 @@
 // write(2) per MAD is the floor). No allocation; only varying fields are set.
 #include <endian.h>
 #include <infiniband/umad.h>
+#include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -12,6 +14,13 @@
 #include "madengine/wire/smp.hpp"
 
 namespace madengine {
+
+// Under umad2sim: the shim's poll() on its own fd, in whole milliseconds
+// (a MAD ends it at once: the shim's receiver thread signals it).
+int UmadTransport::wait_alone(Nanos timeout_ns) noexcept {
+  pollfd p{fd_, POLLIN, 0};
+  return ::poll(&p, 1, static_cast<int>(std::max<Nanos>(1, (timeout_ns + kNanosPerMilli - 1) / kNanosPerMilli)));
+}
 
 std::size_t UmadTransport::rx_burst(std::span<MadBuf*> bufs) noexcept {
   if (fd_ < 0 || lost_) return 0;

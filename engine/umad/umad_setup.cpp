@@ -201,7 +201,8 @@ bool UmadTransport::open_device() noexcept {
   umad_hdr_size_ = umad_size();
   // Under ibsim's shim the calls below and close_device() wait on ibsim's
   // replies: bounded here, on every open (a reopen included).
-  if (umad_shim::is_shim_fd(fd_)) umad_shim::bound_shim_sockets();
+  shim_fd_ = umad_shim::is_shim_fd(fd_);
+  if (shim_fd_) umad_shim::bound_shim_sockets();
 
   auto reg = [&](std::uint8_t klass, std::uint8_t version, const MethodMask* mask) {
     MethodMask m = mask ? *mask : MethodMask{};

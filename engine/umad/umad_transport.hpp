@@ -15,6 +15,7 @@
 
 #include "madengine/engine/clock.hpp"
 #include "madengine/engine/transport.hpp"
+#include "engine/sole_wait.hpp"
 
 namespace madengine {
 
@@ -39,7 +40,7 @@ struct UmadCounters {
   std::uint64_t reopens = 0;          // successful reopen after kDeviceLost
 };
 
-class UmadTransport final : public Transport {
+class UmadTransport final : public Transport, public SoleWait {
  public:
   // `clock` paces the life-cycle checks; it must outlive the transport.
   explicit UmadTransport(UmadConfig config, const Clock& clock);
@@ -57,8 +58,12 @@ class UmadTransport final : public Transport {
 
   DeviceEvent poll_events() noexcept override;
   // The umad fd (readable when a MAD waits), -1 while closed or lost. Under
-  // umad2sim it is the shim's fd: only the shim's poll() understands it.
+  // umad2sim it is the shim's fd: only the shim's poll() understands it, and
+  // that poll() ignores every other fd in its set, so an idle core waits in
+  // wait_alone() instead (one thread only ever calls into the shim).
   int wait_fd() const noexcept override { return fd_; }
+  bool waits_alone() const noexcept override { return fd_ >= 0 && shim_fd_; }
+  int wait_alone(Nanos timeout_ns) noexcept override;
 
   const UmadCounters& counters() const noexcept { return counters_; }
   bool is_open() const noexcept { return fd_ >= 0; }
@@ -98,6 +103,7 @@ class UmadTransport final : public Transport {
   std::array<char, 160> last_error_{};
 
   int fd_ = -1;
+  bool shim_fd_ = false;  // fd_ is umad2sim's (umad_shim::is_shim_fd), asked at each open
   int issm_fd_ = -1;
   int smi_agent_[2] = {-1, -1};  // [0] class 0x01 (LID routed), [1] class 0x81 (directed route)
   int gsi_agent_ = -1;           // QP1: SA server or GSI client, everything not an SMP
