@@ -70,11 +70,13 @@ class Programmer {
       const fabric::Port& p = n.ports[port];
       if (!n.is_switch() && (!p.linked() || p.guid == 0 || port >= d_.ca_port_paths[id].size())) continue;
       const std::uint64_t guid = p.guid != 0 ? p.guid : n.node_guid;
-      const std::uint64_t holds = cfg_.keys->key_for(guid);
+      const std::uint64_t holds = cfg_.keys->key_for(guid);  // what reaches it (a keyless port takes ours)
+      const auto known = cfg_.keys->keys.find(guid);
+      const bool keyed = known != cfg_.keys->keys.end() ? known->second == cfg_.m_key : holds == cfg_.m_key;
       const bool protection_differs =
           cfg_.m_key != 0 && (p.info.m_key_protect_bits() != cfg_.m_key_protect_bits ||
                               p.info.m_key_lease_period.get() != cfg_.m_key_lease_period);
-      if (holds == cfg_.m_key && !protection_differs) continue;
+      if (keyed && !protection_differs) continue;
       const wire::DrPath path = n.is_switch() ? n.dr_path : d_.ca_port_paths[id][port];
       const wire::PortInfo want = desired(n, port);
       ++rep_.smps;

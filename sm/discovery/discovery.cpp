@@ -71,7 +71,8 @@ class Sweep {
       if (it != opts_.keys->guid_at_path.end()) guid = it->second;
     }
     const auto learned = out_.port_mkeys.find(guid);
-    const std::uint64_t first = learned != out_.port_mkeys.end() ? learned->second : opts_.keys->key_for(guid);
+    const std::uint64_t first =
+        learned != out_.port_mkeys.end() && learned->second != 0 ? learned->second : opts_.keys->key_for(guid);
     send(attr, mod, path, std::make_shared<const std::vector<std::uint64_t>>(opts_.keys->candidates(first)), 0,
          std::make_shared<SmpQueue::Done>(std::move(done)));
   }

@@ -17,8 +17,9 @@ std::vector<std::uint64_t> MKeyBook::candidates(std::uint64_t first) const {
   auto add = [&](std::uint64_t k) {
     if (out.size() < kMKeyCandidatesMax && std::find(out.begin(), out.end(), k) == out.end()) out.push_back(k);
   };
-  add(configured);
-  for (const auto& [guid, k] : keys) add(k);
+  if (configured != 0) add(configured);
+  for (const auto& [guid, k] : keys)
+    if (k != 0) add(k);  // 0 is no key: any key reaches such a port
   return out;
 }
 

@@ -28,9 +28,13 @@ struct MKeyBook {
   // has not reached yet is addressed by its path.
   std::unordered_map<std::string, std::uint64_t> guid_at_path;
 
+  // A port that holds no key (0) checks none: it takes ours as well, and a
+  // port we took for keyless may since hold it (another SM of ours keyed
+  // it). Sending 0 to a protected port is a wrong key, and each wrong key
+  // starts the port's lease (IBA 14.2.4.2): protection would lapse.
   std::uint64_t key_for(std::uint64_t port_guid) const noexcept {
     const auto it = keys.find(port_guid);
-    return it != keys.end() ? it->second : configured;
+    return it != keys.end() && it->second != 0 ? it->second : configured;
   }
   // Keys to try in order: `first`, the configured key, then the others the
   // book holds (old keys of a restarted or re-keyed subnet), bounded.

@@ -176,6 +176,27 @@ TEST(MKeySim, StandbyThatSawPortsBeforeTheyWereKeyedTakesOverWithTheKey) {
   EXPECT_LT(rig.fabric.now_ns() - t0, 10 * kNanosPerSecond);
 }
 
+// Our own SMs never send a port a wrong key: a standby that first found the
+// ports keyless used to send them no key after the master keyed them, each
+// such SMP a violation that started the port's lease; a 1 s lease then ran
+// out whenever the master did not reach the port within it, and the port's
+// protection was gone for good. A keyless port takes any key, so ours is sent.
+TEST(MKeySim, StandbysSendNoWrongKeysAndProtectionHolds) {
+  testing::SimSaRig rig(sim::make_fat_tree_2level({.k = 4}), 9);
+  node::NodeConfig master_cfg = keyed(kKey, 3, 1), standby_cfg = keyed(kKey, 3, 1);
+  master_cfg.sm.priority = 15;
+  standby_cfg.sm.priority = 1;
+  rig.add(rig.fabric.find_node("host-1-1"), {}, false, standby_cfg);
+  auto& master = rig.add(rig.fabric.find_node("host-0-0"), {}, false, master_cfg);
+  ASSERT_TRUE(rig.run_until([&] { return master.sm().status().subnet_up && all_keyed(rig.fabric, kKey, 3); }, 30'000));
+  rig.run_until([] { return false; }, 10'000);  // the standby's refresh sweeps, the master's light sweeps
+  EXPECT_TRUE(all_keyed(rig.fabric, kKey, 3));
+  unsigned violations = 0;
+  for (std::uint32_t n = 0; n < rig.fabric.node_count(); ++n)
+    violations += rig.fabric.link_state(rig.fabric.port(n, rig.fabric.is_switch(n) ? 0 : 1)).m_key_violations;
+  EXPECT_EQ(violations, 0u) << "SMPs of ours with a wrong key";
+}
+
 TEST(MKeySim, WithoutTheKeyPortsAreRecoveredWhenTheirLeaseRunsOut) {
   testing::SimSaRig rig(sim::make_fat_tree_2level({.k = 4}), 9);
   const std::uint32_t node = rig.fabric.find_node("host-0-0");
