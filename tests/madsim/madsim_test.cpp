@@ -286,5 +286,27 @@ TEST(MadsimRegression, Seed7152) { expect_passes(7152); }
 // crashed on it). Phase-triggered faults no longer fire during the checks.
 TEST(MadsimRegression, Seed1805) { expect_passes(1805); }
 
+// Found by the site policy in the draw (partitions, QoS, M_Key, routing,
+// several clients per host, GID-shaped PathRecords):
+// a host whose port bounced came back holding only the default partition:
+// the SM's copy of the P_Key tables it wrote hid the reset.
+TEST(MadsimRegression, Seed6) { expect_passes(6); }
+// QoS: a rebooted switch lost its SL2VL tables behind the same kind of copy.
+TEST(MadsimRegression, Seed300) { expect_passes(300); }
+// M_Key: a standby that first saw the ports keyless sent every Set with no
+// key once it took over; a third SM kept the leases alive: never settled
+// (seed 447 of the earlier draw, above, runs this scenario now).
+// Two subnets with QoS: the joined part's SL2VL tables were trusted from
+// the copy of what we wrote before the join.
+TEST(MadsimRegression, Seed2591) { expect_passes(2591); }
+// M_Key: a standby's keyless SMPs started leases; protection lapsed during
+// a mute SMA and was never restored.
+TEST(MadsimRegression, Seed3168) { expect_passes(3168); }
+// Runner: the partitions reload reached only SMs whose port was up (SIGHUP
+// reaches the process); a lone SM restarted with a new key recovers the
+// ports as their leases run out, during which its clients are unpublished.
+TEST(MadsimRegression, Seed71) { expect_passes(71); }
+TEST(MadsimRegression, Seed379) { expect_passes(379); }
+
 }  // namespace
 }  // namespace madsim
