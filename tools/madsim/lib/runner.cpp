@@ -364,11 +364,17 @@ bool World::published_by_master(const std::vector<std::uint32_t>& comp, std::uin
 void World::sample() {
   const auto comp = components();
   std::map<std::uint32_t, unsigned> masters, sms;
+  bool bringing_up = false;  // a master that has not brought its subnet up yet (no sweep without errors)
   for (const Slot& slot : sms_) {
     if (!alive(slot)) continue;
     ++sms[comp[slot.node]];
-    if (slot.state == wire::SmState::kMaster) ++masters[comp[slot.node]];
+    if (slot.state != wire::SmState::kMaster) continue;
+    ++masters[comp[slot.node]];
+    bringing_up = bringing_up || !slot.n->sm().status().subnet_up;
   }
+  // Nor can clients whose master is still bringing the subnet up (a
+  // restarted SM whose Sets ports refuse until their M_Key leases end).
+  if (bringing_up) disturb(now(), now() + kDisturbanceTailNs);
   // A client whose subnet has no master (every SM there dead, or an
   // election under way) cannot be answered: its queries are excused,
   // and so are those of one its master has not published yet (a sweep still reaching
