@@ -416,22 +416,31 @@ Task<void> SubnetManager::sweep_programming(HeavySweep& h) {
   if (st.bringup.errors != 0) resweep_ = true;
   save_mkeys_async();
   unreachable_ = unreachable_ || (mkeys_in_use() && st.bringup.errors != 0);
-  st.mft_blocks_written = co_await program_mcast(d.fabric);
-  mcast_dirty_.store(false, std::memory_order_relaxed);
+  // Ports still behind a key we do not hold (a new key, their leases not
+  // run out) refuse every Set, and each spends its time-outs and retries:
+  // a switch's SL2VL tables alone are ports^2 of them, minutes of sweep.
+  // The tables wait for the sweep that reaches them (one follows errors).
+  const bool keys_unsettled = mkeys_in_use() && st.bringup.errors != 0;
+  if (keys_unsettled) spdlog::info("sm: ports refused our M_Key: multicast, QoS and port tables wait for the next sweep");
+  if (!keys_unsettled) {
+    st.mft_blocks_written = co_await program_mcast(d.fabric);
+    mcast_dirty_.store(false, std::memory_order_relaxed);
+  }
   // QoS after bring-up (OperationalVLs are final), before the tables are
   // read; without QoS a layered routing still needs its SL2VL on every port.
   static const QosConfig kLayeredSl2Vl = layered_sl2vl_config();
   h.vl_tables = cfg_.qos != nullptr ? cfg_.qos.get() : routes.layers.layered() ? &kLayeredSl2Vl : nullptr;
-  if (h.vl_tables != nullptr)
+  if (h.vl_tables != nullptr && !keys_unsettled)
     st.qos = co_await program_qos(*queue_, d, *h.vl_tables,
                                   QosProgramOptions{.port_num = h.lp.port_num, .m_key = cfg_.m_key}, qos_programmed_);
   // After bring-up: OperationalVLs are final, and only changed ports are read.
   const Clock& clock = sched_->clock();
   const Nanos t_tables = clock.now_ns();
-  h.tables = co_await read_port_tables(
-      *queue_, d,
-      TablesOptions{.port_num = h.lp.port_num, .m_key = cfg_.m_key, .switch_ports = cfg_.read_switch_port_tables},
-      tables_);
+  if (!keys_unsettled)
+    h.tables = co_await read_port_tables(
+        *queue_, d,
+        TablesOptions{.port_num = h.lp.port_num, .m_key = cfg_.m_key, .switch_ports = cfg_.read_switch_port_tables},
+        tables_);
   st.tables_smps = h.tables.smps;
   st.tables_ports_read = h.tables.ports_read;
   const Nanos t5 = clock.now_ns();

@@ -446,6 +446,9 @@ bool World::settled() {
       ++masters;
       const auto st = slot->n->sm().status();
       if (!st.subnet_up) return false;
+      // A master still recovering (its last heavy sweep met errors: ports
+      // behind M_Key leases, SMPs lost) sweeps again: not quiet yet.
+      if (!st.last_heavy.ok || st.last_heavy.discovery_errors != 0 || st.last_heavy.bringup.errors != 0) return false;
       fingerprint = fingerprint * 31 + st.heavy_sweeps * 7 + st.epoch;
     }
     if (masters != 1) return false;
