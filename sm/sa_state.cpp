@@ -112,7 +112,10 @@ bool SubnetManager::settle_sa_state(const DiscoveryResult& d) {
     // How much of the master's life the copy misses: from the copy to the
     // master's last answered poll (the takeover itself comes a polling
     // budget later, with nothing registered meanwhile).
-    const Nanos last_alive = ha_->last_poll_answer_ns() >= 0 ? ha_->last_poll_answer_ns() : now;
+    // Our device lost since that answer: we polled no more, and the master
+    // may have lived (and registered clients) until now.
+    const Nanos answered = ha_->last_poll_answer_ns();
+    const Nanos last_alive = answered >= 0 && device_lost_ns_ < answered ? answered : now;
     const Nanos age = std::max<Nanos>(0, last_alive - replica_->image_at_ns());
     ask = ha::must_ask_clients_to_reregister(true, age, bound_ns);
     if (!ask) {

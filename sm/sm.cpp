@@ -66,6 +66,7 @@ class SubnetManager::PortWatch final : public LifecycleListener {
       spdlog::warn("sm: the device of our port {} is lost: SMPs wait for it, then fail", ev.port_num);
       sm_.role_.lids_from_fabric = true;  // another SM may number the subnet meanwhile
       ++sm_.device_losses_;
+      sm_.device_lost_ns_ = sm_.sched_->clock().now_ns();
     } else if (ev.event == DeviceEvent::kDeviceBack) {
       spdlog::info("sm: our port {} is back: heavy sweep", ev.port_num);
       sm_.request_heavy_sweep();

@@ -508,6 +508,7 @@ class SubnetManager {
   // held until the device came back) read a fabric another SM may have
   // renumbered meanwhile, and stops before it numbers or programs.
   std::uint32_t device_losses_ = 0;
+  Nanos device_lost_ns_ = -1;  // when our device was last lost: the master's life after it is unseen
   TaskHandle run_task_;                // run(): woken from its idle sleep by traps and SMInfo Sets
   bool idle_ = false;                  // run() sleeps between its checks
   std::atomic<bool> mcast_dirty_{false};

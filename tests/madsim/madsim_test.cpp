@@ -314,6 +314,12 @@ TEST(MadsimRegression, Seed379) { expect_passes(379); }
 // runner counts a master not yet through a clean sweep as not quiet.
 TEST(MadsimRegression, Seed3636) { expect_passes(3636); }
 TEST(MadsimRegression, Seed3899) { expect_passes(3899); }
+// A standby's port vanished for 3 s while the master went on registering;
+// the master died and the standby vouched for its replica, judged against
+// the master's last poll answer before the port went: three seconds of
+// registrations lost, an old lease restored. Since a loss of our device the
+// master's life is unseen: the replica is judged against now.
+TEST(MadsimRegression, Seed4418) { expect_passes(4418); }
 
 }  // namespace
 }  // namespace madsim
