@@ -32,15 +32,23 @@ fabric::NodeId local_node_of(const fabric::Fabric& f) {
 }
 
 // End ports whose PortInfo did not answer this sweep read as LID 0: they
-// keep the LID `last` (our last publication, or the master's fabric as a
-// standby saw it) knew them by, rather than take a new one. A port that
-// answered with LID 0 has none.
-void keep_unread_lids(const fabric::Fabric& f, std::vector<std::uint16_t>& lids, const sa::Snapshot* last) {
-  if (last == nullptr) return;
+// keep the LID they were last known by, rather than take a new one: the
+// one our standby's latest refresh read (`seen`, the master's numbering,
+// newer than a publication of ours from before we stood by), else the one
+// `last` (our last publication, or the master's fabric as a standby
+// prepared it) gives. A port that answered with LID 0 has none.
+void keep_unread_lids(const fabric::Fabric& f, std::vector<std::uint16_t>& lids, const Guid2Lid& seen,
+                      const sa::Snapshot* last) {
   const std::vector<fabric::EndPort> ends = f.end_ports();
   for (std::size_t i = 0; i < ends.size() && i < lids.size(); ++i) {
     if (lids[i] != 0 || f.nodes[ends[i].node].ports[ends[i].port].info.port_state() != 0) continue;
-    const auto it = last->by_port_guid.find(end_port_guid(f, ends[i]));
+    const std::uint64_t guid = end_port_guid(f, ends[i]);
+    if (const auto s = seen.find(guid); s != seen.end()) {
+      lids[i] = s->second.min_lid;
+      continue;
+    }
+    if (last == nullptr) continue;
+    const auto it = last->by_port_guid.find(guid);
     if (it != last->by_port_guid.end()) lids[i] = last->fabric.lid_of(it->second);
   }
 }
@@ -251,7 +259,9 @@ Task<bool> SubnetManager::sweep_election(HeavySweep& h) {
     });
   }
   h.current_lids = d.current_lids();
-  if (d.errors != 0) keep_unread_lids(d.fabric, h.current_lids, current_ != nullptr ? current_.get() : warm_.get());
+  if (d.errors != 0)
+    keep_unread_lids(d.fabric, h.current_lids, role_.mastership_new ? master_lids_ : Guid2Lid{},
+                     current_ != nullptr ? current_.get() : warm_.get());
   remember_absent_lids(d.fabric, guid2lid_, current_ != nullptr ? current_.get() : warm_.get());
   if (role_.mastership_new) {
     // A takeover: ports our standby sweeps saw that this sweep did not find

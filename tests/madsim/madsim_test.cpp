@@ -320,6 +320,11 @@ TEST(MadsimRegression, Seed3899) { expect_passes(3899); }
 // registrations lost, an old lease restored. Since a loss of our device the
 // master's life is unseen: the replica is judged against now.
 TEST(MadsimRegression, Seed4418) { expect_passes(4418); }
+// Two subnets joined and renumbered by the higher master, which died; the
+// standby's takeover sweep lost a port's PortInfo read, and gave it the LID
+// our own publication from before the join knew, not the one the master
+// gave it (read by our last refresh as standby): the port was moved.
+TEST(MadsimRegression, Seed2000) { expect_passes(2000); }
 
 }  // namespace
 }  // namespace madsim
