@@ -325,6 +325,11 @@ TEST(MadsimRegression, Seed4418) { expect_passes(4418); }
 // our own publication from before the join knew, not the one the master
 // gave it (read by our last refresh as standby): the port was moved.
 TEST(MadsimRegression, Seed2000) { expect_passes(2000); }
+// Runner: two subnets joined while a link down kept the higher master's
+// part away; the lower master's numbering of the rest was recorded as the
+// one to keep, and the higher master, back, rightly kept its own. Joined
+// subnets are recorded only once no other master runs anywhere.
+TEST(MadsimRegression, Seed8238) { expect_passes(8238); }
 
 }  // namespace
 }  // namespace madsim

@@ -202,9 +202,15 @@ void World::on_phase(unsigned i, SmPhase p) {
     // join, not while the other master still runs its part.
     bool sole = slot.state == wire::SmState::kMaster;
     if (sole && !baseline_taken_) {
+      // Joined subnets are one subnet even while a link down keeps part of
+      // it away: its master still runs there and takes the whole back
+      // (keeping its own numbering), so no master elsewhere either.
       const auto comp = components();
+      const bool joined_fabric = s_.fabric_kind == FabricKind::kTwoSubnets;
       for (const Slot& m : sms_)
-        if (m.index != i && alive(m) && m.state == wire::SmState::kMaster && comp[m.node] == comp[slot.node]) sole = false;
+        if (m.index != i && alive(m) && m.state == wire::SmState::kMaster &&
+            (joined_fabric || comp[m.node] == comp[slot.node]))
+          sole = false;
     }
     if (!baseline_taken_ && sole && (joined_ || s_.fabric_kind != FabricKind::kTwoSubnets)) take_baseline(slot);
   }
