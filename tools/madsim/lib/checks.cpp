@@ -233,7 +233,7 @@ void World::check_paths(const std::vector<std::uint32_t>& nodes, const std::vect
     if (!fabric_.is_switch(n) && fabric_.lid(fabric_.port(n, 1)) != 0) hosts.push_back(n);
   if (clients.empty() || hosts.empty()) return;
   const Policy& policy = s_.policy;
-  const bool layered = policy.deadlock_free && policy.routing != "updn";
+  const bool layered = policy.layered;
   madstorm::FabricOracle oracle(fabric_, madstorm::FabricOracleConfig{.expect_sl0 = !policy.qos && !layered});
   std::set<std::uint16_t> lids_elsewhere;
   for (sim::PortIdx p = 0; p < fabric_.port_count(); ++p) {

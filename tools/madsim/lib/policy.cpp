@@ -40,13 +40,6 @@ std::string draw_routing(Rng& g, FabricKind k) {
   return "minhop";
 }
 
-std::vector<std::uint32_t> cas(const sim::Topology& t) {
-  std::vector<std::uint32_t> out;
-  for (std::uint32_t n = 0; n < t.nodes.size(); ++n)
-    if (!t.nodes[n].is_switch()) out.push_back(n);
-  return out;
-}
-
 // 1-3 partitions over the CAs; SLs from `sls` (QoS on) or 0.
 std::vector<PartitionDraw> draw_partitions(Rng& g, const std::vector<std::uint32_t>& hosts,
                                            const std::vector<std::uint8_t>& sls) {
@@ -99,9 +92,10 @@ int membership(const PartitionDraw& p, std::uint32_t node) {
 void draw_policy(std::uint64_t seed, Scenario& s) {
   Rng g(seed ^ kPolicySalt);
   Policy& p = s.policy;
-  const auto hosts = cas(s.topo);
+  const auto hosts = cas_of(s.topo);
   p.routing = draw_routing(g, s.fabric_kind);
   p.deadlock_free = is_deadlock_free(p.routing);
+  p.layered = p.deadlock_free && p.routing != "updn";  // up/down needs one layer
   // QoS with a routing of one layer (a layered one owns the SL2VL tables).
   p.qos = !p.deadlock_free && p.routing != "updn" && g.chance(0.3);
   std::vector<std::uint8_t> sls;

@@ -186,13 +186,6 @@ void maybe_dragonfly(std::uint64_t seed, Scenario& s) {
                               spec.globals);
 }
 
-std::vector<std::uint32_t> cas_of(const sim::Topology& t) {
-  std::vector<std::uint32_t> out;
-  for (std::uint32_t n = 0; n < t.nodes.size(); ++n)
-    if (!t.nodes[n].is_switch()) out.push_back(n);
-  return out;
-}
-
 std::vector<std::uint32_t> switches_of(const sim::Topology& t) {
   std::vector<std::uint32_t> out;
   for (std::uint32_t n = 0; n < t.nodes.size(); ++n)
@@ -282,6 +275,13 @@ FaultDraw draw_fault(Rng& r, const Scenario& s, FaultKind kind, Nanos at) {
 }
 
 }  // namespace
+
+std::vector<std::uint32_t> cas_of(const sim::Topology& t) {
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t n = 0; n < t.nodes.size(); ++n)
+    if (!t.nodes[n].is_switch()) out.push_back(n);
+  return out;
+}
 
 ClientAction draw_action(Rng& r, const std::vector<std::uint32_t>& hosts, std::uint64_t at_ms,
                          unsigned count, unsigned first) {

@@ -99,6 +99,7 @@ struct PartitionDraw {
 struct Policy {
   std::string routing = "minhop";  // sm.routing
   bool deadlock_free = false;      // the routing promises it: the channel dependencies are checked
+  bool layered = false;            // its paths' SLs are their routes' layers (dfsssp, nue, dor)
   std::vector<PartitionDraw> partitions;
   std::vector<PartitionDraw> partitions_reloaded;  // kPartitionsReload's file
   bool qos = false;
@@ -136,6 +137,8 @@ struct Scenario {
 };
 
 Scenario draw_scenario(std::uint64_t seed, Size size);
+// The CA nodes of a topology, in node order.
+std::vector<std::uint32_t> cas_of(const madengine::sim::Topology& t);
 // One client action at `at_ms` by one of `count` clients from `first` on,
 // to a host of `hosts` (the main draw's and the policy draw's clients).
 ClientAction draw_action(Rng& r, const std::vector<std::uint32_t>& hosts, std::uint64_t at_ms, unsigned count,
