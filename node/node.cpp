@@ -596,10 +596,21 @@ void InternalNode::add_reload_hook(ReloadHook hook) { parts().reload_hooks.push_
 InternalNode::ReloadResult InternalNode::reload_perfmgr(const perfmgr::PerfMgrConfig& fresh) {
   ReloadResult r;
   perfmgr::PerfMgrConfig& now = parts().perf_cfg;
-  // Fixed while the manager runs: whether there is one, its window of
+  // Fixed while the manager runs: its window of
   // requests (its transaction manager's size), and what other threads read
   // without a lock (the name map, the metrics' series bound).
-  if (fresh.enabled != now.enabled) r.restart_needed.push_back("perfmgr.enabled");
+  // A manager started with the node pauses and resumes; one never started needs a restart.
+  perfmgr::PerfManager* pm = perfmgr();
+  if (fresh.enabled != now.enabled) {
+    if (pm == nullptr) {
+      r.restart_needed.push_back("perfmgr.enabled");
+    } else if (post(pm->core(), [pm, on = fresh.enabled] { pm->set_enabled(on); })) {
+      r.applied.push_back(fmt::format("perfmgr: {}", fresh.enabled ? "resumed" : "paused"));
+      now.enabled = fresh.enabled;
+    } else {
+      spdlog::warn("reload: perfmgr.enabled not applied: the manager's command queue is full (reload again)");
+    }
+  }
   if (fresh.outstanding_max != now.outstanding_max) r.restart_needed.push_back("perfmgr.outstanding_max");
   if (fresh.node_name_map != now.node_name_map) r.restart_needed.push_back("perfmgr.node_name_map");
   if (fresh.metrics_ports_max != now.metrics_ports_max) r.restart_needed.push_back("perfmgr.metrics_ports_max");
@@ -611,7 +622,6 @@ InternalNode::ReloadResult InternalNode::reload_perfmgr(const perfmgr::PerfMgrCo
   const bool tunables = thresholds || fresh.interval_ms != now.interval_ms || fresh.timeout_ms != now.timeout_ms ||
                         fresh.retries != now.retries;
   if (!tunables) return r;
-  perfmgr::PerfManager* pm = perfmgr();
   if (pm != nullptr) {
     const perfmgr::PerfMgrConfig c = fresh;
     if (!post(pm->core(), [pm, c] { pm->retune(c.interval_ms, c.timeout_ms, c.retries, c.thresholds); })) {

@@ -3,9 +3,8 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <time.h>
-
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
@@ -22,17 +21,18 @@ constexpr Nanos kNoSubnetRetryNs = kNanosPerMilli * 10;  // no epoch yet: look a
 
 std::uint64_t port_key(std::uint64_t node_guid, std::uint8_t port) noexcept { return node_guid << 8 | port; }
 
-std::uint64_t thread_cpu_ns() noexcept {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+// The time the core spends in the manager's code, by the steady clock: the
+// thread's CPU clock is a system call (microseconds in a VM), which made the
+// measurement most of what it measured.
+std::uint64_t steady_ns() noexcept {
+  return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
-// Adds the thread CPU time of a scope to a counter.
+// Adds the time of a scope on the core to a counter.
 class CpuScope {
  public:
-  explicit CpuScope(std::uint64_t& sink) noexcept : sink_(sink), start_(thread_cpu_ns()) {}
-  ~CpuScope() { sink_ += thread_cpu_ns() - start_; }
+  explicit CpuScope(std::uint64_t& sink) noexcept : sink_(sink), start_(steady_ns()) {}
+  ~CpuScope() { sink_ += steady_ns() - start_; }
   CpuScope(const CpuScope&) = delete;
   CpuScope& operator=(const CpuScope&) = delete;
 
@@ -125,12 +125,14 @@ bool PerfManager::on_response(const MadBuf& buf) noexcept {
 }
 
 Nanos PerfManager::next_deadline_ns() const noexcept {
+  if (paused_) return -1;
   if (!in_round_) return next_round_ns_;
   if (next_target_ < targets_.size()) return next_issue_ns_;
   return -1;  // waiting for answers: the transaction manager's timers wake the core
 }
 
 std::size_t PerfManager::poll(Nanos now_ns) noexcept {
+  if (paused_) return 0;
   if (!in_round_) {
     if (now_ns < next_round_ns_) return 0;
     CpuScope cpu(counters_.cpu_ns);
@@ -152,6 +154,11 @@ std::size_t PerfManager::poll(Nanos now_ns) noexcept {
     }
     if (next_target_ >= targets_.size() && open_ == 0) finish_round(now_ns);
   }
+  // Readers see the counters move within a round too (a round may be minutes).
+  if (now_ns - last_copy_ns_ >= kNanosPerSecond) {
+    last_copy_ns_ = now_ns;
+    copy_counters();
+  }
   return work;
 }
 
@@ -165,6 +172,22 @@ void PerfManager::retune(std::uint32_t interval_ms, std::uint32_t timeout_ms, st
   cfg_.retries = retries;
   cfg_.thresholds = thresholds;
   opts_ = RequestOptions{.timeout_ms = cfg_.timeout_ms, .retries = static_cast<std::uint8_t>(std::min(cfg_.retries, 255u))};
+}
+
+void PerfManager::set_enabled(bool on) noexcept {
+  if (on == !paused_) return;
+  const Nanos now_ns = clock_.now_ns();
+  if (!on) {
+    paused_ = true;
+    paused_at_ns_ = now_ns;
+    copy_counters();
+    return;
+  }
+  paused_ = false;
+  const Nanos shift = now_ns - paused_at_ns_;
+  round_start_ns_ += shift;
+  next_issue_ns_ += shift;
+  next_round_ns_ += shift;
 }
 
 bool PerfManager::start_round(Nanos now_ns) {

@@ -52,7 +52,7 @@ struct PerfMgrCounters {
   std::uint64_t port_reads = 0;   // readings completed
   std::uint64_t clears = 0;       // PortCounters Sets (OpenSM's clear rule)
   std::uint64_t alarms = 0;       // threshold reports
-  std::uint64_t cpu_ns = 0;       // thread CPU time spent issuing and handling
+  std::uint64_t cpu_ns = 0;       // time on the core spent issuing and handling (steady clock)
   std::uint64_t last_round_ports = 0;
   double last_round_s = 0;        // engine-clock length of the last round
 };
@@ -90,6 +90,12 @@ class PerfManager final : public Poller {
   // the next request. The rest of PerfMgrConfig is fixed at construction.
   void retune(std::uint32_t interval_ms, std::uint32_t timeout_ms, std::uint32_t retries,
               const ErrorThresholds& thresholds) noexcept;
+
+  // The core only (SIGHUP, posted there): pause or resume. Paused, the
+  // manager starts no read (answers to reads in flight are still taken);
+  // resumed, its schedule goes on where it stopped, every time in it moved
+  // by the pause, so a round's length counts reading time only.
+  void set_enabled(bool on) noexcept;
 
   // A response hook for the core's chain: class 0x04 responses here, the rest to `next` (may be null).
   std::unique_ptr<MadHandler> response_hook(MadHandler* next);
@@ -150,6 +156,9 @@ class PerfManager final : public Poller {
   std::uint32_t next_target_ = 0;
   std::uint32_t open_ = 0;  // requests submitted, not completed
   bool in_round_ = false;
+  bool paused_ = false;
+  Nanos paused_at_ns_ = 0;
+  Nanos last_copy_ns_ = 0;
   std::uint64_t round_epoch_ = 0;
   Nanos round_start_ns_ = 0, next_issue_ns_ = 0, spacing_ns_ = 0, next_round_ns_ = 0;
   std::unordered_map<std::uint64_t, NodeCpi> cpi_;

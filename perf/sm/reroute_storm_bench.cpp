@@ -10,7 +10,6 @@
 //
 // MADENGINE_BIN overrides the daemon under test (e.g. an older build, for a
 // before/after figure). Results: stdout and the work dir's *.json.
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -21,40 +20,18 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "ibsim_harness.hpp"
-#include "sim/generators.hpp"
-#include "sim/topology.hpp"
+#include "storm_rig.hpp"
 
 using namespace madengine;
+using testing::count_of;
+using testing::StormResult;
 using namespace std::chrono_literals;
 
 namespace {
-
-bool parse_fabric(const std::string& s, sim::Topology& out, std::string& sm_host, std::string& storm_host,
-                  std::string& middle_host) {
-  unsigned k = 0, pods = 0;
-  if (std::sscanf(s.c_str(), "ft3:%u:%u", &k, &pods) == 2) {
-    out = sim::make_fat_tree_3level({.k = k, .pods = pods});
-  } else if (std::sscanf(s.c_str(), "ft2:%u", &k) == 1) {
-    out = sim::make_fat_tree_2level({.k = k});
-  } else {
-    return false;
-  }
-  // The SM on the first CA, the storm from the last (far across the tree).
-  std::vector<std::string> cas;
-  for (const auto& n : out.nodes)
-    if (!n.is_switch()) cas.push_back(n.id);
-  if (cas.size() < 3) return false;
-  sm_host = cas.front();
-  storm_host = cas.back();
-  middle_host = cas[cas.size() / 2];
-  return true;
-}
 
 // A switch-to-switch link away from the storm: the first uplink of the leaf
 // of `host` (the middle CA, not the SM's leaf nor the storm's), so the
@@ -72,47 +49,11 @@ std::string uplink_of(const sim::Topology& t, const std::string& host) {
   return {};
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::size_t count_of(const std::string& text, const std::string& what) {
-  std::size_t n = 0;
-  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
-struct Run {
-  double p50_ms = 0, p99_ms = 0, p999_ms = 0, max_ms = 0;
-  std::uint64_t issued = 0, answered = 0, timeouts = 0, busy = 0, errors = 0;
-};
-
-Run read_run(const std::string& path) {
-  Run r;
-  const auto j = nlohmann::json::parse(read_file(path), nullptr, false);
-  if (j.is_discarded()) return r;
-  const auto& lat = j["latency"];
-  r.p50_ms = lat.value("p50_us", 0.0) / 1000;
-  r.p99_ms = lat.value("p99_us", 0.0) / 1000;
-  r.p999_ms = lat.value("p999_us", 0.0) / 1000;
-  r.max_ms = lat.value("max_us", 0.0) / 1000;
-  const auto& c = j["counts"];
-  r.issued = c.value("issued", 0ull);
-  r.answered = c.value("answered", 0ull);
-  r.timeouts = c.value("timeouts", 0ull);
-  r.busy = c.value("busy", 0ull);
-  r.errors = c.value("errors", 0ull);
-  return r;
-}
-
 // The 100 ms buckets whose worst answer took longer than `over_ms`, as
 // wall-clock times of day (UTC, as the daemon's log), so a stall can be laid
 // beside the SM's phase lines.
 void print_stalls(const std::string& path, double over_ms) {
-  const auto j = nlohmann::json::parse(read_file(path), nullptr, false);
+  const auto j = nlohmann::json::parse(testing::slurp(path), nullptr, false);
   if (j.is_discarded() || !j.contains("series")) return;
   const double bucket_ms = j["series"].value("bucket_ms", 100.0);
   const double start_ms = j["wall"].value("start_unix_ns", 0.0) / 1e6 + j["config"].value("warmup_ms", 0.0);
@@ -130,7 +71,7 @@ void print_stalls(const std::string& path, double over_ms) {
   }
 }
 
-void print_run(const char* label, const Run& r) {
+void print_run(const char* label, const StormResult& r) {
   std::printf("| %s | %llu | %llu | %llu | %llu | %.2f | %.2f | %.2f | %.2f |\n", label,
               static_cast<unsigned long long>(r.issued), static_cast<unsigned long long>(r.answered),
               static_cast<unsigned long long>(r.timeouts), static_cast<unsigned long long>(r.busy + r.errors), r.p50_ms,
@@ -144,17 +85,18 @@ int main(int argc, char** argv) {
   const double rate = argc > 2 ? std::atof(argv[2]) : 10000;
   const unsigned duration_ms = argc > 3 ? static_cast<unsigned>(std::atoi(argv[3])) : 20000;
   const std::string madengine_bin = argc > 4 ? argv[4] : MADENGINE_BIN;
-  sim::Topology topo;
-  std::string sm_host, storm_host, middle_host;
-  if (!parse_fabric(spec, topo, sm_host, storm_host, middle_host)) {
+  testing::StormFabric sf;
+  if (!testing::parse_storm_fabric(spec, sf)) {
     std::fprintf(stderr, "reroute_storm_bench: FABRIC is ft2:K or ft3:K:PODS\n");
     return 2;
   }
+  const sim::Topology& topo = sf.topo;
+  const std::string& storm_host = sf.storm_host;
   const std::string dir = std::filesystem::temp_directory_path() / ("reroute-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const std::string topo_path = dir + "/fabric.topo";
   sim::save_topology(topo, topo_path);
-  const std::string cable = uplink_of(topo, middle_host);
+  const std::string cable = uplink_of(topo, sf.middle_host);
 
   ibsim::IbsimFabric fabric(topo_path, {.console = true});
   if (!fabric.ok()) {
@@ -164,23 +106,14 @@ int main(int argc, char** argv) {
   std::ofstream(dir + "/madengine.toml") << "[transport]\nkind = \"umad\"\n[sm]\nguid2lid = \"" << dir
                                           << "/guid2lid\"\n[sa]\njournal = \"\"\n[log]\nlevel = \"info\"\nfile = \""
                                           << dir << "/madengine.log\"\n";
-  const auto started = fabric.run("setsid sh -c 'echo $$ > " + dir + "/pid; exec \"" + madengine_bin + "\" -c " + dir +
-                                      "/madengine.toml' </dev/null >" + dir + "/madengine.out 2>&1 & "
-                                      "while [ ! -s " + dir + "/pid ]; do sleep 0.01; done",
-                                  sm_host.c_str(), 10s);
-  const pid_t sm_pid = static_cast<pid_t>(std::atoi(read_file(dir + "/pid").c_str()));
-  struct Reaper {
-    pid_t pid;
-    ~Reaper() {
-      if (pid > 0) ::kill(pid, SIGTERM);
-    }
-  } reaper{sm_pid};
-  if (started.exit_code != 0 || sm_pid <= 0) {
-    std::fprintf(stderr, "madengine did not start: %s\n", started.err.c_str());
+  const testing::DaemonOnIbsim daemon(fabric, madengine_bin, dir, dir + "/madengine.toml", dir + "/madengine.log",
+                                      sf.sm_host);
+  if (!daemon.ok()) {
+    std::fprintf(stderr, "madengine did not start: %s\n", daemon.error().c_str());
     return 1;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  while (count_of(read_file(dir + "/madengine.log"), "sm: subnet up") == 0) {
+  while (count_of(testing::slurp(dir + "/madengine.log"), "sm: subnet up") == 0) {
     if (std::chrono::steady_clock::now() - t0 > 600s) {
       std::fprintf(stderr, "no subnet up in 600 s; see %s\n", dir.c_str());
       return 1;
@@ -189,7 +122,7 @@ int main(int argc, char** argv) {
   }
   std::printf("fabric %s: subnet up after %.1f s wall (load %s)", spec.c_str(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-              read_file("/proc/loadavg").c_str());
+              testing::slurp("/proc/loadavg").c_str());
 
   const std::string madstorm =
       std::string(MADSTORM_BIN) + " -p random --rate " + std::to_string(rate) + " --no-progress --seed 7";
@@ -204,7 +137,7 @@ int main(int argc, char** argv) {
   auto r = fabric.run(storm + dir + "/control.json", storm_host.c_str(), 600s);
   if (r.exit_code != 0) std::fprintf(stderr, "control storm: exit %d\n%s", r.exit_code, r.err.c_str());
 
-  const std::size_t ups_before = count_of(read_file(dir + "/madengine.log"), "sm: subnet up");
+  const std::size_t ups_before = count_of(testing::slurp(dir + "/madengine.log"), "sm: subnet up");
   std::thread puller([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(2000 + duration_ms / 3));
     fabric.console("Unlink " + cable);
@@ -212,14 +145,14 @@ int main(int argc, char** argv) {
   r = fabric.run(storm + dir + "/reroute.json", storm_host.c_str(), 600s);
   puller.join();
   if (r.exit_code != 0) std::fprintf(stderr, "re-route storm: exit %d\n%s", r.exit_code, r.err.c_str());
-  const std::string log = read_file(dir + "/madengine.log");
+  const std::string log = testing::slurp(dir + "/madengine.log");
   const std::size_t ups_after = count_of(log, "sm: subnet up");
 
   std::printf("open-loop random PathRecord Gets at %.0f q/s for %u ms from %s (wall-clock latency, ms):\n\n", rate,
               duration_ms, storm_host.c_str());
   std::printf("| run | issued | answered | timeouts | BUSY+errors | p50 | p99 | p99.9 | max |\n|---|---|---|---|---|---|---|---|---|\n");
-  const Run control = read_run(dir + "/control.json");
-  const Run reroute = read_run(dir + "/reroute.json");
+  const StormResult control = testing::read_storm(dir + "/control.json");
+  const StormResult reroute = testing::read_storm(dir + "/reroute.json");
   print_run("control", control);
   print_run(("cable " + cable + " pulled").c_str(), reroute);
   std::printf("\nworst latency: %.2f ms more than the control run; heavy sweeps during the storm: %zu\n",
@@ -229,6 +162,6 @@ int main(int argc, char** argv) {
   // The last sweep's phases, from the daemon's own line.
   const auto at = log.rfind("sm: subnet up");
   if (at != std::string::npos) std::printf("%s\n", log.substr(at, log.find('\n', at) - at).c_str());
-  std::printf("load after: %sresults in %s\n", read_file("/proc/loadavg").c_str(), dir.c_str());
+  std::printf("load after: %sresults in %s\n", testing::slurp("/proc/loadavg").c_str(), dir.c_str());
   return ups_after > ups_before ? 0 : 3;
 }

@@ -3,7 +3,8 @@
 // one event per episode, OpenSM's clear rule clears a counter near
 // saturation, a PMA without PortCountersExtended is read through its 32-bit
 // counters, the metrics and admin commands name ports through the node
-// name map, and a reload retunes the interval and thresholds.
+// name map, and a reload retunes the interval and thresholds, pauses and
+// resumes.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -201,6 +202,33 @@ TEST_F(PerfSim, ReloadRetunesIntervalAndThresholdsAndNamesTheRest) {
   ASSERT_TRUE(until_round(round() + 2));
   ASSERT_EQ(alarms_.size(), 1u);
   EXPECT_EQ(at(alarms_[0].change, Counter::kSymbolErrors), 150u);
+}
+
+// SIGHUP's perfmgr.enabled pauses and resumes a running manager: paused it
+// sends nothing for several intervals; resumed, its rounds go on and a
+// round's length counts reading time, not the pause.
+TEST_F(PerfSim, ReloadPausesAndResumes) {
+  ASSERT_TRUE(until_round(1));
+  PerfMgrConfig fresh = node_->perfmgr()->config();
+  fresh.enabled = false;
+  node::InternalNode::ReloadResult r = node_->reload_perfmgr(fresh);
+  EXPECT_EQ(r.applied, (std::vector<std::string>{"perfmgr: paused"}));
+  EXPECT_TRUE(r.restart_needed.empty());
+  node_->pump(kStepNs);  // the command runs on the manager's core
+  const Nanos settle_end = f_->now_ns() + 100 * kNanosPerMilli;  // answers in flight come back
+  while (f_->now_ns() < settle_end) node_->pump(kStepNs);
+  const std::uint64_t mads = node_->perfmgr()->counters().mads;
+  const std::uint64_t rounds = round();
+  const Nanos end = f_->now_ns() + 5 * kNanosPerSecond;  // five intervals
+  while (f_->now_ns() < end) node_->pump(kStepNs);
+  EXPECT_EQ(node_->perfmgr()->counters().mads, mads);
+  EXPECT_EQ(round(), rounds);
+  fresh.enabled = true;
+  r = node_->reload_perfmgr(fresh);
+  EXPECT_EQ(r.applied, (std::vector<std::string>{"perfmgr: resumed"}));
+  ASSERT_TRUE(until_round(rounds + 2));
+  EXPECT_GT(node_->perfmgr()->counters().mads, mads);
+  EXPECT_LT(node_->perfmgr()->counters().last_round_s, 1.5);
 }
 
 TEST_F(PerfSim, ClearsACounterNearSaturationAndKeepsTheTotal) {

@@ -1,0 +1,131 @@
+// The storm benchmarks' rig on ibsim: a generated fat tree as an ibsim
+// topology, the madengine daemon under test started on one of its hosts as
+// a process (its own session, killed at the end), and madstorm's JSON
+// results read back. Header-only; a user links madengine_sim and
+// madengine_ibsim_harness and nlohmann_json.
+#pragma once
+
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ibsim_harness.hpp"
+#include "sim/generators.hpp"
+#include "sim/topology.hpp"
+
+namespace madengine::testing {
+
+inline std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// `ft2:K` or `ft3:K:PODS`; the SM on the first host, the storm from the
+// last (far across the tree), and a host in the middle.
+struct StormFabric {
+  sim::Topology topo;
+  std::string sm_host, storm_host, middle_host;
+};
+
+inline bool parse_storm_fabric(const std::string& s, StormFabric& out) {
+  unsigned k = 0, pods = 0;
+  if (std::sscanf(s.c_str(), "ft3:%u:%u", &k, &pods) == 2) {
+    out.topo = sim::make_fat_tree_3level({.k = k, .pods = pods});
+  } else if (std::sscanf(s.c_str(), "ft2:%u", &k) == 1) {
+    out.topo = sim::make_fat_tree_2level({.k = k});
+  } else {
+    return false;
+  }
+  std::vector<std::string> cas;
+  for (const auto& n : out.topo.nodes)
+    if (!n.is_switch()) cas.push_back(n.id);
+  if (cas.size() < 3) return false;
+  out.sm_host = cas.front();
+  out.storm_host = cas.back();
+  out.middle_host = cas[cas.size() / 2];
+  return true;
+}
+
+// One madstorm run's figures (its --json file), latencies in ms.
+struct StormResult {
+  double p50_ms = 0, p99_ms = 0, p999_ms = 0, max_ms = 0;
+  std::uint64_t issued = 0, answered = 0, timeouts = 0, busy = 0, errors = 0;
+};
+
+inline StormResult read_storm(const std::string& path) {
+  StormResult r;
+  const auto j = nlohmann::json::parse(slurp(path), nullptr, false);
+  if (j.is_discarded()) return r;
+  const auto& lat = j["latency"];
+  r.p50_ms = lat.value("p50_us", 0.0) / 1000;
+  r.p99_ms = lat.value("p99_us", 0.0) / 1000;
+  r.p999_ms = lat.value("p999_us", 0.0) / 1000;
+  r.max_ms = lat.value("max_us", 0.0) / 1000;
+  const auto& c = j["counts"];
+  r.issued = c.value("issued", 0ull);
+  r.answered = c.value("answered", 0ull);
+  r.timeouts = c.value("timeouts", 0ull);
+  r.busy = c.value("busy", 0ull);
+  r.errors = c.value("errors", 0ull);
+  return r;
+}
+
+// The daemon as a process on `host` of `fabric`, reading `config` and
+// logging to `log` (both the caller's); SIGTERMed when this goes.
+class DaemonOnIbsim {
+ public:
+  DaemonOnIbsim(const ibsim::IbsimFabric& fabric, const std::string& bin, const std::string& dir,
+                const std::string& config, const std::string& log, const std::string& host)
+      : log_(log) {
+    const auto started = fabric.run("setsid sh -c 'echo $$ > " + dir + "/pid; exec \"" + bin + "\" -c " + config +
+                                        "' </dev/null >" + dir + "/madengine.out 2>&1 & "
+                                        "while [ ! -s " + dir + "/pid ]; do sleep 0.01; done",
+                                    host, std::chrono::seconds(10));
+    pid_ = started.exit_code == 0 ? static_cast<pid_t>(std::atoi(slurp(dir + "/pid").c_str())) : -1;
+    if (pid_ <= 0) error_ = started.err;
+  }
+  ~DaemonOnIbsim() {
+    if (pid_ > 0) ::kill(pid_, SIGTERM);
+  }
+  DaemonOnIbsim(const DaemonOnIbsim&) = delete;
+  DaemonOnIbsim& operator=(const DaemonOnIbsim&) = delete;
+
+  bool ok() const noexcept { return pid_ > 0; }
+  const std::string& error() const noexcept { return error_; }
+  pid_t pid() const noexcept { return pid_; }
+  std::string log() const { return slurp(log_); }
+  bool reload() const { return pid_ > 0 && ::kill(pid_, SIGHUP) == 0; }
+  // Waits until the log holds `needle` at least `times` times.
+  bool wait_log(const std::string& needle, std::size_t times, std::chrono::milliseconds timeout) const {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (count_of(log(), needle) < times) {
+      if (std::chrono::steady_clock::now() > end) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return true;
+  }
+
+ private:
+  std::string log_, error_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace madengine::testing
