@@ -329,6 +329,7 @@ perfmgr::PerfMgrConfig parse_perfmgr_config(const std::string& text, const std::
   s.get("outstanding_max", c.outstanding_max, 1, 4096);
   s.get("timeout_ms", c.timeout_ms, 1, 60'000);
   s.get("retries", c.retries, 0, 10);
+  s.get("sa_busy_qps", c.sa_busy_qps, 0, 100'000'000);
   s.get("node_name_map", c.node_name_map);
   s.get("metrics_ports_max", c.metrics_ports_max, 0, 1'000'000);
   s.known("thresholds");  // a sub-table, read below

@@ -429,6 +429,7 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
         *p_->engine, perf_core, p_->transport->local_port().port_num, p_->store, in.perfmgr, p_->names,
         [events](const perfmgr::PortAlarm& a) { events->push_port_alarm(a); });
     p_->perf_hook = p_->perf->response_hook(perf_core == smc.core ? sm_hook : nullptr);
+    p_->perf->set_sa_load([sa] { return sa->counters().total().received; });  // collection yields to query storms
   }
   for (std::uint16_t c = 0; c < p_->engine->cores(); ++c) {
     MadHandler* next = c == smc.core ? sm_hook : nullptr;
@@ -620,11 +621,11 @@ InternalNode::ReloadResult InternalNode::reload_perfmgr(const perfmgr::PerfMgrCo
                           a.link_downed != b.link_downed || a.rcv_errors != b.rcv_errors ||
                           a.xmit_discards != b.xmit_discards || a.xmit_wait != b.xmit_wait;
   const bool tunables = thresholds || fresh.interval_ms != now.interval_ms || fresh.timeout_ms != now.timeout_ms ||
-                        fresh.retries != now.retries;
+                        fresh.retries != now.retries || fresh.sa_busy_qps != now.sa_busy_qps;
   if (!tunables) return r;
   if (pm != nullptr) {
     const perfmgr::PerfMgrConfig c = fresh;
-    if (!post(pm->core(), [pm, c] { pm->retune(c.interval_ms, c.timeout_ms, c.retries, c.thresholds); })) {
+    if (!post(pm->core(), [pm, c] { pm->retune(c); })) {
       spdlog::warn("reload: [perfmgr] not applied: the manager's command queue is full (reload again)");
       return r;
     }
@@ -632,6 +633,7 @@ InternalNode::ReloadResult InternalNode::reload_perfmgr(const perfmgr::PerfMgrCo
     if (fresh.interval_ms != now.interval_ms) what += fmt::format(" interval_ms {} -> {},", now.interval_ms, fresh.interval_ms);
     if (fresh.timeout_ms != now.timeout_ms) what += fmt::format(" timeout_ms {} -> {},", now.timeout_ms, fresh.timeout_ms);
     if (fresh.retries != now.retries) what += fmt::format(" retries {} -> {},", now.retries, fresh.retries);
+    if (fresh.sa_busy_qps != now.sa_busy_qps) what += fmt::format(" sa_busy_qps {} -> {},", now.sa_busy_qps, fresh.sa_busy_qps);
     if (thresholds) what += " thresholds,";
     what.pop_back();
     r.applied.push_back(std::move(what));
@@ -641,6 +643,7 @@ InternalNode::ReloadResult InternalNode::reload_perfmgr(const perfmgr::PerfMgrCo
   now.timeout_ms = fresh.timeout_ms;
   now.retries = fresh.retries;
   now.thresholds = fresh.thresholds;
+  now.sa_busy_qps = fresh.sa_busy_qps;
   return r;
 }
 

@@ -28,6 +28,11 @@ struct PerfMgrConfig {
   std::uint32_t outstanding_max = 64;
   std::uint32_t timeout_ms = 500;   // per attempt
   std::uint32_t retries = 1;
+  // While the SA receives more than this many requests a second (a query
+  // storm: nodes restarting, a job starting), reads go at a quarter of
+  // their pace: the SA's answers come first, and a round takes at most four
+  // intervals. 0: the same pace always.
+  std::uint32_t sa_busy_qps = 1000;
   ErrorThresholds thresholds;
   // OpenSM's node-name-map format; empty: NodeDescription names nodes.
   std::string node_name_map;

@@ -28,15 +28,20 @@ std::uint64_t steady_ns() noexcept {
   return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
-// Adds the time of a scope on the core to a counter.
+// Adds the time of a scope on the core to a counter, and keeps the longest.
 class CpuScope {
  public:
-  explicit CpuScope(std::uint64_t& sink) noexcept : sink_(sink), start_(steady_ns()) {}
-  ~CpuScope() { sink_ += steady_ns() - start_; }
+  CpuScope(PerfMgrCounters& c, std::uint64_t& sink) noexcept : c_(c), sink_(sink), start_(steady_ns()) {}
+  ~CpuScope() {
+    const std::uint64_t took = steady_ns() - start_;
+    sink_ += took;
+    c_.slice_max_ns = std::max(c_.slice_max_ns, took);
+  }
   CpuScope(const CpuScope&) = delete;
   CpuScope& operator=(const CpuScope&) = delete;
 
  private:
+  PerfMgrCounters& c_;
   std::uint64_t& sink_;
   std::uint64_t start_;
 };
@@ -120,39 +125,65 @@ void PerfManager::copy_counters() noexcept {
 }
 
 bool PerfManager::on_response(const MadBuf& buf) noexcept {
-  CpuScope cpu(counters_.cpu_ns);
+  CpuScope cpu(counters_, counters_.cpu_ns);
   return txn_->on_response(buf);
 }
 
 Nanos PerfManager::next_deadline_ns() const noexcept {
   if (paused_) return -1;
-  if (!in_round_) return next_round_ns_;
-  if (next_target_ < targets_.size()) return next_issue_ns_;
-  return -1;  // waiting for answers: the transaction manager's timers wake the core
+  switch (phase_) {
+    case Phase::kIdle: return retired_ ? 0 : next_round_ns_;
+    case Phase::kReading: return next_target_ < targets_.size() ? next_issue_ns_ : -1;  // else the answers' timers
+    default: return 0;  // a slice of listing or publishing is due
+  }
 }
 
 std::size_t PerfManager::poll(Nanos now_ns) noexcept {
   if (paused_) return 0;
-  if (!in_round_) {
-    if (now_ns < next_round_ns_) return 0;
-    CpuScope cpu(counters_.cpu_ns);
-    if (!start_round(now_ns)) {
-      next_round_ns_ = now_ns + kNoSubnetRetryNs;
-      return 0;
-    }
-  }
-  const bool due = (next_target_ < targets_.size() && now_ns >= next_issue_ns_ && open_ < cfg_.outstanding_max) ||
-                   (next_target_ >= targets_.size() && open_ == 0);
-  if (!due) return 0;  // most polls: nothing to issue (and no clock read to count it)
   std::size_t work = 0;
-  {
-    CpuScope cpu(counters_.cpu_ns);
-    while (next_target_ < targets_.size() && now_ns >= next_issue_ns_ && open_ < cfg_.outstanding_max) {
-      issue(next_target_++);
-      next_issue_ns_ += spacing_ns_;
-      ++work;
+  switch (phase_) {
+    case Phase::kIdle:
+      if (retired_) work += shed_retired();
+      if (now_ns < next_round_ns_) break;
+      {
+        CpuScope cpu(counters_, counters_.cpu_ns);
+        if (!start_round(now_ns)) {
+          next_round_ns_ = now_ns + kNoSubnetRetryNs;
+          break;
+        }
+        work += list_slice(now_ns);
+      }
+      break;
+    case Phase::kListing: {
+      CpuScope cpu(counters_, counters_.cpu_ns);
+      work += list_slice(now_ns);
+      break;
     }
-    if (next_target_ >= targets_.size() && open_ == 0) finish_round(now_ns);
+    case Phase::kReading: {
+      probe_sa(now_ns);
+      const bool due = (next_target_ < targets_.size() && now_ns >= next_issue_ns_ && open_ < cfg_.outstanding_max) ||
+                       (next_target_ >= targets_.size() && open_ == 0);
+      if (!due) break;  // most polls: nothing to issue (and no clock read to count it)
+      CpuScope cpu(counters_, counters_.cpu_ns);
+      while (next_target_ < targets_.size() && now_ns >= next_issue_ns_ && open_ < cfg_.outstanding_max) {
+        issue(next_target_++);
+        next_issue_ns_ += sa_busy_ ? spacing_ns_ * kBusyStretch : spacing_ns_;
+        ++work;
+      }
+      if (next_target_ >= targets_.size() && open_ == 0) {
+        phase_ = Phase::kPublishing;
+        building_ = std::make_shared<PerfTable>();
+        building_->ports.reserve(targets_.size());
+        cursor_ = 0;
+        forget_ = ports_.begin();  // stays valid: nothing joins ports_ while publishing
+      }
+      break;
+    }
+    case Phase::kPublishing: {
+      CpuScope cpu(counters_, counters_.cpu_ns);
+      work += publish_slice(now_ns);
+      break;
+    }
   }
   // Readers see the counters move within a round too (a round may be minutes).
   if (now_ns - last_copy_ns_ >= kNanosPerSecond) {
@@ -162,15 +193,16 @@ std::size_t PerfManager::poll(Nanos now_ns) noexcept {
   return work;
 }
 
-void PerfManager::retune(std::uint32_t interval_ms, std::uint32_t timeout_ms, std::uint32_t retries,
-                         const ErrorThresholds& thresholds) noexcept {
-  if (interval_ms == 0 || timeout_ms == 0) return;  // the config's checks refuse them first
+void PerfManager::retune(const PerfMgrConfig& fresh) noexcept {
+  if (fresh.interval_ms == 0 || fresh.timeout_ms == 0) return;  // the config's checks refuse them first
   // Before the first round the next one is due as soon as the subnet is up.
-  if (in_round_ || counters_.rounds > 0) next_round_ns_ = round_start_ns_ + Nanos{interval_ms} * kNanosPerMilli;
-  cfg_.interval_ms = interval_ms;
-  cfg_.timeout_ms = timeout_ms;
-  cfg_.retries = retries;
-  cfg_.thresholds = thresholds;
+  if (phase_ != Phase::kIdle || counters_.rounds > 0)
+    next_round_ns_ = round_start_ns_ + Nanos{fresh.interval_ms} * kNanosPerMilli;
+  cfg_.interval_ms = fresh.interval_ms;
+  cfg_.timeout_ms = fresh.timeout_ms;
+  cfg_.retries = fresh.retries;
+  cfg_.thresholds = fresh.thresholds;
+  cfg_.sa_busy_qps = fresh.sa_busy_qps;
   opts_ = RequestOptions{.timeout_ms = cfg_.timeout_ms, .retries = static_cast<std::uint8_t>(std::min(cfg_.retries, 255u))};
 }
 
@@ -184,75 +216,129 @@ void PerfManager::set_enabled(bool on) noexcept {
     return;
   }
   paused_ = false;
+  probe_ns_ = -1;  // the SA's rate is measured afresh
   const Nanos shift = now_ns - paused_at_ns_;
   round_start_ns_ += shift;
   next_issue_ns_ += shift;
   next_round_ns_ += shift;
 }
 
+void PerfManager::set_sa_load(std::function<std::uint64_t()> requests_received) {
+  sa_load_ = std::move(requests_received);
+}
+
+// The SA's request rate over the last probe interval: busy above sa_busy_qps.
+void PerfManager::probe_sa(Nanos now_ns) noexcept {
+  if (!sa_load_ || cfg_.sa_busy_qps == 0) {
+    sa_busy_ = false;
+    return;
+  }
+  if (probe_ns_ >= 0 && now_ns - probe_ns_ < kLoadProbeNs) return;
+  const std::uint64_t n = sa_load_();
+  if (probe_ns_ >= 0) {
+    if (sa_busy_) counters_.yield_ns += static_cast<std::uint64_t>(now_ns - probe_ns_);
+    const double qps = static_cast<double>(n - probe_count_) * 1e9 / static_cast<double>(now_ns - probe_ns_);
+    sa_busy_ = qps > cfg_.sa_busy_qps;
+  }
+  probe_ns_ = now_ns;
+  probe_count_ = n;
+}
+
 bool PerfManager::start_round(Nanos now_ns) {
-  const std::shared_ptr<const sa::Snapshot> snap = store_.current();
-  if (!snap) return false;
+  listing_ = store_.current();
+  if (!listing_) return false;
   targets_.clear();
-  const fabric::Fabric& f = snap->fabric;
-  for (const fabric::Node& n : f.nodes) {
+  cursor_ = 0;
+  phase_ = Phase::kListing;
+  round_epoch_ = listing_->epoch;
+  round_start_ns_ = now_ns;
+  next_round_ns_ = now_ns + Nanos{cfg_.interval_ms} * kNanosPerMilli;
+  return true;
+}
+
+// The round's ports, kSliceNodes nodes of the epoch at a time: a port new
+// to the manager, or whose node or peer changed, gets its names here.
+std::size_t PerfManager::list_slice(Nanos now_ns) {
+  const fabric::Fabric& f = listing_->fabric;
+  const std::uint64_t round = counters_.rounds + 1;
+  const std::size_t end = std::min<std::size_t>(f.nodes.size(), cursor_ + kSliceNodes);
+  for (; cursor_ < end; ++cursor_) {
+    const fabric::Node& n = f.nodes[cursor_];
     for (std::uint8_t p = 1; p <= n.num_ports(); ++p) {
       const fabric::Port& port = n.ports[p];
       if (!port.linked() || port.state < static_cast<std::uint8_t>(wire::PortState::kInit)) continue;
       Target t;
       t.node_guid = n.node_guid;
-      t.port_guid = n.is_switch() ? n.ports[0].guid : port.guid;
       t.lid = n.is_switch() ? n.base_lid : (p < n.port_lids.size() ? n.port_lids[p] : 0);
       if (t.lid == 0) continue;  // not reachable by LID yet
       t.port_num = p;
-      t.is_switch = n.is_switch();
-      t.description = n.description;
-      t.peer_guid = f.nodes[port.peer].node_guid;
-      t.peer_port = port.peer_port;
-      targets_.push_back(std::move(t));
+      targets_.push_back(t);
+      Kept& k = ports_[port_key(n.node_guid, p)];
+      k.round = round;
+      PortPerf& pp = k.perf;
+      pp.node_guid = n.node_guid;
+      pp.port_guid = n.is_switch() ? n.ports[0].guid : port.guid;
+      pp.port_num = p;
+      pp.lid = t.lid;
+      pp.is_switch = n.is_switch();
+      if (pp.description != n.description) pp.description = n.description;
+      pp.peer_guid = f.nodes[port.peer].node_guid;
+      pp.peer_port = port.peer_port;
     }
   }
-  in_round_ = true;
-  round_epoch_ = snap->epoch;
-  round_start_ns_ = now_ns;
+  if (cursor_ < f.nodes.size()) return 1;
+  listing_.reset();
+  phase_ = Phase::kReading;
   next_target_ = 0;
   const Nanos interval_ns = Nanos{cfg_.interval_ms} * kNanosPerMilli;
   spacing_ns_ = targets_.empty() ? interval_ns : std::max<Nanos>(1, interval_ns / static_cast<Nanos>(targets_.size()));
   next_issue_ns_ = now_ns;
-  next_round_ns_ = now_ns + interval_ns;
-  return true;
+  return 1;
 }
 
-void PerfManager::finish_round(Nanos now_ns) {
-  in_round_ = false;
+// The table every reader sees, kSlicePorts ports at a time (in the epoch's
+// node order), then the ports no longer in the fabric forgotten, then the
+// table swapped in. Each slice is short: the core answers queries between.
+std::size_t PerfManager::publish_slice(Nanos now_ns) {
+  if (cursor_ < targets_.size()) {
+    const std::size_t end = std::min<std::size_t>(targets_.size(), cursor_ + kSlicePorts);
+    for (; cursor_ < end; ++cursor_) {
+      const auto it = ports_.find(port_key(targets_[cursor_].node_guid, targets_[cursor_].port_num));
+      if (it != ports_.end()) building_->ports.push_back(it->second.perf);
+    }
+    return 1;
+  }
+  const std::uint64_t round = counters_.rounds + 1;
+  for (std::size_t n = 0; n < kSlicePorts && forget_ != ports_.end(); ++n)
+    forget_ = forget_->second.round == round ? std::next(forget_) : ports_.erase(forget_);
+  if (forget_ != ports_.end()) return 1;
+
+  phase_ = Phase::kIdle;
   ++counters_.rounds;
   counters_.last_round_ports = targets_.size();
   counters_.last_round_s = static_cast<double>(now_ns - round_start_ns_) / 1e9;
-  auto table = std::make_shared<PerfTable>();
-  table->round = counters_.rounds;
-  table->epoch = round_epoch_;
-  table->round_end_ns = now_ns;
-  table->ports.reserve(targets_.size());
-  std::unordered_map<std::uint64_t, Kept> kept;
-  kept.reserve(targets_.size());
-  for (const Target& t : targets_) {
-    const std::uint64_t key = port_key(t.node_guid, t.port_num);
-    auto it = ports_.find(key);
-    if (it == ports_.end()) continue;
-    table->ports.push_back(it->second.perf);
-    kept.emplace(key, std::move(it->second));
-  }
-  ports_ = std::move(kept);  // ports gone from the fabric are forgotten
-  std::sort(table->ports.begin(), table->ports.end(), [](const PortPerf& a, const PortPerf& b) {
-    return a.node_guid != b.node_guid ? a.node_guid < b.node_guid : a.port_num < b.port_num;
-  });
+  building_->round = counters_.rounds;
+  building_->epoch = round_epoch_;
+  building_->round_end_ns = now_ns;
   targets_.clear();
   if (next_round_ns_ < now_ns) next_round_ns_ = now_ns;
+  std::shared_ptr<PerfTable> old = std::move(published_);
+  published_ = std::move(building_);
   {
     std::lock_guard lock(mu_);
-    table_ = std::move(table);
+    table_ = published_;
   }
+  // The last round's table goes in slices too, unless a reader still holds it (it frees it then).
+  if (old.use_count() == 1) retired_ = std::move(old);
   copy_counters();
+  return 1;
+}
+
+std::size_t PerfManager::shed_retired() noexcept {
+  std::vector<PortPerf>& v = retired_->ports;
+  for (std::size_t n = 0; n < kSlicePorts && !v.empty(); ++n) v.pop_back();
+  if (v.empty()) retired_.reset();
+  return 1;
 }
 
 void PerfManager::issue(std::uint32_t t) noexcept {
@@ -397,16 +483,8 @@ void PerfManager::done(Request& rq, const TxnResult& r) noexcept {
 
 void PerfManager::finalize(std::uint32_t t, Nanos now_ns) noexcept {
   Target& tg = targets_[t];
-  Kept& k = ports_[port_key(tg.node_guid, tg.port_num)];
-  PortPerf& p = k.perf;
-  p.node_guid = tg.node_guid;
-  p.port_guid = tg.port_guid;
-  p.port_num = tg.port_num;
-  p.lid = tg.lid;
-  p.is_switch = tg.is_switch;
-  p.description = tg.description;
-  p.peer_guid = tg.peer_guid;
-  p.peer_port = tg.peer_port;
+  // Listed this round (list_slice): the port's names are there already.
+  PortPerf& p = ports_[port_key(tg.node_guid, tg.port_num)].perf;
   if (tg.failed) {
     ++p.failures;
     return;

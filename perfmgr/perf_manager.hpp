@@ -53,6 +53,8 @@ struct PerfMgrCounters {
   std::uint64_t clears = 0;       // PortCounters Sets (OpenSM's clear rule)
   std::uint64_t alarms = 0;       // threshold reports
   std::uint64_t cpu_ns = 0;       // time on the core spent issuing and handling (steady clock)
+  std::uint64_t slice_max_ns = 0; // the longest the manager held its core at once
+  std::uint64_t yield_ns = 0;     // time read at a quarter pace for the SA (PerfMgrConfig::sa_busy_qps)
   std::uint64_t last_round_ports = 0;
   double last_round_s = 0;        // engine-clock length of the last round
 };
@@ -88,8 +90,8 @@ class PerfManager final : public Poller {
   // this one ends); the reads left in the round keep their spacing; the
   // thresholds apply from the next reading, the timeout and retries from
   // the next request. The rest of PerfMgrConfig is fixed at construction.
-  void retune(std::uint32_t interval_ms, std::uint32_t timeout_ms, std::uint32_t retries,
-              const ErrorThresholds& thresholds) noexcept;
+  // sa_busy_qps from the next probe. Every other field of `fresh` is ignored.
+  void retune(const PerfMgrConfig& fresh) noexcept;
 
   // The core only (SIGHUP, posted there): pause or resume. Paused, the
   // manager starts no read (answers to reads in flight are still taken);
@@ -97,16 +99,19 @@ class PerfManager final : public Poller {
   // by the pause, so a round's length counts reading time only.
   void set_enabled(bool on) noexcept;
 
+  // The SA's requests received so far (any counter that only grows), read
+  // on the core every kLoadProbeNs: the manager yields while it grows faster
+  // than sa_busy_qps. Unset: never yields. Before the first round.
+  void set_sa_load(std::function<std::uint64_t()> requests_received);
+
   // A response hook for the core's chain: class 0x04 responses here, the rest to `next` (may be null).
   std::unique_ptr<MadHandler> response_hook(MadHandler* next);
 
  private:
-  struct Target {
-    std::uint64_t node_guid = 0, port_guid = 0, peer_guid = 0;
+  struct Target {  // a port of the round (its names wait in ports_)
+    std::uint64_t node_guid = 0;
     std::uint16_t lid = 0;
-    std::uint8_t port_num = 0, peer_port = 0;
-    bool is_switch = false;
-    std::string description;
+    std::uint8_t port_num = 0;
     // The reading in progress.
     std::uint8_t waiting = 0;  // responses still due
     bool ext = false, xmit_wait = false, failed = false;
@@ -128,12 +133,24 @@ class PerfManager final : public Poller {
   };
   struct Kept {  // a port between rounds (the core's)
     PortPerf perf;
+    std::uint64_t round = 0;  // the last round that listed it
   };
+  // A round: its ports listed from the epoch, read at a steady pace, then
+  // the table built and published; listing and publishing run in slices of
+  // this many nodes or ports, so no poll holds the core for long.
+  enum class Phase : std::uint8_t { kIdle, kListing, kReading, kPublishing };
+  static constexpr std::size_t kSliceNodes = 128;
+  static constexpr std::size_t kSlicePorts = 512;
+  static constexpr Nanos kLoadProbeNs = 100'000'000;  // the SA's rate, every 100 ms
+  static constexpr Nanos kBusyStretch = 4;             // read spacing while the SA is busy
 
   static void on_done(void* user, const TxnResult& r) noexcept;
   void done(Request& rq, const TxnResult& r) noexcept;
   bool start_round(Nanos now_ns);
-  void finish_round(Nanos now_ns);
+  std::size_t list_slice(Nanos now_ns);
+  std::size_t publish_slice(Nanos now_ns);
+  std::size_t shed_retired() noexcept;
+  void probe_sa(Nanos now_ns) noexcept;
   void issue(std::uint32_t t) noexcept;
   void send_counters(std::uint32_t t) noexcept;
   bool send(std::uint32_t t, std::uint16_t attr, std::uint8_t method, std::uint16_t select, std::uint8_t select2) noexcept;
@@ -155,14 +172,22 @@ class PerfManager final : public Poller {
   std::vector<Target> targets_;
   std::uint32_t next_target_ = 0;
   std::uint32_t open_ = 0;  // requests submitted, not completed
-  bool in_round_ = false;
+  Phase phase_ = Phase::kIdle;
+  std::size_t cursor_ = 0;                         // the node (listing) or target (publishing) next
+  std::shared_ptr<const sa::Snapshot> listing_;    // the epoch being listed
+  std::shared_ptr<PerfTable> building_, published_, retired_;
   bool paused_ = false;
   Nanos paused_at_ns_ = 0;
   Nanos last_copy_ns_ = 0;
+  std::function<std::uint64_t()> sa_load_;
+  Nanos probe_ns_ = -1;
+  std::uint64_t probe_count_ = 0;
+  bool sa_busy_ = false;
   std::uint64_t round_epoch_ = 0;
   Nanos round_start_ns_ = 0, next_issue_ns_ = 0, spacing_ns_ = 0, next_round_ns_ = 0;
   std::unordered_map<std::uint64_t, NodeCpi> cpi_;
   std::unordered_map<std::uint64_t, Kept> ports_;  // node GUID << 8 | port
+  std::unordered_map<std::uint64_t, Kept>::iterator forget_;  // publishing: the next port to keep or forget
   std::vector<Request> requests_;
   std::uint32_t free_request_ = 0;
   PerfMgrCounters counters_;

@@ -98,7 +98,7 @@ struct PerfTable {
   std::uint64_t round = 0;   // rounds completed
   std::uint64_t epoch = 0;   // the SM epoch the round read
   Nanos round_end_ns = -1;
-  std::vector<PortPerf> ports;  // by node GUID, then port
+  std::vector<PortPerf> ports;  // in the epoch's node order, then port
 };
 
 }  // namespace madengine::perfmgr

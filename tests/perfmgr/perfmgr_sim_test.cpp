@@ -3,8 +3,8 @@
 // one event per episode, OpenSM's clear rule clears a counter near
 // saturation, a PMA without PortCountersExtended is read through its 32-bit
 // counters, the metrics and admin commands name ports through the node
-// name map, and a reload retunes the interval and thresholds, pauses and
-// resumes.
+// name map, a reload retunes the interval and thresholds, pauses and
+// resumes, and reads slow down while the SA answers a query storm.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -229,6 +229,22 @@ TEST_F(PerfSim, ReloadPausesAndResumes) {
   ASSERT_TRUE(until_round(rounds + 2));
   EXPECT_GT(node_->perfmgr()->counters().mads, mads);
   EXPECT_LT(node_->perfmgr()->counters().last_round_s, 1.5);
+}
+
+// While the SA receives more than sa_busy_qps requests a second, reads go
+// at a quarter pace (a round takes four intervals); when the storm ends,
+// at full pace again.
+TEST_F(PerfSim, YieldsToAQueryStorm) {
+  ASSERT_TRUE(until_round(1));
+  const sim::Fabric* f = f_;
+  // 5,000 requests a simulated second: over the default 1,000.
+  node_->perfmgr()->set_sa_load([f] { return static_cast<std::uint64_t>(f->now_ns() / 200'000); });
+  ASSERT_TRUE(until_round(round() + 2));  // a round begun busy, then one wholly busy
+  EXPECT_NEAR(node_->perfmgr()->counters().last_round_s, 4.0, 0.3);
+  EXPECT_GT(node_->perfmgr()->counters().yield_ns, 3 * kNanosPerSecond);
+  node_->perfmgr()->set_sa_load([] { return std::uint64_t{42}; });  // the storm is over
+  ASSERT_TRUE(until_round(round() + 2));
+  EXPECT_NEAR(node_->perfmgr()->counters().last_round_s, 1.0, 0.1);
 }
 
 TEST_F(PerfSim, ClearsACounterNearSaturationAndKeepsTheTotal) {

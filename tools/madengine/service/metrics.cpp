@@ -223,9 +223,13 @@ void perf_metrics(Out& o, const perfmgr::PerfManager& pm, const perfmgr::NodeNam
   o.one("perfmgr_failed_total", "counter", "PerfMgt requests that timed out or were answered with an error", c.failed);
   o.one("perfmgr_clears_total", "counter", "PortCounters cleared near saturation (OpenSM's rule)", c.clears);
   o.one("perfmgr_alarms_total", "counter", "ports reported for errors past the thresholds", c.alarms);
-  o.one("perfmgr_cpu_seconds_total", "counter", "CPU time the performance manager spent on its core",
+  o.one("perfmgr_cpu_seconds_total", "counter", "time the performance manager spent on its core (issuing and handling)",
         static_cast<double>(c.cpu_ns) / 1e9);
   o.one("perfmgr_round_seconds", "gauge", "length of the last round", c.last_round_s);
+  o.one("perfmgr_yield_seconds_total", "counter", "time the manager read at a quarter pace while the SA was busy (perfmgr.sa_busy_qps)",
+        static_cast<double>(c.yield_ns) / 1e9);
+  o.one("perfmgr_slice_max_seconds", "gauge", "the longest the manager held its core at once",
+        static_cast<double>(c.slice_max_ns) / 1e9);
   const auto table = pm.table();
   const std::size_t n = table ? table->ports.size() : 0;
   o.one("perfmgr_ports", "gauge", "ports read by the last round", n);
