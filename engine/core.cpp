@@ -391,6 +391,8 @@ std::size_t Core::poll_once() noexcept {
   }
   if (!pollers_.empty() || !managed_.empty()) {
     const Nanos now = shared_.clock->now_ns();
+    if (busy_since_ns_ >= 0) note_busy_loop(now - busy_since_ns_);
+    busy_since_ns_ = now;
     // A paused manager's timers wait with it: its requests are neither retried
     // into a lost device nor timed out; the life cycle re-sends or fails them.
     for (ManagedTxn& m : managed_)
@@ -403,8 +405,18 @@ std::size_t Core::poll_once() noexcept {
     events_due_ = false;
     work += poll_events();
   }
-  if (work == 0) bump(counters_->idle_loops);
+  if (work == 0) {
+    bump(counters_->idle_loops);
+    busy_since_ns_ = -1;  // a block may follow: the next gap is not work
+  }
   return work;
+}
+
+void Core::note_busy_loop(Nanos ns) noexcept {
+  const auto n = static_cast<std::uint64_t>(ns);
+  if (n > counters_->busy_loop_max_ns.load(std::memory_order_relaxed))
+    counters_->busy_loop_max_ns.store(n, std::memory_order_relaxed);
+  if (n > static_cast<std::uint64_t>(kNanosPerMilli)) bump(counters_->busy_loops_over_1ms);
 }
 
 void Core::run(const std::atomic<bool>& stop) noexcept {
@@ -464,7 +476,8 @@ CoreSnapshot Core::snapshot() const {
                             rd(c.tx_full),    rd(c.tx_busy),      rd(c.tx_no_route),      rd(c.rx_alloc_failures),
                             rd(c.device_events), rd(c.device_lost), rd(c.device_back), rd(c.tx_device_lost),
                             rd(c.txn_resent),  rd(c.txn_failed_device), rd(c.idle_loops), rd(c.loops),
-                            rd(c.idle_blocks), rd(c.idle_wake_event), rd(c.idle_wake_fd), rd(c.idle_wake_timeout)};
+                            rd(c.idle_blocks), rd(c.idle_wake_event), rd(c.idle_wake_fd), rd(c.idle_wake_timeout),
+                            rd(c.busy_loop_max_ns), rd(c.busy_loops_over_1ms)};
   for (std::size_t i = 0; i < kNoHandlerBuckets; ++i) {
     const std::uint64_t k = rd(c.bucket_key[i]);
     if (k == 0) continue;

@@ -53,6 +53,11 @@ struct CoreCounters {
   std::uint64_t idle_wake_event = 0;    // ... ended by this core's eventfd (a ring push, stop())
   std::uint64_t idle_wake_fd = 0;       // ... ended by a transport's wait_fd()
   std::uint64_t idle_wake_timeout = 0;  // ... ended by a deadline or the cap
+  // Iterations that did work, from one clock read to the next (the core's
+  // clock, read once an iteration where pollers run): a core held up by its
+  // own work (a long handler or poller) shows here, not in answer latency.
+  std::uint64_t busy_loop_max_ns = 0;
+  std::uint64_t busy_loops_over_1ms = 0;
 };
 
 // One (class, method, attribute) bucket of MADs nobody handled.
@@ -221,6 +226,7 @@ class Core final : public CoreContext, public TxSink {
   void count_no_handler(const MadBuf& buf) noexcept;
   Nanos idle_timeout_ns() const noexcept;
   void block(const std::atomic<bool>& stop) noexcept;
+  void note_busy_loop(Nanos ns) noexcept;
   void set_spin_budget(std::uint32_t loops) noexcept {
     spin_budget_ = loops;
     spin_budget_seen_.store(loops, std::memory_order_relaxed);
@@ -265,6 +271,7 @@ class Core final : public CoreContext, public TxSink {
   std::uint32_t kept_ = 0;     // kept buffers handlers hold (<= handler_kept_max)
   std::size_t early_tx_work_ = 0;  // MADs sent by flushes that made room mid-iteration
   std::uint32_t idle_streak_ = 0;
+  Nanos busy_since_ns_ = -1;  // the clock read of the last iteration that did work; -1: it did none
   std::uint32_t spin_budget_ = 0;  // kBlock: the current spin (see IdleBackoff)
   std::atomic<std::uint32_t> spin_budget_seen_{0};  // its copy for snapshot()
   bool events_due_ = false;  // poll_events() on the next iteration (after a wait)

@@ -47,6 +47,8 @@ struct Core::Counters {
   std::atomic<std::uint64_t> idle_wake_event{0};
   std::atomic<std::uint64_t> idle_wake_fd{0};
   std::atomic<std::uint64_t> idle_wake_timeout{0};
+  std::atomic<std::uint64_t> busy_loop_max_ns{0};
+  std::atomic<std::uint64_t> busy_loops_over_1ms{0};
   // Open-addressed (class, method, attribute) buckets; key + 1, 0 = empty.
   std::array<std::atomic<std::uint64_t>, kNoHandlerBuckets> bucket_key{};
   std::array<std::atomic<std::uint64_t>, kNoHandlerBuckets> bucket_count{};

@@ -85,6 +85,8 @@ CoreCounters EngineStats::total() const noexcept {
     t.idle_wake_event += c.idle_wake_event;
     t.idle_wake_fd += c.idle_wake_fd;
     t.idle_wake_timeout += c.idle_wake_timeout;
+    t.busy_loop_max_ns = std::max(t.busy_loop_max_ns, c.busy_loop_max_ns);
+    t.busy_loops_over_1ms += c.busy_loops_over_1ms;
   }
   return t;
 }

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -86,6 +87,28 @@ inline StormResult read_storm(const std::string& path) {
   r.busy = c.value("busy", 0ull);
   r.errors = c.value("errors", 0ull);
   return r;
+}
+
+// Every sample of the daemon's /metrics at `listen` ("HOST:PORT"), by its
+// series ("madengine_x" or "madengine_x{core=\"0\"}"); empty if none answered.
+inline std::map<std::string, double> scrape_metrics(const std::string& listen) {
+  std::map<std::string, double> out;
+  FILE* p = ::popen(("curl -s --max-time 5 http://" + listen + "/metrics").c_str(), "r");
+  if (p == nullptr) return out;
+  char line[1024];
+  while (std::fgets(line, sizeof line, p) != nullptr) {
+    if (line[0] == '#') continue;
+    const std::string s(line);
+    const auto sp = s.rfind(' ');
+    if (sp != std::string::npos) out[s.substr(0, sp)] = std::atof(s.c_str() + sp + 1);
+  }
+  ::pclose(p);
+  return out;
+}
+
+inline double metric(const std::map<std::string, double>& m, const std::string& series) {
+  const auto it = m.find(series);
+  return it == m.end() ? 0 : it->second;
 }
 
 // The daemon as a process on `host` of `fabric`, reading `config` and

@@ -36,25 +36,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// The manager's series from the daemon's /metrics (unlabelled ones).
-std::map<std::string, double> perfmgr_metrics(const std::string& listen) {
-  std::map<std::string, double> out;
-  FILE* p = ::popen(("curl -s --max-time 5 http://" + listen + "/metrics").c_str(), "r");
-  if (p == nullptr) return out;
-  char line[512];
-  while (std::fgets(line, sizeof line, p) != nullptr) {
-    const std::string s(line);
-    if (s.rfind("madengine_perfmgr_", 0) != 0 || s.find('{') != std::string::npos) continue;
-    const auto sp = s.find(' ');
-    if (sp != std::string::npos) out[s.substr(0, sp)] = std::atof(s.c_str() + sp + 1);
-  }
-  ::pclose(p);
-  return out;
-}
-
 double value(const std::map<std::string, double>& m, const std::string& name) {
-  const auto it = m.find("madengine_perfmgr_" + name);
-  return it == m.end() ? 0 : it->second;
+  return testing::metric(m, "madengine_perfmgr_" + name);
 }
 
 double median(std::vector<double> v) {
@@ -145,7 +128,7 @@ int main(int argc, char** argv) {
               "PerfMgt MADs | time on core | yielding |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::vector<double> p99_off, p99_on;
   bool all_answered = true;
-  auto before = perfmgr_metrics(listen);
+  auto before = testing::scrape_metrics(listen);
   for (unsigned w = 0; w < 2 * pairs; ++w) {
     const bool reading = w % 2 == 1;
     if (w > 0 && !set_reading(reading)) {
@@ -155,7 +138,7 @@ int main(int argc, char** argv) {
     const std::string out = dir + "/window" + std::to_string(w) + ".json";
     const auto r = fabric.run(storm + out, sf.storm_host, std::chrono::milliseconds(interval_ms) + 600s);
     const testing::StormResult s = testing::read_storm(out);
-    const auto after = perfmgr_metrics(listen);
+    const auto after = testing::scrape_metrics(listen);
     const double mads = value(after, "mads_total") - value(before, "mads_total");
     const double cpu = value(after, "cpu_seconds_total") - value(before, "cpu_seconds_total");
     const double yield = value(after, "yield_seconds_total") - value(before, "yield_seconds_total");
@@ -170,15 +153,15 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   // Reading on with no storm until a round ends: its length and ports.
-  const double rounds_before = value(perfmgr_metrics(listen), "rounds_total");
+  const double rounds_before = value(testing::scrape_metrics(listen), "rounds_total");
   if (!set_reading(true)) {
     std::fprintf(stderr, "the manager did not resume; see %s\n", dir.c_str());
     return 1;
   }
   for (auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(5 * interval_ms);
-       value(perfmgr_metrics(listen), "rounds_total") <= rounds_before && std::chrono::steady_clock::now() < end;)
+       value(testing::scrape_metrics(listen), "rounds_total") <= rounds_before && std::chrono::steady_clock::now() < end;)
     std::this_thread::sleep_for(1s);
-  const auto m = perfmgr_metrics(listen);
+  const auto m = testing::scrape_metrics(listen);
   const double round_s = value(m, "round_seconds");
   const double ports = value(m, "ports");
   const double rounds = value(m, "rounds_total");

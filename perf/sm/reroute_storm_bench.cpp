@@ -103,9 +103,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ibsim: %s\n", fabric.error().c_str());
     return 1;
   }
+  const std::string listen = "127.0.0.1:" + std::to_string(20000 + ::getpid() % 20000);
   std::ofstream(dir + "/madengine.toml") << "[transport]\nkind = \"umad\"\n[sm]\nguid2lid = \"" << dir
                                           << "/guid2lid\"\n[sa]\njournal = \"\"\n[log]\nlevel = \"info\"\nfile = \""
-                                          << dir << "/madengine.log\"\n";
+                                          << dir << "/madengine.log\"\n[metrics]\nlisten = \"" << listen << "\"\n";
   const testing::DaemonOnIbsim daemon(fabric, madengine_bin, dir, dir + "/madengine.toml", dir + "/madengine.log",
                                       sf.sm_host);
   if (!daemon.ok()) {
@@ -136,6 +137,7 @@ int main(int argc, char** argv) {
                             "/hosts --json ";
   auto r = fabric.run(storm + dir + "/control.json", storm_host.c_str(), 600s);
   if (r.exit_code != 0) std::fprintf(stderr, "control storm: exit %d\n%s", r.exit_code, r.err.c_str());
+  const auto cores_control = testing::scrape_metrics(listen);
 
   const std::size_t ups_before = count_of(testing::slurp(dir + "/madengine.log"), "sm: subnet up");
   std::thread puller([&] {
@@ -145,6 +147,7 @@ int main(int argc, char** argv) {
   r = fabric.run(storm + dir + "/reroute.json", storm_host.c_str(), 600s);
   puller.join();
   if (r.exit_code != 0) std::fprintf(stderr, "re-route storm: exit %d\n%s", r.exit_code, r.err.c_str());
+  const auto cores_reroute = testing::scrape_metrics(listen);
   const std::string log = testing::slurp(dir + "/madengine.log");
   const std::size_t ups_after = count_of(log, "sm: subnet up");
 
@@ -157,6 +160,18 @@ int main(int argc, char** argv) {
   print_run(("cable " + cable + " pulled").c_str(), reroute);
   std::printf("\nworst latency: %.2f ms more than the control run; heavy sweeps during the storm: %zu\n",
               reroute.max_ms - control.max_ms, ups_after - ups_before);
+  // The engine cores' own view: an iteration of work that held a core up.
+  for (int core = 0; core < 8; ++core) {
+    const std::string label = "{core=\"" + std::to_string(core) + "\"}";
+    if (!cores_reroute.count("madengine_engine_busy_loop_max_seconds" + label)) break;
+    const double over = testing::metric(cores_reroute, "madengine_engine_busy_loops_over_1ms_total" + label);
+    const double over_control = testing::metric(cores_control, "madengine_engine_busy_loops_over_1ms_total" + label);
+    std::printf("engine core %d: longest iteration %.2f ms after the control run, %.2f ms after the re-route run; "
+                "iterations over 1 ms: %.0f in the control run and before, %.0f in the re-route run\n", core,
+                testing::metric(cores_control, "madengine_engine_busy_loop_max_seconds" + label) * 1e3,
+                testing::metric(cores_reroute, "madengine_engine_busy_loop_max_seconds" + label) * 1e3, over_control,
+                over - over_control);
+  }
   std::printf("100 ms buckets of the re-route run with an answer over 10 ms:\n");
   print_stalls(dir + "/reroute.json", 10.0);
   // The last sweep's phases, from the daemon's own line.
