@@ -76,5 +76,5 @@ install(CODE "
   configure_file(\"${CMAKE_CURRENT_LIST_DIR}/madengine.pc.in\" \"\${pc}\" @ONLY)
 " COMPONENT dev)
 
-install(TARGETS madengine madengine-ctl madstorm madwire RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT daemon)
+install(TARGETS madengine madengine-ctl madstorm madstorm-embedded madwire RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT daemon)
 install(FILES ${PROJECT_SOURCE_DIR}/config/madengine.toml DESTINATION ${CMAKE_INSTALL_DATADIR}/madengine COMPONENT daemon)
