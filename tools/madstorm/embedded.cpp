@@ -49,7 +49,7 @@ int run_embedded(const Options& o) {
   md::InternalNode d(cfg);
   const md::NodeControl control(d);
   // The daemon's metrics endpoint, read by its own thread while the storm pumps the node.
-  madengine::service::MetricsRenderer renderer(d);
+  madengine::service::MetricsRenderer renderer(control);
   std::unique_ptr<madengine::service::MetricsServer> metrics;
   if (!o.embedded_metrics.empty()) {
     try {
@@ -66,7 +66,7 @@ int run_embedded(const Options& o) {
     fmt::print(stderr, "madstorm: the embedded madengine did not reach subnet up\n");
     return 2;
   }
-  const md::HeavySweepSummary up = control.counters().last_heavy;
+  const md::SweepStats up = control.sm_status().last_heavy;
   const double up_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   fmt::print(stdout,
              "madengine (embedded, sim {}): subnet up in {:.2f} s wall: {} nodes ({} switches, {} CAs), {} links, "
@@ -98,7 +98,7 @@ int run_embedded(const Options& o) {
   auto idle = [&d](Nanos) { d.pump(); };
   const auto a = run_reported(req, t, clock, idle);
   if (!a) return 2;
-  const md::SaTotals sa = control.counters().sa;
+  const md::SaRecordCounters sa = control.sa_counters().total();
   fmt::print(stdout, "madengine SA counters: received {}  answered {}  BUSY {}  duplicates {}  dropped {}\n",
              sa.received, sa.answered, sa.busy, sa.duplicates, sa.dropped);
   std::vector<std::string> problems;
