@@ -98,7 +98,7 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     // Given, it replaces NodeConfig's default (kept there alone).
     std::string prefix;
     s.get("subnet_prefix", prefix);
-    if (const toml::node* n = root["sm"]["subnet_prefix"].node(); n != nullptr && !parse_subnet_prefix(prefix, c.sm.subnet_prefix))
+    if (const toml::node* n = root["sm"]["subnet_prefix"].node(); n != nullptr && !parse_subnet_prefix(prefix, c.sm.ports.subnet_prefix))
       toml_fail(name, *n,
                 fmt::format("sm.subnet_prefix = \"{}\" is not a /64 prefix (\"fe80::/64\" or \"0xfe80000000000000\")", prefix));
     s.get("guid2lid", c.sm.guid2lid);
@@ -117,7 +117,7 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     s.get("smps_per_node_max", c.sm.smps_per_node_max, 1, 256);
     s.get("transaction_timeout_ms", c.sm.transaction_timeout_ms, 1, 60'000);
     s.get("transaction_retries", c.sm.transaction_retries, 0, 100);
-    s.get("subnet_timeout", c.sm.subnet_timeout, 0, 31);
+    s.get("subnet_timeout", c.sm.ports.subnet_timeout, 0, 31);
     s.get("routing_threads", c.sm.routing_threads, 0, 256);
     s.get("ha_poll_interval_ms", c.sm.ha_poll_interval_ms, 100, 3'600'000);
     s.get("ha_poll_retries", c.sm.ha_poll_retries, 1, 100);
