@@ -1,13 +1,14 @@
 # libmadengine: every object of engine, sim, sa, sm, perfmgr and node in one library,
 # shared (libmadengine.so.SOVERSION, exporting only the API: MADENGINE_API
-# symbols, filtered again by cmake/libmadengine.map) and static
+# symbols, filtered again by cmake/libmadengine.map.in) and static
 # (libmadengine.a); installed with the public headers, a CMake package
 # (find_package(madengine) -> madengine::madengine, madengine::madengine_static)
 # and madengine.pc. The daemon and the tests link the module libraries.
 #
-# MADENGINE_SOVERSION names the ABI: the project's major version. Bump that
-# (CMakeLists.txt) with every incompatible change of the exported API, then
-# refresh abi/libmadengine.abi (scripts/abi.sh).
+# MADENGINE_SOVERSION names the C ABI: the project's major version. Bump that
+# (CMakeLists.txt) with every incompatible change of the C ABI, then refresh
+# abi/libmadengine.abi (scripts/abi.sh). The C++ API binds to the exact
+# release instead (docs/embedding.md, "ABI and versions").
 set(MADENGINE_SOVERSION ${PROJECT_VERSION_MAJOR})
 
 set(madengine_objects
@@ -25,7 +26,9 @@ if(MADENGINE_RING STREQUAL "dpdk")
 endif()
 string(APPEND madengine_pc_private " -lstdc++ -lm -lpthread")
 
-set(madengine_map ${CMAKE_CURRENT_LIST_DIR}/libmadengine.map)
+# The version script names the release in the C++ API's version node (see the map).
+set(madengine_map ${PROJECT_BINARY_DIR}/generated/libmadengine.map)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/libmadengine.map.in ${madengine_map} @ONLY)
 add_library(madengine_shared SHARED ${madengine_objects})
 set_target_properties(madengine_shared PROPERTIES
   OUTPUT_NAME madengine VERSION ${PROJECT_VERSION} SOVERSION ${MADENGINE_SOVERSION} EXPORT_NAME madengine
@@ -42,6 +45,7 @@ target_link_libraries(madengine_static INTERFACE
 
 foreach(t madengine_shared madengine_static)
   target_include_directories(${t} INTERFACE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+                                            $<BUILD_INTERFACE:${MADENGINE_GENERATED_INCLUDE}>
                                             $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 endforeach()
 add_library(madengine::madengine ALIAS madengine_shared)
@@ -53,6 +57,8 @@ install(TARGETS madengine_shared EXPORT madengineTargets
 install(TARGETS madengine_static EXPORT madengineTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/madengine DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev
   FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h")
+install(FILES ${MADENGINE_GENERATED_INCLUDE}/madengine/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/madengine
+  COMPONENT dev)
 
 set(madengine_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/madengine)
 install(EXPORT madengineTargets NAMESPACE madengine:: DESTINATION ${madengine_cmake_dir} COMPONENT dev)
@@ -76,5 +82,5 @@ install(CODE "
   configure_file(\"${CMAKE_CURRENT_LIST_DIR}/madengine.pc.in\" \"\${pc}\" @ONLY)
 " COMPONENT dev)
 
-install(TARGETS madengine madengine-ctl madstorm madwire RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT daemon)
+install(TARGETS madengine madengine-ctl madstorm madstorm-embedded madwire RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT daemon)
 install(FILES ${PROJECT_SOURCE_DIR}/config/madengine.toml DESTINATION ${CMAKE_INSTALL_DATADIR}/madengine COMPONENT daemon)

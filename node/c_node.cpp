@@ -6,7 +6,6 @@
 #include <new>
 #include <stdexcept>
 
-#include "madengine_version.h"
 #include "node/c_api.hpp"
 #include "node/internal_node.hpp"
 #include "node/logging.hpp"
@@ -241,7 +240,7 @@ using capi::NodeCall;
 extern "C" {
 
 const char* me_version(void) {
-  return MADENGINE_VERSION_STRING;
+  return ME_VERSION_STRING;
 }
 
 const char* me_strerror(int status) {

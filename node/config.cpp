@@ -13,6 +13,7 @@
 #include "node/perfmgr_keys.hpp"
 #include "node/port_keys.hpp"
 #include "node/qos_keys.hpp"
+#include "node/toml_section.hpp"
 #include "sm/qos/qos_options.hpp"
 #include "sm/routing/routing.hpp"
 #include "sm/routing/switch_graph.hpp"
@@ -48,114 +49,6 @@ bool parse_subnet_prefix(const std::string& text, std::uint64_t& out) noexcept {
   return true;
 }
 
-namespace {
-
-std::string where(const std::string& name, const toml::node& n) {
-  return fmt::format("{}:{}", name, n.source().begin.line);
-}
-
-[[noreturn]] void fail(const std::string& name, const toml::node& n, const std::string& what) {
-  throw ConfigError(fmt::format("{}: {}", where(name, n), what));
-}
-
-// Reads one table, rejecting keys it does not know: a typo must not be ignored.
-class Section {
- public:
-  Section(const std::string& file, const toml::table& t, std::string prefix, std::set<std::string>* given = nullptr)
-      : file_(file), table_(t), prefix_(std::move(prefix)), given_(given) {}
-
-  template <typename T>
-  void get(const char* key, T& out, std::int64_t lo = 0, std::int64_t hi = INT64_MAX) {
-    seen_.push_back(key);
-    const toml::node* n = table_.get(key);
-    if (!n) return;
-    if (given_ != nullptr) given_->insert(prefix_ + key);
-    if constexpr (std::is_same_v<T, bool>) {
-      auto v = n->value<bool>();
-      if (!v) fail(file_, *n, fmt::format("{}{} must be true or false", prefix_, key));
-      out = *v;
-    } else if constexpr (std::is_floating_point_v<T>) {
-      auto v = n->value<double>();  // an integer is a number too
-      if (!v) fail(file_, *n, fmt::format("{}{} must be a number", prefix_, key));
-      if (*v < static_cast<double>(lo) || *v > static_cast<double>(hi))
-        fail(file_, *n, fmt::format("{}{} = {} is outside {}..{}", prefix_, key, *v, lo, hi));
-      out = *v;
-    } else if constexpr (std::is_same_v<T, std::string>) {
-      auto v = n->value<std::string>();
-      if (!v) fail(file_, *n, fmt::format("{}{} must be a string", prefix_, key));
-      out = *v;
-    } else {
-      auto v = n->value<std::int64_t>();
-      if (!v) fail(file_, *n, fmt::format("{}{} must be an integer", prefix_, key));
-      if (*v < lo || *v > hi) fail(file_, *n, fmt::format("{}{} = {} is outside {}..{}", prefix_, key, *v, lo, hi));
-      out = static_cast<T>(*v);
-    }
-  }
-  // A 64-bit key: an integer, or a string "0x..." (OpenSM writes keys in hex;
-  // TOML integers stop at 2^63 - 1).
-  void u64(const char* key, std::uint64_t& out) {
-    seen_.push_back(key);
-    const toml::node* n = table_.get(key);
-    if (!n) return;
-    if (given_ != nullptr) given_->insert(prefix_ + key);
-    if (const auto v = n->value<std::int64_t>()) {
-      if (*v < 0) fail(file_, *n, fmt::format("{}{} must not be negative", prefix_, key));
-      out = static_cast<std::uint64_t>(*v);
-      return;
-    }
-    const auto s = n->value<std::string>();
-    std::size_t used = 0;
-    std::uint64_t v = 0;
-    try {
-      if (s) v = std::stoull(*s, &used, 0);
-    } catch (...) {
-      used = 0;
-    }
-    if (!s || used == 0 || used != s->size() || (*s)[0] == '-')
-      fail(file_, *n, fmt::format("{}{} must be an integer or a string like \"0x00000000deadbeef\"", prefix_, key));
-    out = v;
-  }
-  void guids(const char* key, std::vector<std::uint64_t>& out) {
-    seen_.push_back(key);
-    const toml::node* n = table_.get(key);
-    if (!n) return;
-    if (given_ != nullptr) given_->insert(prefix_ + key);
-    const toml::array* a = n->as_array();
-    if (!a) fail(file_, *n, fmt::format("{}{} must be an array of GUID strings", prefix_, key));
-    out.clear();
-    for (const toml::node& e : *a) {
-      auto s = e.value<std::string>();
-      std::size_t used = 0;
-      std::uint64_t g = 0;
-      try {
-        if (s) g = std::stoull(*s, &used, 0);
-      } catch (...) {
-        used = 0;
-      }
-      if (!s || used == 0 || used != s->size()) fail(file_, e, fmt::format("{}{}: not a GUID", prefix_, key));
-      out.push_back(g);
-    }
-  }
-  // A key read by other means (a sub-table).
-  void known(const char* key) { seen_.push_back(key); }
-  void reject_unknown() const {
-    for (auto&& [k, v] : table_) {
-      bool known = false;
-      for (const char* s : seen_) known |= k.str() == s;
-      if (!known) fail(file_, v, fmt::format("unknown key {}{}", prefix_, k.str()));
-    }
-  }
-
- private:
-  const std::string& file_;
-  const toml::table& table_;
-  std::string prefix_;
-  std::set<std::string>* given_;
-  std::vector<const char*> seen_;
-};
-
-}  // namespace
-
 NodeConfig parse_config(const std::string& text, const std::string& name) {
   toml::table root;
   try {
@@ -168,27 +61,27 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
   auto table = [&](const char* key) -> const toml::table& {
     const toml::node* n = root.get(key);
     if (!n) return empty;
-    if (!n->is_table()) fail(name, *n, fmt::format("[{}] must be a table", key));
+    if (!n->is_table()) toml_fail(name, *n, fmt::format("[{}] must be a table", key));
     return *n->as_table();
   };
   {
-    Section s(name, table("engine"), "engine.", &c.given);
+    TomlSection s(name, table("engine"), "engine.", &c.given);
     s.get("cores", c.engine.cores, 1, 256);
     s.get("pin", c.engine.pin);
     s.get("idle", c.engine.idle);
     if (c.engine.idle != "block" && c.engine.idle != "spin")
-      fail(name, *root["engine"]["idle"].node(), "engine.idle must be block or spin");
+      toml_fail(name, *root["engine"]["idle"].node(), "engine.idle must be block or spin");
     s.get("idle_spin_loops", c.engine.idle_spin_loops, 0, 1'000'000);
     s.get("idle_spin_loops_min", c.engine.idle_spin_loops_min, 0, 1'000'000);
     s.reject_unknown();
   }
   {
-    Section s(name, table("transport"), "transport.", &c.given);
+    TomlSection s(name, table("transport"), "transport.", &c.given);
     std::string kind = to_string(c.transport.kind);
     s.get("kind", kind);
     if (kind == "umad") c.transport.kind = TransportKind::kUmad;
     else if (kind == "sim") c.transport.kind = TransportKind::kSim;
-    else fail(name, *root["transport"]["kind"].node(), "transport.kind must be \"umad\" or \"sim\"");
+    else toml_fail(name, *root["transport"]["kind"].node(), "transport.kind must be \"umad\" or \"sim\"");
     s.get("ca", c.transport.ca);
     s.get("port", c.transport.port, 0, 254);
     s.get("topology", c.transport.topology);
@@ -199,20 +92,21 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     s.reject_unknown();
   }
   {
-    Section s(name, table("sm"), "sm.", &c.given);
+    TomlSection s(name, table("sm"), "sm.", &c.given);
     s.get("priority", c.sm.priority, 0, 15);
     s.u64("sm_key", c.sm.sm_key);
-    std::string prefix = "fe80::/64";
+    // Given, it replaces NodeConfig's default (kept there alone).
+    std::string prefix;
     s.get("subnet_prefix", prefix);
-    if (!parse_subnet_prefix(prefix, c.sm.subnet_prefix))
-      fail(name, *root["sm"]["subnet_prefix"].node(),
-           fmt::format("sm.subnet_prefix = \"{}\" is not a /64 prefix (\"fe80::/64\" or \"0xfe80000000000000\")", prefix));
+    if (const toml::node* n = root["sm"]["subnet_prefix"].node(); n != nullptr && !parse_subnet_prefix(prefix, c.sm.ports.subnet_prefix))
+      toml_fail(name, *n,
+                fmt::format("sm.subnet_prefix = \"{}\" is not a /64 prefix (\"fe80::/64\" or \"0xfe80000000000000\")", prefix));
     s.get("guid2lid", c.sm.guid2lid);
     s.get("lmc", c.sm.lmc, 0, 7);
     s.get("routing", c.sm.routing);
     std::vector<sm::RoutingAlgo> chain;
     if (!sm::parse_routing_chain(c.sm.routing, chain))
-      fail(name, *root["sm"]["routing"].node(),
+      toml_fail(name, *root["sm"]["routing"].node(),
            "sm.routing must be an engine or a chain of them, tried in order: minhop, updn, ftree, dfsssp, nue, dor "
            "(e.g. \"dfsssp,updn,minhop\")");
     s.guids("roots", c.sm.roots);
@@ -223,7 +117,7 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     s.get("smps_per_node_max", c.sm.smps_per_node_max, 1, 256);
     s.get("transaction_timeout_ms", c.sm.transaction_timeout_ms, 1, 60'000);
     s.get("transaction_retries", c.sm.transaction_retries, 0, 100);
-    s.get("subnet_timeout", c.sm.subnet_timeout, 0, 31);
+    s.get("subnet_timeout", c.sm.ports.subnet_timeout, 0, 31);
     s.get("routing_threads", c.sm.routing_threads, 0, 256);
     s.get("ha_poll_interval_ms", c.sm.ha_poll_interval_ms, 100, 3'600'000);
     s.get("ha_poll_retries", c.sm.ha_poll_retries, 1, 100);
@@ -232,7 +126,7 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     s.get("partition_config", c.sm.partition_config);
     s.get("part_enforce", c.sm.part_enforce);
     if (c.sm.part_enforce != "both" && c.sm.part_enforce != "in" && c.sm.part_enforce != "out" && c.sm.part_enforce != "off")
-      fail(name, *root["sm"]["part_enforce"].node(), "sm.part_enforce must be both, in, out or off");
+      toml_fail(name, *root["sm"]["part_enforce"].node(), "sm.part_enforce must be both, in, out or off");
     s.get("allow_both_pkeys", c.sm.allow_both_pkeys);
     s.get("qos", c.sm.qos);
     s.get("qos_policy_file", c.sm.qos_policy_file);
@@ -257,7 +151,7 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     if (!qos_tables) {
       const std::string key = qos_error.substr(0, qos_error.find(':'));
       const toml::node* n = root["sm"][key].node();
-      if (n != nullptr) fail(name, *n, "sm." + qos_error);
+      if (n != nullptr) toml_fail(name, *n, "sm." + qos_error);
       throw ConfigError(fmt::format("{}: sm.{}", name, qos_error));
     }
     s.u64("m_key", c.sm.m_key);
@@ -268,11 +162,11 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     sm::PortSettings& ps = c.sm.ports;
     for (const PortKey& k : kPortKeys) s.get(k.name, ps.*k.member, k.lo, k.hi);
     if (ps.force_link_width > 31 && ps.force_link_width != 255)
-      fail(name, *root["sm"]["force_link_width"].node(), "sm.force_link_width must be 0, a width mask 1..31, or 255");
+      toml_fail(name, *root["sm"]["force_link_width"].node(), "sm.force_link_width must be 0, a width mask 1..31, or 255");
     if (ps.force_link_speed > 7 && ps.force_link_speed != 15)
-      fail(name, *root["sm"]["force_link_speed"].node(), "sm.force_link_speed must be 0, a speed mask 1..7, or 15");
+      toml_fail(name, *root["sm"]["force_link_speed"].node(), "sm.force_link_speed must be 0, a speed mask 1..7, or 15");
     if (ps.force_link_speed_ext > 15 && ps.force_link_speed_ext < 30)
-      fail(name, *root["sm"]["force_link_speed_ext"].node(),
+      toml_fail(name, *root["sm"]["force_link_speed_ext"].node(),
            "sm.force_link_speed_ext must be 0, an extended speed mask 1..15, 30 or 31");
     // A layered routing's SLs must stay on distinct VLs under QoS's SL2VL.
     std::string why;
@@ -282,7 +176,7 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     s.reject_unknown();
   }
   {
-    Section s(name, table("sa"), "sa.", &c.given);
+    TomlSection s(name, table("sa"), "sa.", &c.given);
     s.get("queue_depth", c.sa.queue_depth, 1, 1 << 20);
     s.get("requester_share_max", c.sa.requester_share_max, 1, 1 << 20);
     s.get("journal", c.sa.journal);
@@ -291,11 +185,11 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     s.reject_unknown();
   }
   {
-    Section s(name, table("log"), "log.", &c.given);
+    TomlSection s(name, table("log"), "log.", &c.given);
     s.get("level", c.log.level);
     if (c.log.level != "trace" && c.log.level != "debug" && c.log.level != "info" && c.log.level != "warn" &&
         c.log.level != "error")
-      fail(name, *root["log"]["level"].node(), "log.level must be trace, debug, info, warn or error");
+      toml_fail(name, *root["log"]["level"].node(), "log.level must be trace, debug, info, warn or error");
     s.get("file", c.log.file);
     s.reject_unknown();
   }
@@ -306,7 +200,7 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     // [perfmgr] is read beside NodeConfig (parse_perfmgr_config).
     if (key != "engine" && key != "transport" && key != "sm" && key != "sa" && key != "log" && key != "metrics" &&
         key != "admin" && key != "perfmgr")
-      fail(name, v, fmt::format("unknown section [{}]", key));
+      toml_fail(name, v, fmt::format("unknown section [{}]", key));
   }
   return c;
 }
@@ -321,9 +215,9 @@ perfmgr::PerfMgrConfig parse_perfmgr_config(const std::string& text, const std::
   perfmgr::PerfMgrConfig c;
   const toml::node* n = root.get("perfmgr");
   if (n == nullptr) return c;
-  if (!n->is_table()) fail(name, *n, "[perfmgr] must be a table");
+  if (!n->is_table()) toml_fail(name, *n, "[perfmgr] must be a table");
   const toml::table& t = *n->as_table();
-  Section s(name, t, "perfmgr.");
+  TomlSection s(name, t, "perfmgr.");
   s.get("enabled", c.enabled);
   s.get("interval_ms", c.interval_ms, 100, 86'400'000);
   s.get("outstanding_max", c.outstanding_max, 1, 4096);
@@ -334,8 +228,8 @@ perfmgr::PerfMgrConfig parse_perfmgr_config(const std::string& text, const std::
   s.get("metrics_ports_max", c.metrics_ports_max, 0, 1'000'000);
   s.known("thresholds");  // a sub-table, read below
   if (const toml::node* th = t.get("thresholds")) {
-    if (!th->is_table()) fail(name, *th, "perfmgr.thresholds must be a table (symbol_errors = 10, ...)");
-    Section ts(name, *th->as_table(), "perfmgr.thresholds.");
+    if (!th->is_table()) toml_fail(name, *th, "perfmgr.thresholds must be a table (symbol_errors = 10, ...)");
+    TomlSection ts(name, *th->as_table(), "perfmgr.thresholds.");
     perfmgr::ErrorThresholds& e = c.thresholds;
     ts.get("symbol_errors", e.symbol_errors, 0, 0xffff);
     ts.get("link_error_recovery", e.link_error_recovery, 0, 0xff);

@@ -56,8 +56,6 @@ sm::SmConfig sm_config(const NodeConfig& c) {
   s.standby_refresh_ms = c.sm.standby_refresh_ms;
   s.priority = static_cast<std::uint8_t>(c.sm.priority);
   s.sm_key = c.sm.sm_key;
-  s.subnet_prefix = c.sm.subnet_prefix;
-  s.subnet_timeout = static_cast<std::uint8_t>(c.sm.subnet_timeout);
   s.ha_poll_interval_ms = c.sm.ha_poll_interval_ms;
   s.ha_poll_retries = static_cast<std::uint8_t>(c.sm.ha_poll_retries);
   s.ha_replica_interval_ms = c.sm.ha_replica_interval_ms;
@@ -380,7 +378,7 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
 
   make_parent_dir(cfg.sa.journal);
   const sa::FabricIdentity fabric{.sm_port_guid = p_->transport->local_port().port_guid,
-                                  .subnet_prefix = cfg.sm.subnet_prefix};
+                                  .subnet_prefix = cfg.sm.ports.subnet_prefix};
   const bool journal_fresh = restore_journal(cfg.sa, *p_->sa, clock->now_ns(), fabric);
 
   const bool threaded = !p_->fabric;

@@ -32,7 +32,7 @@ struct SmIdentity {
   std::uint8_t state = 0;  // SmState
   std::uint64_t sm_key = 0;
   std::uint32_t act_count = 0;
-  std::uint8_t subnet_timeout = 0x12;
+  std::uint8_t subnet_timeout = wire::kDefaultSubnetTimeout;
 };
 
 // Per-port tables the SM read or programmed; empty vectors mean "not read"

@@ -359,7 +359,7 @@ Task<bool> SubnetManager::sweep_early_publication(HeavySweep& h) {
     pre->lfts = routes.lfts;
     pre->top_lid = routes.top_lid;
     pre->sm = sm_identity(h.lp, sm_lid_, ha_->state(), ha_->act_count());
-    pre->subnet_prefix = cfg_.subnet_prefix;
+    pre->subnet_prefix = cfg_.ports.subnet_prefix;
     fill_tables(*h.fab, *pre);
     pre->fabric = *h.fab;
     Task<bool> indexing = index_snapshot(pre);
@@ -386,8 +386,6 @@ BringupConfig SubnetManager::sweep_bringup_config(HeavySweep& h) {
   bc.port_num = h.lp.port_num;
   bc.sm_lid = sm_lid_;
   bc.sm_sl = cfg_.sm_sl;
-  bc.subnet_prefix = cfg_.subnet_prefix;
-  bc.subnet_timeout = cfg_.subnet_timeout;
   bc.ports = cfg_.ports;
   bc.m_key = cfg_.m_key;
   bc.m_key_lease_period = cfg_.m_key_lease_period;
@@ -484,7 +482,7 @@ Task<bool> SubnetManager::sweep_publication(HeavySweep& h) {
   snap.top_lid = routes.top_lid;
   auto next_routes = std::make_shared<const RoutingResult>(std::move(routes));  // without its LFTs, which snap holds
   snap.sm = sm_identity(h.lp, sm_lid_, ha_->state(), ha_->act_count());
-  snap.subnet_prefix = cfg_.subnet_prefix;
+  snap.subnet_prefix = cfg_.ports.subnet_prefix;
   fill_tables(h.d.fabric, snap);
   snap.fabric = std::move(h.d.fabric);
   Task<bool> indexing = index_snapshot(h.snap);

@@ -98,7 +98,7 @@ sa::SmIdentity SubnetManager::sm_identity(const LocalPort& lp, std::uint16_t lid
                         .state = static_cast<std::uint8_t>(state),
                         .sm_key = cfg_.sm_key,
                         .act_count = act_count,
-                        .subnet_timeout = cfg_.subnet_timeout};
+                        .subnet_timeout = cfg_.ports.subnet_timeout};
 }
 
 // ---- a standby's prepared snapshot ----------------------------------------------
@@ -127,7 +127,7 @@ Task<void> SubnetManager::prepare_warm(fabric::Fabric f, std::vector<std::uint16
   snap->lfts = std::move(routed->routes.lfts);
   snap->top_lid = routed->routes.top_lid;
   warm_routes_ = std::make_shared<const RoutingResult>(std::move(routed->routes));
-  snap->subnet_prefix = cfg_.subnet_prefix;
+  snap->subnet_prefix = cfg_.ports.subnet_prefix;
   snap->sm = sm_identity(lp, lp.lid, wire::SmState::kMaster, 0);
   fill_tables(*fab, *snap);
   snap->fabric = std::move(*fab);

@@ -104,11 +104,7 @@ struct SmConfig {
   std::uint8_t m_key_protect_bits = 0;
   std::string guid2mkey_path;  // empty: what ports hold is not kept across restarts
   std::uint8_t sm_sl = 0;
-  // Written to PortInfo.GIDPrefix of every end port (OpenSM's subnet_prefix):
-  // the SA's GIDs use it, and accept it and link-local fe80::/10.
-  std::uint64_t subnet_prefix = wire::kDefaultSubnetPrefix;
-  std::uint8_t subnet_timeout = 18;
-  PortSettings ports;  // VLs, timeouts, link widths and speeds (bringup/port_settings.hpp)
+  PortSettings ports;  // subnet prefix and timeout, VLs, link widths and speeds (madengine/sm/port_settings.hpp)
   sa::McGroupProvider* mcast = nullptr;  // optional; must outlive the SM
   // Partitions (OpenSM's partitions.conf, parsed: sm/partitions); null: no
   // file (the default partition, every port full). set_partitions() replaces it.

@@ -66,7 +66,7 @@ const PartitionPlan& SubnetManager::plan_partitions_for(const fabric::Fabric& f,
   auto plan = std::make_shared<PartitionPlan>(plan_partitions(
       f, partitions_.get(),
       PartitionOptions{.sm_port_guid = sm_port_guid, .allow_both_pkeys = cfg_.allow_both_pkeys,
-                       .qos = cfg_.qos != nullptr, .packet_life = cfg_.subnet_timeout}));
+                       .qos = cfg_.qos != nullptr, .packet_life = cfg_.ports.subnet_timeout}));
   // A port named but absent is worth a line once per configuration, not per sweep.
   if (fresh_config) {
     for (const FileIssue& n : plan->notes) spdlog::warn("partitions: {}", n.text());

@@ -43,14 +43,11 @@
 #include <stdint.h>
 
 #include "madengine/export.h"
+#include "madengine/version.h" /* ME_VERSION_MAJOR, _MINOR, _PATCH, ME_VERSION_STRING */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define ME_VERSION_MAJOR 0
-#define ME_VERSION_MINOR 1
-#define ME_VERSION_PATCH 0
 
 /* Status codes: ME_OK, or a negative error; me_last_error() has the message. */
 enum me_result {
@@ -67,7 +64,8 @@ enum me_result {
   ME_ERR_INTERNAL = -10
 };
 
-/* "MAJOR.MINOR.PATCH" of the library actually loaded. */
+/* "MAJOR.MINOR.PATCH" of the library actually loaded (ME_VERSION_STRING is
+ * the one compiled against; their MAJOR is the same, the SONAME's). */
 MADENGINE_API const char *me_version(void);
 /* A constant description of a status code. */
 MADENGINE_API const char *me_strerror(int status);

@@ -241,10 +241,10 @@ class Programmer {
     if (end_port) {
       w.lid = wire::be16::from(n.is_switch() ? n.base_lid : n.port_lids[port]);
       w.set_lmc(n.is_switch() ? 0 : n.lmc);
-      w.gid_prefix = wire::be64::from(cfg_.subnet_prefix);
+      w.gid_prefix = wire::be64::from(cfg_.ports.subnet_prefix);
       w.master_sm_lid = wire::be16::from(cfg_.sm_lid);
       w.set_master_sm_sl(cfg_.sm_sl);
-      w.set_subnet_timeout(cfg_.subnet_timeout);
+      w.set_subnet_timeout(cfg_.ports.subnet_timeout);
       w.m_key = wire::be64::from(cfg_.m_key);
       w.m_key_lease_period = wire::be16::from(cfg_.m_key_lease_period);
       w.set_m_key_protect_bits(cfg_.m_key_protect_bits);

@@ -30,9 +30,7 @@ struct BringupConfig {
   std::uint8_t port_num = 1;  // local port SMPs leave from
   std::uint16_t sm_lid = 0;
   std::uint8_t sm_sl = 0;
-  std::uint64_t subnet_prefix = wire::kDefaultSubnetPrefix;  // PortInfo.GIDPrefix of every end port
-  std::uint8_t subnet_timeout = 18;   // 4.096 us * 2^18 ~ 1 s, OpenSM's default
-  PortSettings ports;
+  PortSettings ports;  // subnet prefix and timeout among them
   std::uint64_t m_key = 0;
   std::uint16_t m_key_lease_period = 0;
   std::uint8_t m_key_protect_bits = 0;

@@ -227,7 +227,7 @@ TEST_P(SaGidConformance, GidQueriesAsFromOpenSm) {
   ASSERT_TRUE(fabric.ok()) << fabric.error();
   MadengineRig me;
   node::NodeConfig cfg = MadengineRig::opensm_keyed();
-  cfg.sm.subnet_prefix = p.value;
+  cfg.sm.ports.subnet_prefix = p.value;
   ASSERT_TRUE(me.start_from_opensm_lids(fabric, "H1", osm.guid2lid, cfg)) << me.error;
 
   ibsim::conformance::Tally tally;

@@ -31,7 +31,7 @@ dpkg-deb -c "${debs[1]}" >"$work/lib.list"
 dpkg-deb -c "${debs[0]}" >"$work/daemon.list"
 grep -q "$so -> " "$work/lib.list" || fail "$libpkg lacks $so"
 grep -q "usr/bin/madengine$" "$work/daemon.list" || fail "madengine lacks the daemon"
-for f in usr/bin/madengine-ctl lib/systemd/system/madengine.service etc/madengine/madengine.toml etc/logrotate.d/madengine \
+for f in usr/bin/madengine-ctl usr/bin/madstorm usr/bin/madstorm-embedded lib/systemd/system/madengine.service etc/madengine/madengine.toml etc/logrotate.d/madengine \
   usr/share/man/man8/madengine.8.gz usr/share/man/man8/madengine-ctl.8.gz usr/share/man/man1/madstorm.1.gz; do
   grep -q " \./$f$" "$work/daemon.list" || grep -q " \./usr/$f$" "$work/daemon.list" || fail "madengine lacks $f"
 done

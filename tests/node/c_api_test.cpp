@@ -67,6 +67,12 @@ void on_sm_state(void* user, std::int32_t, std::int32_t to) {
 
 TEST(CApi, VersionAndErrors) {
   EXPECT_STREQ(me_version(), MADENGINE_TEST_PROJECT_VERSION);
+  // The macros say the same release, and their major is the SONAME this test loaded.
+  EXPECT_STREQ(ME_VERSION_STRING, MADENGINE_TEST_PROJECT_VERSION);
+  EXPECT_EQ(std::to_string(ME_VERSION_MAJOR) + "." + std::to_string(ME_VERSION_MINOR) + "." +
+                std::to_string(ME_VERSION_PATCH),
+            MADENGINE_TEST_PROJECT_VERSION);
+  EXPECT_EQ(ME_VERSION_MAJOR, MADENGINE_TEST_SOVERSION);
   EXPECT_STREQ(me_strerror(ME_ERR_NO_PATH), "no path");
   char err[256];
   EXPECT_EQ(me_node_create("[sm]\npriority = 99\n", err, sizeof err), nullptr);

@@ -28,7 +28,7 @@ TEST(Config, EmptyFileGivesDefaults) {
   EXPECT_EQ(c.engine.idle, "block");
   EXPECT_EQ(c.transport.kind, TransportKind::kUmad);
   EXPECT_EQ(c.sm.sm_key, 1u);
-  EXPECT_EQ(c.sm.subnet_prefix, 0xfe80000000000000u);
+  EXPECT_EQ(c.sm.ports.subnet_prefix, 0xfe80000000000000u);
   EXPECT_EQ(c.sm.routing, "minhop");
   EXPECT_NO_THROW(validate(c));
 }
@@ -96,9 +96,9 @@ TEST(Config, BadInputNamesTheLine) {
 }
 
 TEST(Config, SubnetPrefixInEitherForm) {
-  EXPECT_EQ(parse_config("[sm]\nsubnet_prefix = \"0xfe80000000000001\"\n", "a").sm.subnet_prefix, 0xfe80000000000001u);
-  EXPECT_EQ(parse_config("[sm]\nsubnet_prefix = \"fec0:0:0:1::/64\"\n", "a").sm.subnet_prefix, 0xfec0000000000001u);
-  EXPECT_EQ(parse_config("[sm]\nsubnet_prefix = \"fe80::\"\n", "a").sm.subnet_prefix, 0xfe80000000000000u);
+  EXPECT_EQ(parse_config("[sm]\nsubnet_prefix = \"0xfe80000000000001\"\n", "a").sm.ports.subnet_prefix, 0xfe80000000000001u);
+  EXPECT_EQ(parse_config("[sm]\nsubnet_prefix = \"fec0:0:0:1::/64\"\n", "a").sm.ports.subnet_prefix, 0xfec0000000000001u);
+  EXPECT_EQ(parse_config("[sm]\nsubnet_prefix = \"fe80::\"\n", "a").sm.ports.subnet_prefix, 0xfe80000000000000u);
   expect_error("[sm]\nsubnet_prefix = \"fe80::1\"\n", "bad.toml:2: sm.subnet_prefix");
   expect_error("[sm]\nsubnet_prefix = \"fe80::/48\"\n", "bad.toml:2: sm.subnet_prefix");
   expect_error("[sm]\nsubnet_prefix = \"0xfe8g\"\n", "bad.toml:2: sm.subnet_prefix");
@@ -240,9 +240,9 @@ TEST(Config, OpenSmOptionsFileConverted) {
   EXPECT_EQ(c.sm.m_key_lease_period, 60u);
   EXPECT_EQ(c.sm.m_key_protection_level, 2u);
   EXPECT_EQ(c.sm.sm_key, 7u);
-  EXPECT_EQ(c.sm.subnet_prefix, 0xfec0000000000000u);
+  EXPECT_EQ(c.sm.ports.subnet_prefix, 0xfec0000000000000u);
   EXPECT_EQ(c.sm.lmc, 2u);
-  EXPECT_EQ(c.sm.subnet_timeout, 17u);
+  EXPECT_EQ(c.sm.ports.subnet_timeout, 17u);
   EXPECT_EQ(c.sm.partition_config, partitions);
   EXPECT_EQ(c.sm.part_enforce, "off") << "no_partition_enforcement TRUE wins, as in OpenSM";
   EXPECT_TRUE(c.sm.allow_both_pkeys);
@@ -298,7 +298,7 @@ TEST(Config, OpenSmWrittenOptionsFileConverted) {
   EXPECT_EQ(c.sm.priority, 11u);
   EXPECT_EQ(c.sm.routing, "updn,minhop");
   EXPECT_EQ(c.sm.sweep_interval_ms, 30'000u);
-  EXPECT_EQ(c.sm.subnet_prefix, 0xfe80000000000000u);
+  EXPECT_EQ(c.sm.ports.subnet_prefix, 0xfe80000000000000u);
   EXPECT_EQ(c.sm.sm_key, 1u);
   EXPECT_EQ(c.sm.ha_poll_interval_ms, 10'000u);
   EXPECT_EQ(c.sm.ha_poll_retries, 4u);
@@ -388,7 +388,7 @@ TEST(Config, ShippedExampleEqualsTheDefaults) {
   EXPECT_EQ(file.transport.generate, defaults.transport.generate);
   EXPECT_EQ(file.sm.guid2lid, defaults.sm.guid2lid);
   EXPECT_EQ(file.sm.smps_in_flight_max, defaults.sm.smps_in_flight_max);
-  EXPECT_EQ(file.sm.subnet_timeout, defaults.sm.subnet_timeout);
+  EXPECT_EQ(file.sm.ports.subnet_timeout, defaults.sm.ports.subnet_timeout);
   EXPECT_EQ(file.sm.ha_poll_interval_ms, defaults.sm.ha_poll_interval_ms);
   EXPECT_EQ(file.sm.ha_poll_retries, defaults.sm.ha_poll_retries);
   EXPECT_EQ(file.sa.queue_depth, defaults.sa.queue_depth);

@@ -238,7 +238,7 @@ TEST_F(DaemonHa, StateFilesOfAnotherPortOrSubnetAreNotUsed) {
     spdlog::default_logger()->sinks().push_back(mine);
     NodeConfig cfg = cfg_;
     if (other_port) cfg.transport.sim_node = "host-1-0";
-    else cfg.sm.subnet_prefix = 0xfe80000000000001ull;
+    else cfg.sm.ports.subnet_prefix = 0xfe80000000000001ull;
     {
       InternalNode d(cfg);
       ASSERT_TRUE(d.wait_subnet_up(std::chrono::milliseconds(30'000)));

@@ -24,13 +24,12 @@
 #include "cli/command_line.hpp"
 #include "daemon_flags.hpp"
 #include "madengine/node/node.hpp"
+#include "node/control.hpp"
 #include "node/internal_node.hpp"
-#include "sa/server/sa_server.hpp"
 #include "service/admin.hpp"
 #include "service/metrics.hpp"
 #include "service/service_config.hpp"
 #include "service/supervisor.hpp"
-#include "sm/sm.hpp"
 
 using namespace madengine;
 
@@ -89,9 +88,9 @@ int next_signal(const sigset_t& set, std::chrono::milliseconds wait) {
   return sig > 0 ? sig : 0;
 }
 
-void log_status(node::InternalNode& d) {
-  const auto s = d.sm().status();
-  const auto sa = d.sa().counters().total();
+void log_status(const node::NodeControl& d) {
+  const node::SmStatus s = d.sm_status();
+  const node::SaRecordCounters sa = d.sa_counters().total();
   spdlog::info("status: {} epoch {} heavy sweeps {} light sweeps {} traps {} | SA received {} answered {} busy {} dropped {}",
                s.subnet_up ? "subnet up" : "subnet not up", s.epoch, s.heavy_sweeps, s.light_sweeps, s.traps,
                sa.received, sa.answered, sa.busy, sa.dropped);
@@ -148,12 +147,13 @@ int main(int argc, char** argv) {
     node::InternalOptions options;
     options.perfmgr = svc.perfmgr;
     node::InternalNode d(cfg, {}, options);
+    const node::NodeControl control(d);
     // The service's parts read the node; they go before it does.
-    service::MetricsRenderer renderer(d);
+    service::MetricsRenderer renderer(control);
     std::unique_ptr<service::MetricsServer> metrics;
     if (!svc.metrics_listen.empty())
       metrics = std::make_unique<service::MetricsServer>(svc.metrics_listen, [&renderer] { return renderer.render(); });
-    service::AdminCommands commands(d);
+    service::AdminCommands commands(control);
     std::unique_ptr<service::AdminServer> admin;
     try {
       if (!svc.admin_socket.empty()) admin = std::make_unique<service::AdminServer>(svc.admin_socket, commands);
@@ -164,7 +164,7 @@ int main(int argc, char** argv) {
       spdlog::warn("{}: no admin socket for this daemon (set admin.socket to give it one)", e.what());
     }
     d.start();
-    service::Supervisor supervisor(d);
+    service::Supervisor supervisor(control);
     auto last_status = std::chrono::steady_clock::now();
     bool was_up = false;
     for (;;) {
@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
       }
       supervisor.tick();
       if (sig == SIGHUP) reload(d, cl, cfg, svc);
-      const bool up = d.sm().status().subnet_up;
+      const bool up = control.sm_status().subnet_up;
       if (up && !was_up && cl.sim_wedge_core_ms != 0) {
         const auto ms = std::chrono::milliseconds(cl.sim_wedge_core_ms);
         spdlog::warn("test fault: the SM's core is wedged for {} ms", ms.count());
@@ -184,7 +184,7 @@ int main(int argc, char** argv) {
       if (up && !was_up && cl.exit_after_up) break;
       was_up = up;
       if (std::chrono::steady_clock::now() - last_status > std::chrono::seconds(30)) {
-        log_status(d);
+        log_status(control);
         last_status = std::chrono::steady_clock::now();
       }
     }
@@ -197,7 +197,7 @@ int main(int argc, char** argv) {
     const auto deadline = std::chrono::steady_clock::now() + kShutdownTimeout;
     arm_shutdown_watchdog(deadline);
     supervisor.stopping();
-    log_status(d);
+    log_status(control);
     d.write_journal_now();
     admin.reset();
     metrics.reset();

@@ -1,17 +1,19 @@
 // madstorm: floods an SA (madengine or OpenSM, on a fabric or ibsim through
 // umad, or through a verbs UD QP) with query storms and reports throughput,
-// latency percentiles, BUSY, timeouts and wrong answers; --embedded runs
-// madengine in process and checks every PathRecord against the fabric;
-// `madstorm merge` combines the results of several hosts. The storm itself
-// lives in lib/ (Storm), the options in lib/options.
+// latency percentiles, BUSY, timeouts and wrong answers; --embedded hands
+// the command line to madstorm-embedded (embedded.cpp); `madstorm merge`
+// combines the results of several hosts. The storm itself lives in lib/
+// (Storm), the options in lib/options.
 #include <poll.h>
 #include <unistd.h>
 
-#include <chrono>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -24,14 +26,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_line.hpp"
-#include "madengine/node/node.hpp"
-#include "node/internal_node.hpp"
-#include "service/metrics.hpp"
-#include "sa/server/sa_server.hpp"
-#include "sm/sm.hpp"
 #include "engine/umad/umad_transport.hpp"
-#include "lib/fabric_hosts.hpp"
-#include "lib/fabric_oracle.hpp"
+#include "lib/command.hpp"
 #include "lib/hosts.hpp"
 #include "lib/merge.hpp"
 #include "lib/options.hpp"
@@ -40,19 +36,13 @@
 #include "lib/storm.hpp"
 #include "lib/verbs_client.hpp"
 #include "lib/workload.hpp"
-#include "sim/fabric.hpp"
 
 namespace {
 
 using namespace madstorm;
 using madengine::Nanos;
 
-std::atomic<madstorm::Storm*> g_storm{nullptr};
-
-extern "C" void on_signal(int) {
-  // request_stop() only stores to an atomic: async-signal-safe.
-  if (auto* s = g_storm.load(std::memory_order_relaxed)) s->request_stop();
-}
+extern "C" void on_signal(int) { stop_running_storm(); }
 
 constexpr Nanos kSpinSleepNs = 20 * madengine::kNanosPerMicro;
 
@@ -95,34 +85,6 @@ std::string with_suffix(const std::string& path, const std::string& suffix) {
   return path.substr(0, dot) + suffix + path.substr(dot);
 }
 
-RunRequest base_request(const Options& o, const madengine::Transport& t, std::uint16_t sa_lid, const std::string& label) {
-  RunRequest req;
-  req.info.label = label;
-  req.info.transport = std::string(t.name());
-  req.info.storm = o.storm;
-  req.info.storm.sa.lid = sa_lid;
-  req.info.storm.sa.subnet_prefix = t.local_port().subnet_prefix;
-  req.info.workload = o.workload;
-  req.info.wall.shard_source = o.shard_source;
-  req.hosts_file = o.hosts_file;
-  req.save_hosts = o.save_hosts;
-  req.discover.method = o.discover == "table" ? DiscoverMethod::kTable
-                        : o.discover == "scan" ? DiscoverMethod::kScan
-                                               : DiscoverMethod::kAuto;
-  req.discover.mads_cut_short = o.mads_cut_short;
-  req.start_at_unix_ns = o.start_at_unix_ns;
-  req.progress = !o.no_progress && ::isatty(STDOUT_FILENO);
-  return req;
-}
-
-std::optional<RunOutput> run(const RunRequest& req, madengine::Transport& t, const madengine::Clock& clock,
-                             const std::function<void(Nanos)>& idle) {
-  std::string err;
-  auto out = run_storm(req, t, clock, idle, err, [](Storm* s) { g_storm.store(s, std::memory_order_relaxed); });
-  if (!out) fmt::print(stderr, "madstorm: {}\n", err);
-  return out;
-}
-
 // ibsim's umad2sim names its CA type "simulator" in the sysfs it fakes; it
 // hands every received MAD over cut to 224 bytes (its buffer holds the umad
 // header and 224 MAD bytes), so RMPP segments lose their last 32 bytes.
@@ -133,116 +95,6 @@ bool is_umad2sim(std::string_view ca_name) {
   const bool sim = std::string_view(ca.ca_type).starts_with("simulator");
   umad_release_ca(&ca);
   return sim;
-}
-
-void write_json(const std::string& path, const nlohmann::json& j) {
-  if (path.empty()) return;
-  std::ofstream f(path);
-  f << j.dump(2) << "\n";
-  if (!f) throw std::runtime_error("cannot write " + path);
-}
-
-// Exit status: 3 on wrong answers; with --strict, 4 on anything else not as
-// planned (each problem on stderr, one line each).
-int verdict(const Options& o, const std::vector<const RunOutput*>& runs, std::vector<std::string> problems) {
-  std::uint64_t errors = 0;
-  for (const RunOutput* r : runs) {
-    errors += r->result.counters.errors;
-    if (o.strict) {
-      auto p = strict_problems(r->result, r->planned);
-      problems.insert(problems.end(), p.begin(), p.end());
-    }
-  }
-  if (!o.strict) return errors != 0 ? 3 : 0;
-  if (problems.empty()) {
-    fmt::print(stdout, "madstorm: strict check passed: every planned query answered, every answer right\n");
-    return 0;
-  }
-  std::fflush(stdout);  // the summary first, then why it failed
-  for (const std::string& p : problems) fmt::print(stderr, "madstorm: FAILED: {}\n", p);
-  return errors != 0 ? 3 : 4;
-}
-
-// --embedded: madengine's daemon (SM + SA) on an in-process simulated fabric,
-// brought up, then stormed from every host port of the same fabric, with the
-// hosts taken from the fabric and every PathRecord checked against it.
-// Everything runs on this thread: the storm's idle time drives the daemon and
-// the fabric. Latency and rate are wall time, so they include the whole
-// in-process system's work (SA, SM, simulated forwarding, the oracle).
-int run_embedded(const Options& o) {
-  namespace md = madengine::node;
-  md::NodeConfig cfg;
-  cfg.transport.kind = md::TransportKind::kSim;
-  cfg.transport.generate = o.embedded;
-  cfg.engine.cores = o.embedded_cores;
-  cfg.engine.pin = false;
-  cfg.sm.guid2lid.clear();  // a demo fabric: nothing to keep across runs
-  cfg.sa.journal.clear();
-  if (o.embedded_sa_share != 0) cfg.sa.requester_share_max = o.embedded_sa_share;
-  cfg.log.level = "warn";
-  md::InternalNode d(cfg);
-  // The daemon's metrics endpoint, read by its own thread while the storm pumps the node.
-  madengine::service::MetricsRenderer renderer(d);
-  std::unique_ptr<madengine::service::MetricsServer> metrics;
-  if (!o.embedded_metrics.empty()) {
-    try {
-      metrics = std::make_unique<madengine::service::MetricsServer>(o.embedded_metrics, [&renderer] { return renderer.render(); });
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "madstorm: {}\n", e.what());
-      return 2;
-    }
-    fmt::print(stdout, "madengine (embedded) metrics: http://{}/metrics (port {})\n", o.embedded_metrics, metrics->port());
-    std::fflush(stdout);  // whoever scrapes learns the port now, not at exit
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  if (!d.wait_subnet_up(std::chrono::milliseconds(60'000))) {
-    fmt::print(stderr, "madstorm: the embedded madengine did not reach subnet up\n");
-    return 2;
-  }
-  const auto up = d.sm().status();
-  const double up_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  fmt::print(stdout,
-             "madengine (embedded, sim {}): subnet up in {:.2f} s wall: {} nodes ({} switches, {} CAs), {} links, "
-             "{} SMPs; routing {:.3f} s, path db {:.3f} s\n",
-             o.embedded, up_s, up.last_heavy.nodes, up.last_heavy.switches, up.last_heavy.cas, up.last_heavy.links,
-             up.last_heavy.smps, up.last_heavy.routing_s, up.last_heavy.path_db_s);
-  madengine::sim::Fabric& f = *d.fabric();
-  FabricHostsTransport t(f);
-  if (o.plant_fault != PlantedFault::kNone) t.plant(o.plant_fault, o.plant_nth);
-  if (!t.open(madengine::AgentSpec{.gsi_client = true})) {
-    fmt::print(stderr, "madstorm: cannot attach to the simulated fabric\n");
-    return 2;
-  }
-  for (int i = 0; i < 1000 && t.local_port().sm_lid == 0; ++i) {
-    d.pump();
-    t.poll_events();
-  }
-  const auto sa_lid = static_cast<std::uint16_t>(o.sa_lid != 0 ? o.sa_lid : t.local_port().sm_lid);
-  if (sa_lid == 0) {
-    fmt::print(stderr, "madstorm: the simulated port has no SM LID\n");
-    return 2;
-  }
-  FabricOracle oracle(f, FabricOracleConfig{.subnet_prefix = t.local_port().subnet_prefix});
-  RunRequest req = base_request(o, t, sa_lid, o.label.empty() ? "madengine (embedded)" : o.label);
-  req.hosts = t.hosts();  // from the fabric, not from the SA under test
-  req.oracle = o.no_oracle ? nullptr : &oracle;
-  req.plot_path = o.plot_path;
-  req.html_path = o.html_path;
-  madengine::SteadyClock clock;
-  auto idle = [&d](Nanos) { d.pump(); };
-  const auto a = run(req, t, clock, idle);
-  if (!a) return 2;
-  const auto sa = d.sa().counters().total();
-  fmt::print(stdout, "madengine SA counters: received {}  answered {}  BUSY {}  duplicates {}  dropped {}\n",
-             sa.received, sa.answered, sa.busy, sa.duplicates, sa.dropped);
-  std::vector<std::string> problems;
-  if (sa.dropped != 0) problems.push_back(fmt::format("the SA dropped {} admitted queries", sa.dropped));
-  if (o.plant_fault != PlantedFault::kNone)
-    fmt::print(stdout, "madstorm: planted {} wrong answer(s) ({}): the checks must count them\n", t.planted(),
-               to_string(o.plant_fault));
-  t.close();
-  write_json(o.json_path, a->json);
-  return verdict(o, {&*a}, problems);
 }
 
 // A storm through a port (umad or verbs), twice with --compare.
@@ -257,7 +109,7 @@ int run_port(Options& o, madengine::Transport& t, const madengine::Clock& clock,
   RunRequest req = base_request(o, t, sa_lid, o.label);
   req.plot_path = o.compare && !o.plot_path.empty() ? with_suffix(o.plot_path, "-a") : o.plot_path;
   req.html_path = o.compare && !o.html_path.empty() ? with_suffix(o.html_path, "-a") : o.html_path;
-  const auto a = run(req, t, clock, idle);
+  const auto a = run_reported(req, t, clock, idle);
   if (!a) return 2;
   if (!o.compare) {
     write_json(o.json_path, a->json);
@@ -283,12 +135,26 @@ int run_port(Options& o, madengine::Transport& t, const madengine::Clock& clock,
   req_b.start_at_unix_ns = 0;  // the common start was for the first storm
   req_b.plot_path = o.plot_path.empty() ? "" : with_suffix(o.plot_path, "-b");
   req_b.html_path = o.html_path.empty() ? "" : with_suffix(o.html_path, "-b");
-  const auto b = run(req_b, t, clock, idle);
+  const auto b = run_reported(req_b, t, clock, idle);
   if (!b) return 2;
   fmt::print(stdout, "side by side:\n");
   print_compare(stdout, a->json, b->json);
   write_json(o.json_path, nlohmann::json{{"schema", "madstorm-compare/2"}, {"a", a->json}, {"b", b->json}});
   return verdict(o, {&*a, &*b}, {});
+}
+
+// --embedded runs madengine in this process: madstorm-embedded, built and
+// installed beside madstorm, does that with the same command line, so the
+// load tool itself links no SM, SA, node or service. Returns only on failure.
+int exec_embedded(char** argv) {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::filesystem::path dir = ec ? std::filesystem::path(argv[0]).parent_path() : self.parent_path();
+  const std::string path = (dir / "madstorm-embedded").string();
+  std::fflush(stdout);
+  ::execv(path.c_str(), argv);
+  fmt::print(stderr, "madstorm: --embedded runs {}: {}\n", path, std::strerror(errno));
+  return 2;
 }
 
 struct MergeOptions {
@@ -355,11 +221,10 @@ int real_main(int argc, char** argv) {
     print_compare(stdout, a, b);
     return 0;
   }
+  if (!o.embedded.empty()) return exec_embedded(argv);
   finish_options(o, [](const char* name) -> const char* { return std::getenv(name); }, wall_now_ns());
   if (o.shard_source != "default" && o.shard_source != "--shard")
     fmt::print(stdout, "madstorm: shard {}/{} from {}\n", o.workload.shard_index, o.workload.shard_count, o.shard_source);
-
-  if (!o.embedded.empty()) return run_embedded(o);
 
   madengine::SteadyClock clock;
   if (o.transport_kind == TransportKind::kVerbs) {

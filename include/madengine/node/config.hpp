@@ -61,9 +61,6 @@ struct QosClassSection {
 struct SmSection {
   unsigned priority = 15;     // 0..15 (IBA SMInfo.Priority)
   std::uint64_t sm_key = 1;   // OpenSM's default
-  // PortInfo.GIDPrefix written to every end port; "fe80::/64" or
-  // "0xfe80000000000000" (OpenSM's subnet_prefix) in the file.
-  std::uint64_t subnet_prefix = 0xfe80000000000000ull;
   // Empty: LIDs are not kept. The daemon defaults it to
   // kStateDir/guid2lid with the umad transport (apply_state_defaults).
   std::string guid2lid;
@@ -77,7 +74,6 @@ struct SmSection {
   unsigned smps_per_node_max = 4;
   unsigned transaction_timeout_ms = 200;
   unsigned transaction_retries = 3;
-  unsigned subnet_timeout = 18;  // 4.096 us * 2^18 ~ 1 s (OpenSM's default)
   unsigned routing_threads = 0;  // 0 = engine cores
   // Standby: how often the master is polled and how many failed polls mean
   // it is gone (OpenSM's defaults: 10 s x 4; down to 100 ms x 3).

@@ -1,16 +1,23 @@
-// What bring-up writes into every port's PortInfo beside its LIDs: virtual
-// lanes, timeouts and the link's enabled widths and speeds, with OpenSM's
-// option names and defaults. One struct from the configuration file's [sm]
-// keys to the wire.
+// What bring-up writes into every port's PortInfo beside its LIDs: the
+// subnet prefix and timeout, virtual lanes, timeouts and the link's enabled
+// widths and speeds, with OpenSM's option names and defaults. One struct
+// from the configuration file's [sm] keys to the wire (NodeConfig, SmConfig
+// and BringupConfig carry it whole; each default is here once).
 #pragma once
 
 #include <cstdint>
 
+#include "madengine/wire/endian.hpp"
 #include "madengine/wire/smp/port_info.hpp"
 
 namespace madengine::sm {
 
 struct PortSettings {
+  // PortInfo.GIDPrefix of every end port ("fe80::/64" or "0xfe80000000000000",
+  // OpenSM's subnet_prefix, in the file): the SA's GIDs use it, and accept it
+  // and link-local fe80::/10.
+  std::uint64_t subnet_prefix = wire::kDefaultSubnetPrefix;
+  std::uint8_t subnet_timeout = wire::kDefaultSubnetTimeout;  // PortInfo.SubnetTimeOut, also PathRecord's packet life
   // OperationalVLs: the lesser of this code (OpenSM's max_op_vls; 4 = VL0-7,
   // what layered routing plans for) and both ends' VLCap.
   std::uint8_t max_op_vls = 4;

@@ -14,15 +14,12 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <future>
 #include <stdexcept>
 
 #include "madengine/wire/link_rate.hpp"
 #include "madengine_version.h"
-#include "sa/server/sa_server.hpp"
 #include "service/lft_dump.hpp"
 #include "service/port_states.hpp"
-#include "sm/sm.hpp"
 
 namespace madengine::service {
 
@@ -34,7 +31,7 @@ json error(const std::string& what) { return json{{"ok", false}, {"error", what}
 
 std::string hex_guid(std::uint64_t g) { return fmt::format("0x{:016x}", g); }
 
-json record_counters(const sa::SaRecordCounters& c) {
+json record_counters(const node::SaRecordCounters& c) {
   return json{{"received", c.received}, {"answered", c.answered}, {"busy", c.busy},
               {"dropped", c.dropped},   {"duplicates", c.duplicates}, {"ignored", c.ignored}};
 }
@@ -87,40 +84,21 @@ json AdminCommands::handle(const json& r) {
   }
 }
 
-json AdminCommands::on_sm_core(std::function<json()> fn) {
-  auto done = std::make_shared<std::promise<json>>();
-  std::future<json> answer = done->get_future();
-  const bool posted = node_.post(node_.sm_core(), [done, fn = std::move(fn)] {
-    try {
-      done->set_value(fn());
-    } catch (const std::exception& e) {
-      done->set_value(error(e.what()));
-    }
-  });
-  if (!posted) return error("the SM's core has too many commands waiting: try again");
-  if (answer.wait_for(std::chrono::milliseconds(kCommandTimeoutMs)) != std::future_status::ready)
-    return error(fmt::format("the SM's core did not run the command within {} ms", kCommandTimeoutMs));
-  return answer.get();
-}
-
 // {"cmd":"sweep"[,"kind":"heavy"|"light"|"on"|"off"]}: a sweep now, or
 // periodic sweeping turned on or off (OpenSM's console `sweep on|off`).
 json AdminCommands::sweep(const json& r) {
   const auto it = r.find("kind");
   const std::string kind = it == r.end() ? "heavy" : it->is_string() ? it->get<std::string>() : "";
-  sm::SubnetManager& sm = node_.sm();
   if (kind == "heavy") {
-    sm.request_heavy_sweep();
+    node_.request_heavy_sweep();
     return json{{"ok", true}, {"sweep", "heavy sweep requested"}};
   }
   if (kind == "light") {
-    if (sm.status().state != wire::SmState::kMaster) return error("this SM is not master: it does not sweep");
-    sm.request_light_sweep();
+    if (!node_.request_light_sweep()) return error("this SM is not master: it does not sweep");
     return json{{"ok", true}, {"sweep", "light sweep requested"}};
   }
   if (kind == "on" || kind == "off") {
-    const bool was = sm.periodic_sweeps();
-    sm.set_periodic_sweeps(kind == "on");
+    const bool was = node_.set_periodic_sweeps(kind == "on");
     spdlog::info("periodic sweeps {} (admin socket)", kind);
     return json{{"ok", true},
                 {"sweep", kind == "on" ? "periodic sweeps on" : "periodic sweeps off: traps and requested sweeps still sweep"},
@@ -131,15 +109,15 @@ json AdminCommands::sweep(const json& r) {
 }
 
 json AdminCommands::status() {
-  const sm::SmStatus s = node_.sm().status();
-  const auto snap = node_.store().current();
+  const node::SmStatus s = node_.sm_status();
+  const auto snap = node_.published();
   json ports = json::object();
   PortStates pc;
   if (snap) {
     pc = count_ports(*snap);
     for (std::size_t i = 1; i < pc.by_state.size(); ++i) ports[kPortStateNames[i]] = pc.by_state[i];
   }
-  const sa::SaRecordCounters sa = node_.sa().counters().total();
+  const node::SaRecordCounters sa = node_.sa_counters().total();
   const auto up_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   return json{{"ok", true},
               {"state", wire::to_string(s.state)},
@@ -148,9 +126,9 @@ json AdminCommands::status() {
               {"sm_lid", s.sm_lid},
               {"priority", s.priority},
               // Set when the node opened its port, before the SM's task started.
-              {"sm_guid", hex_guid(node_.sm().identity().guid)},
+              {"sm_guid", hex_guid(node_.sm_guid())},
               {"routing_engine", s.last_heavy.routing_engine},
-              {"periodic_sweeps", node_.sm().periodic_sweeps()},
+              {"periodic_sweeps", node_.periodic_sweeps()},
               {"version", MADENGINE_VERSION_STRING},
               {"polled_guid", s.polled_guid != 0 ? hex_guid(s.polled_guid) : ""},
               {"heavy_sweeps", s.heavy_sweeps},
@@ -170,22 +148,20 @@ json AdminCommands::status() {
 }
 
 json AdminCommands::sms() {
-  sm::SubnetManager& sm = node_.sm();
-  return on_sm_core([&sm] {
-    json list = json::array();
-    const sm::SmStatus s = sm.status();
-    const sm::ha::SmIdentity& self = sm.identity();
-    list.push_back(json{{"guid", hex_guid(self.guid)}, {"lid", s.port_lid},  {"priority", self.priority},
-                        {"state", wire::to_string(s.state)}, {"self", true}});
-    for (const sm::ha::FoundSm& p : sm.peers())
-      list.push_back(json{{"guid", hex_guid(p.sm.guid)}, {"lid", p.at.lid}, {"priority", p.sm.priority},
-                          {"state", wire::to_string(p.sm.state)}, {"self", false}, {"sm_key_ok", p.sm.key_ok}});
-    return json{{"ok", true}, {"sms", list}};
-  });
+  const auto r = node_.sms(std::chrono::milliseconds(kCommandTimeoutMs));
+  if (!r.ok()) return error(r.error);
+  json list = json::array();
+  for (const node::SmSeen& m : r.value) {
+    json e{{"guid", hex_guid(m.guid)}, {"lid", m.lid}, {"priority", m.priority}, {"state", wire::to_string(m.state)},
+           {"self", m.self}};
+    if (!m.self) e["sm_key_ok"] = m.key_ok;
+    list.push_back(std::move(e));
+  }
+  return json{{"ok", true}, {"sms", list}};
 }
 
 json AdminCommands::lfts() {
-  const auto snap = node_.store().current();
+  const auto snap = node_.published();
   if (!snap) return error("no epoch published yet (the subnet is not up)");
   return json{{"ok", true}, {"epoch", snap->epoch}, {"lfts", dump_lfts(*snap, node_.node_names())}};
 }
@@ -195,7 +171,7 @@ json AdminCommands::paths(const json& r) {
   if (!int_arg(r, "lid", 1, fabric::kLidUnicastMax, dlid)) return error("paths needs \"lid\": a unicast LID 1..0xbfff");
   const bool one = r.contains("from");
   if (one && !int_arg(r, "from", 1, fabric::kLidUnicastMax, from)) return error("\"from\" must be a unicast LID 1..0xbfff");
-  const auto snap = node_.store().current();
+  const auto snap = node_.published();
   if (!snap) return error("no epoch published yet (the subnet is not up)");
   if (snap->end_port_by_lid(static_cast<std::uint16_t>(dlid)) == nullptr)
     return error(fmt::format("LID {} is not assigned in epoch {}", dlid, snap->epoch));
@@ -244,11 +220,11 @@ json AdminCommands::paths(const json& r) {
 }
 
 json AdminCommands::counters() {
-  const sa::SaCounters c = node_.sa().counters();
+  const node::SaCounters c = node_.sa_counters();
   json by = json::array();
   for (std::size_t k = 0; k < sa::kSaRecordKinds; ++k)
     for (std::size_t m = 0; m < sa::kSaMethodKinds; ++m) {
-      const sa::SaRecordCounters& r = c.by_kind_method[k][m];
+      const node::SaRecordCounters& r = c.by_kind_method[k][m];
       if (r.received == 0) continue;
       json e = record_counters(r);
       e["record"] = sa::to_string(static_cast<sa::SaRecordKind>(k));
@@ -269,50 +245,15 @@ json AdminCommands::counters() {
 json AdminCommands::priority(const json& r) {
   std::int64_t p = 0;
   if (!int_arg(r, "value", 0, wire::kSmPriorityMax, p)) return error("priority needs \"value\": 0..15");
-  sm::SubnetManager& sm = node_.sm();
-  return on_sm_core([&sm, p] {
-    const unsigned before = sm.priority();
-    sm.set_priority(static_cast<std::uint8_t>(p));
-    return json{{"ok", true}, {"priority", p}, {"was", before}};
-  });
+  const auto set = node_.set_priority(static_cast<std::uint8_t>(p), std::chrono::milliseconds(kCommandTimeoutMs));
+  if (!set.ok()) return error(set.error);
+  return json{{"ok", true}, {"priority", p}, {"was", set.value.was}};
 }
 
 json AdminCommands::handover() {
-  sm::SubnetManager& sm = node_.sm();
-  return on_sm_core([&sm] {
-    if (sm.status().state != wire::SmState::kMaster) return error("this SM is not master: nothing to hand over");
-    // The best standby by rank (priority, then the lower GUID: IBA 14.4.1.1).
-    // The states are as our last heavy sweep read them: an SM it found
-    // DISCOVERING has usually stood by since; one that shows STANDBY wins.
-    const sm::ha::FoundSm* best = nullptr;
-    const auto better = [](const sm::ha::FoundSm& p, const sm::ha::FoundSm& q) {
-      const bool ps = p.sm.state == wire::SmState::kStandby, qs = q.sm.state == wire::SmState::kStandby;
-      if (ps != qs) return ps;
-      return wire::sm_outranks(p.sm.priority, p.sm.guid, q.sm.priority, q.sm.guid);
-    };
-    for (const sm::ha::FoundSm& p : sm.peers()) {
-      const bool waiting = p.sm.state == wire::SmState::kStandby || p.sm.state == wire::SmState::kDiscovering;
-      if (!waiting || !p.sm.key_ok) continue;
-      if (best == nullptr || better(p, *best)) best = &p;
-    }
-    if (best == nullptr) return error("no standby SM with our SM_Key was found by the last sweep");
-    // Mastership follows rank, so it is handed on by taking a priority the
-    // standby outranks: then our next sweep sends it HANDOVER and it stays
-    // master (a rank we kept would take the subnet back).
-    const sm::ha::SmIdentity& self = sm.identity();
-    unsigned to = best->sm.priority;
-    if (!wire::sm_outranks(best->sm.priority, best->sm.guid, static_cast<std::uint8_t>(to), self.guid)) {
-      if (to == 0)
-        return error(fmt::format("standby {} has priority 0 and a higher GUID than ours: it can outrank no priority of "
-                                 "ours; raise its priority instead",
-                                 hex_guid(best->sm.guid)));
-      --to;
-    }
-    const unsigned before = self.priority;
-    sm.set_priority(static_cast<std::uint8_t>(to));
-    sm.request_heavy_sweep();
-    return json{{"ok", true}, {"handover_to", hex_guid(best->sm.guid)}, {"priority", to}, {"was", before}};
-  });
+  const auto r = node_.handover(std::chrono::milliseconds(kCommandTimeoutMs));
+  if (!r.ok()) return error(r.error);
+  return json{{"ok", true}, {"handover_to", hex_guid(r.value.to_guid)}, {"priority", r.value.priority}, {"was", r.value.was}};
 }
 
 json AdminCommands::loglevel(const json& r) {

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "node/internal_node.hpp"
+#include "node/control.hpp"
 
 namespace madengine::service {
 
@@ -25,7 +25,7 @@ inline constexpr std::uint32_t kClientIdleMs = 10'000;     // a connection that 
 // The commands, independent of the socket (tests call it directly).
 class AdminCommands {
  public:
-  explicit AdminCommands(node::InternalNode& node) : node_(node), started_(std::chrono::steady_clock::now()) {}
+  explicit AdminCommands(node::NodeControl node) : node_(node), started_(std::chrono::steady_clock::now()) {}
   // One request line -> one reply object (never throws).
   nlohmann::json handle_line(const std::string& line);
   nlohmann::json handle(const nlohmann::json& request);
@@ -47,10 +47,7 @@ class AdminCommands {
   nlohmann::json querylid(const nlohmann::json& request);
   nlohmann::json switchbalance(const nlohmann::json& request);
   nlohmann::json lidbalance(const nlohmann::json& request);
-  // Runs fn on the SM's core and returns what it returned, or an error reply.
-  nlohmann::json on_sm_core(std::function<nlohmann::json()> fn);
-
-  node::InternalNode& node_;
+  node::NodeControl node_;
   std::chrono::steady_clock::time_point started_;
 };
 

@@ -35,7 +35,7 @@ void for_each_ca_lid(const fabric::Fabric& f, Fn&& fn) {
 
 }  // namespace
 
-json switch_balance(const sa::Snapshot& snap, const LftPortFn& lft, const perfmgr::NodeNameMap& names, bool verbose,
+json switch_balance(const node::Publication& snap, const LftPortFn& lft, const perfmgr::NodeNameMap& names, bool verbose,
                     std::uint64_t guid) {
   const fabric::Fabric& f = snap.fabric;
   json out = json::array();
@@ -65,7 +65,7 @@ json switch_balance(const sa::Snapshot& snap, const LftPortFn& lft, const perfmg
   return out;
 }
 
-json lid_balance(const sa::Snapshot& snap, const LftPortFn& lft, const perfmgr::NodeNameMap& names, std::uint64_t guid) {
+json lid_balance(const node::Publication& snap, const LftPortFn& lft, const perfmgr::NodeNameMap& names, std::uint64_t guid) {
   const fabric::Fabric& f = snap.fabric;
   json out = json::array();
   // By end node: its LIDs, so an LMC range's spread is judged as a whole.

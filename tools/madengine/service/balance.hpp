@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "perfmgr/node_name_map.hpp"
-#include "sa/snapshot.hpp"
+#include "node/publication.hpp"
 
 namespace madengine::service {
 
@@ -20,9 +20,9 @@ namespace madengine::service {
 using LftPortFn = std::function<std::uint8_t(fabric::NodeId node, std::uint16_t lid)>;
 
 // guid 0: every switch. verbose: balanced switches too.
-nlohmann::json switch_balance(const sa::Snapshot& snap, const LftPortFn& lft, const perfmgr::NodeNameMap& names,
+nlohmann::json switch_balance(const node::Publication& snap, const LftPortFn& lft, const perfmgr::NodeNameMap& names,
                               bool verbose, std::uint64_t guid);
-nlohmann::json lid_balance(const sa::Snapshot& snap, const LftPortFn& lft, const perfmgr::NodeNameMap& names,
+nlohmann::json lid_balance(const node::Publication& snap, const LftPortFn& lft, const perfmgr::NodeNameMap& names,
                            std::uint64_t guid);
 
 }  // namespace madengine::service

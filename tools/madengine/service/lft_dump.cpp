@@ -22,7 +22,7 @@ const char* node_type_name(fabric::NodeKind k) noexcept {
 
 }  // namespace
 
-std::string dump_lfts(const sa::Snapshot& snap, const perfmgr::NodeNameMap& names) {
+std::string dump_lfts(const node::Publication& snap, const perfmgr::NodeNameMap& names) {
   const fabric::Fabric& f = snap.fabric;
   std::vector<const fabric::Lft*> lfts;
   for (const fabric::Lft& l : snap.lfts)

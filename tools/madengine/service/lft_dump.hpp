@@ -9,11 +9,11 @@
 #include <string>
 
 #include "perfmgr/node_name_map.hpp"
-#include "sa/snapshot.hpp"
+#include "node/publication.hpp"
 
 namespace madengine::service {
 
 // Nodes are named through `names` (OpenSM's dump does the same with its node name map).
-std::string dump_lfts(const sa::Snapshot& snap, const perfmgr::NodeNameMap& names = {});
+std::string dump_lfts(const node::Publication& snap, const perfmgr::NodeNameMap& names = {});
 
 }  // namespace madengine::service

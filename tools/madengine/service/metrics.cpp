@@ -13,18 +13,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <future>
 #include <string_view>
 #include <vector>
 #include <stdexcept>
 
-#include "engine/engine.hpp"
 #include "madengine_version.h"
-#include "sa/server/sa_server.hpp"
 #include "service/port_states.hpp"
 #include "service/service_config.hpp"
 #include "perfmgr/perf_manager.hpp"
-#include "sm/sm.hpp"
 
 namespace madengine::service {
 
@@ -79,7 +75,7 @@ bool always_exported(sa::SaRecordKind k, sa::SaMethodKind m) noexcept {
   }
 }
 
-void sa_metrics(Out& o, const sa::SaCounters& c) {
+void sa_metrics(Out& o, const node::SaCounters& c) {
   struct Field {
     const char* name;
     const char* help;
@@ -130,7 +126,7 @@ void sa_metrics(Out& o, const sa::SaCounters& c) {
   o.one("sa_leases_expired_total", "counter", "ServiceRecords whose lease ran out", c.lease_expired);
 }
 
-void sm_metrics(Out& o, const sm::SmStatus& s) {
+void sm_metrics(Out& o, const node::SmStatus& s) {
   o.family("sm_sweeps_total", "counter", "SM sweeps, by kind");
   o.sample("sm_sweeps_total", s.heavy_sweeps, "kind=\"heavy\"");
   o.sample("sm_sweeps_total", s.light_sweeps, "kind=\"light\"");
@@ -144,7 +140,7 @@ void sm_metrics(Out& o, const sm::SmStatus& s) {
   o.one("sm_traps_total", "counter", "traps received by the SM", s.traps);
   o.one("subnet_up", "gauge", "1 once the first sweep as master brought the subnet up", s.subnet_up ? 1 : 0);
   o.one("epoch", "gauge", "the SA's current epoch (one per routing publication)", s.epoch);
-  const sm::SweepStats& h = s.last_heavy;
+  const node::SweepStats& h = s.last_heavy;
   o.one("sm_last_heavy_sweep_seconds", "gauge", "wall time of the last heavy sweep", h.total_s);
   o.one("sm_discovery_seconds", "gauge", "discovery time of the last heavy sweep", h.discovery_s);
   o.one("sm_routing_seconds", "gauge", "routing time of the last heavy sweep", h.routing_s);
@@ -288,22 +284,15 @@ std::string MetricsRenderer::render() {
   // The SM's SMP and replica counters are the SM core's to read: it copies
   // them into its status; a scrape waits a moment for that, then reports
   // what the status holds.
-  auto copied = std::make_shared<std::promise<void>>();
-  std::future<void> done = copied->get_future();
-  sm::SubnetManager& sm = node_.sm();
-  if (node_.post(node_.sm_core(), [&sm, copied] {
-        sm.refresh_status();
-        copied->set_value();
-      }))
-    done.wait_for(std::chrono::milliseconds(kRefreshWaitMs));
+  node_.refresh_sm_status(std::chrono::milliseconds(kRefreshWaitMs));
   Out o;
   o.family("build_info", "gauge", "the running madengine's version (always 1)");
   o.sample("build_info", 1, fmt::format("version=\"{}\"", MADENGINE_VERSION_STRING));
-  sa_metrics(o, node_.sa().counters());
-  const sm::SmStatus s = node_.sm().status();
-  sm_metrics(o, s);
+  const node::CountersSnapshot c = node_.counters();
+  sa_metrics(o, c.sa);
+  sm_metrics(o, c.sm);
   // Ports by state, from the current epoch (counted again only when it changes).
-  const auto snap = node_.store().current();
+  const auto snap = node_.published();
   const std::uint64_t epoch = snap ? snap->epoch : 0;
   if (epoch != ports_epoch_) {
     ports_by_state_ = snap ? count_ports(*snap).by_state : decltype(ports_by_state_){};
@@ -312,11 +301,10 @@ std::string MetricsRenderer::render() {
   o.family("ports", "gauge", "physical ports of the current epoch, by PortState");
   for (std::size_t i = 1; i < ports_by_state_.size(); ++i)
     o.sample("ports", ports_by_state_[i], fmt::format("state=\"{}\"", kPortStateNames[i]));
-  const node::JournalCounters j = node_.journal_counters();
-  o.one("journal_writes_total", "counter", "SA state journal writes", j.written);
-  o.one("journal_write_failures_total", "counter", "SA state journal writes that failed", j.failed);
-  o.one("events_dropped_total", "counter", "node events the event queue had no room for", node_.status().events_dropped);
-  engine_metrics(o, node_.engine().stats());
+  o.one("journal_writes_total", "counter", "SA state journal writes", c.journal.written);
+  o.one("journal_write_failures_total", "counter", "SA state journal writes that failed", c.journal.failed);
+  o.one("events_dropped_total", "counter", "node events the event queue had no room for", c.node.events_dropped);
+  engine_metrics(o, c.engine);
   if (const perfmgr::PerfManager* pm = node_.perfmgr(); pm != nullptr) perf_metrics(o, *pm, node_.node_names());
   return o.take();
 }

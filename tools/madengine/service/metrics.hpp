@@ -14,7 +14,7 @@
 #include <mutex>
 #include <string>
 
-#include "node/internal_node.hpp"
+#include "node/control.hpp"
 
 struct MHD_Daemon;
 
@@ -25,12 +25,12 @@ inline constexpr std::uint32_t kRefreshWaitMs = 200;
 
 class MetricsRenderer {
  public:
-  explicit MetricsRenderer(node::InternalNode& node) : node_(node) {}
+  explicit MetricsRenderer(node::NodeControl node) : node_(node) {}
   // Any thread; one scrape at a time (the port counts are cached per epoch).
   std::string render();
 
  private:
-  node::InternalNode& node_;
+  node::NodeControl node_;
   std::mutex mu_;
   std::uint64_t ports_epoch_ = ~std::uint64_t{0};
   std::array<std::uint64_t, 5> ports_by_state_{};  // PortState 0..4 (NoChange, Down, Init, Armed, Active)

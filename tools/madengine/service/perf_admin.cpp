@@ -66,7 +66,7 @@ bool guid_arg(const json& r, std::uint64_t& out, std::string& why) {
 }
 
 // The epoch's own LFTs by switch (what the dump and the SA read).
-LftPortFn lfts_of(const sa::Snapshot& s) {
+LftPortFn lfts_of(const node::Publication& s) {
   auto by_node = std::make_shared<std::vector<const fabric::Lft*>>(s.fabric.nodes.size(), nullptr);
   for (const fabric::Lft& l : s.lfts)
     if (l.node < by_node->size()) (*by_node)[l.node] = &l;
@@ -79,7 +79,7 @@ LftPortFn lfts_of(const sa::Snapshot& s) {
 }  // namespace
 
 json AdminCommands::portstatus() {
-  const auto snap = node_.store().current();
+  const auto snap = node_.published();
   if (!snap) return error("no epoch published yet (the subnet is not up)");
   const fabric::Fabric& f = snap->fabric;
   const perfmgr::NodeNameMap& names = node_.node_names();
@@ -139,7 +139,7 @@ json AdminCommands::querylid(const json& r) {
   if (it == r.end() || !it->is_number_integer() || it->get<std::int64_t>() < 1 || it->get<std::int64_t>() > fabric::kLidUnicastMax)
     return error("querylid needs \"lid\": a unicast LID 1..0xbfff");
   const auto lid = static_cast<std::uint16_t>(it->get<std::int64_t>());
-  const auto snap = node_.store().current();
+  const auto snap = node_.published();
   if (!snap) return error("no epoch published yet (the subnet is not up)");
   const fabric::EndPort* e = snap->end_port_by_lid(lid);
   if (e == nullptr) return error(fmt::format("LID {} is not assigned in epoch {}", lid, snap->epoch));
@@ -181,7 +181,7 @@ json AdminCommands::switchbalance(const json& r) {
   std::string why;
   if (!guid_arg(r, guid, why)) return error(why);
   const bool verbose = r.value("verbose", false);
-  const auto snap = node_.store().current();
+  const auto snap = node_.published();
   if (!snap) return error("no epoch published yet (the subnet is not up)");
   const LftPortFn lft = lfts_of(*snap);
   return json{{"ok", true}, {"epoch", snap->epoch}, {"switches", switch_balance(*snap, lft, node_.node_names(), verbose, guid)}};
@@ -191,7 +191,7 @@ json AdminCommands::lidbalance(const json& r) {
   std::uint64_t guid = 0;
   std::string why;
   if (!guid_arg(r, guid, why)) return error(why);
-  const auto snap = node_.store().current();
+  const auto snap = node_.published();
   if (!snap) return error("no epoch published yet (the subnet is not up)");
   const LftPortFn lft = lfts_of(*snap);
   return json{{"ok", true}, {"epoch", snap->epoch}, {"findings", lid_balance(*snap, lft, node_.node_names(), guid)}};

@@ -5,7 +5,7 @@
 #include <array>
 #include <cstdint>
 
-#include "sa/snapshot.hpp"
+#include "node/publication.hpp"
 
 namespace madengine::service {
 
@@ -18,7 +18,7 @@ struct PortStates {
 // Lower-case names of PortState 1..4 ("down", "init", "armed", "active"); [0] "unknown".
 inline constexpr const char* kPortStateNames[] = {"unknown", "down", "init", "armed", "active"};
 
-inline PortStates count_ports(const sa::Snapshot& snap) noexcept {
+inline PortStates count_ports(const node::Publication& snap) noexcept {
   PortStates c;
   for (const fabric::Node& n : snap.fabric.nodes) {
     ++c.nodes;

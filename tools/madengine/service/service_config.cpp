@@ -8,6 +8,7 @@
 #include <toml++/toml.h>
 
 #include "madengine/node/config.hpp"
+#include "node/toml_section.hpp"
 
 namespace madengine::service {
 
@@ -35,32 +36,6 @@ bool parse_listen(const std::string& text, std::string& host, unsigned& port, st
   return true;
 }
 
-namespace {
-
-[[noreturn]] void fail(const std::string& name, const toml::node& n, const std::string& what) {
-  throw node::ConfigError(fmt::format("{}:{}: {}", name, n.source().begin.line, what));
-}
-
-std::string string_key(const std::string& name, const toml::table& t, const char* section, const char* key,
-                       const std::string& fallback) {
-  const toml::node* n = t.get(key);
-  if (n == nullptr) return fallback;
-  const auto v = n->value<std::string>();
-  if (!v) fail(name, *n, fmt::format("{}.{} must be a string", section, key));
-  return *v;
-}
-
-void only_keys(const std::string& name, const toml::table& t, const char* section,
-               std::initializer_list<const char*> keys) {
-  for (auto&& [k, v] : t) {
-    bool known = false;
-    for (const char* key : keys) known |= k.str() == key;
-    if (!known) fail(name, v, fmt::format("unknown key {}.{}", section, k.str()));
-  }
-}
-
-}  // namespace
-
 ServiceConfig parse_service_config(const std::string& text, const std::string& name) {
   toml::table root;
   try {
@@ -69,21 +44,26 @@ ServiceConfig parse_service_config(const std::string& text, const std::string& n
     throw node::ConfigError(fmt::format("{}:{}: {}", name, e.source().begin.line, e.description()));
   }
   ServiceConfig c;
+  // The node's reader (node/toml_section.hpp): unknown keys first, then each key's type.
   if (const toml::node* n = root.get("metrics")) {
     const toml::table* t = n->as_table();
-    if (t == nullptr) fail(name, *n, "[metrics] must be a table");
-    only_keys(name, *t, "metrics", {"listen"});
-    c.metrics_listen = string_key(name, *t, "metrics", "listen", c.metrics_listen);
+    if (t == nullptr) node::toml_fail(name, *n, "[metrics] must be a table");
+    node::TomlSection s(name, *t, "metrics.");
+    s.known("listen");
+    s.reject_unknown();
+    s.get("listen", c.metrics_listen);
     std::string host, error;
     unsigned port = 0;
     if (!c.metrics_listen.empty() && !parse_listen(c.metrics_listen, host, port, error))
-      fail(name, *t->get("listen"), fmt::format("metrics.listen = \"{}\": {}", c.metrics_listen, error));
+      node::toml_fail(name, *t->get("listen"), fmt::format("metrics.listen = \"{}\": {}", c.metrics_listen, error));
   }
   if (const toml::node* n = root.get("admin")) {
     const toml::table* t = n->as_table();
-    if (t == nullptr) fail(name, *n, "[admin] must be a table");
-    only_keys(name, *t, "admin", {"socket"});
-    c.admin_socket = string_key(name, *t, "admin", "socket", c.admin_socket);
+    if (t == nullptr) node::toml_fail(name, *n, "[admin] must be a table");
+    node::TomlSection s(name, *t, "admin.");
+    s.known("socket");
+    s.reject_unknown();
+    s.get("socket", c.admin_socket);
     c.admin_socket_given = t->contains("socket");
   }
   return c;

@@ -13,7 +13,6 @@
 #include <cstdlib>
 
 #include "service/port_states.hpp"
-#include "sm/sm.hpp"
 
 namespace madengine::service {
 
@@ -60,8 +59,8 @@ void apply_daemon_log(const node::LogSection& log) {
   }
 }
 
-Supervisor::Supervisor(node::InternalNode& node)
-    : node_(node), beats_seen_(std::make_shared<std::vector<std::uint64_t>>(node.engine().cores(), 0)) {
+Supervisor::Supervisor(node::NodeControl node)
+    : node_(node), beats_seen_(std::make_shared<std::vector<std::uint64_t>>(node.cores(), 0)) {
   std::uint64_t usec = 0;
   if (sd_watchdog_enabled(0, &usec) > 0) watchdog_usec_ = usec;
 }
@@ -69,9 +68,9 @@ Supervisor::Supervisor(node::InternalNode& node)
 Supervisor::~Supervisor() = default;
 
 std::string Supervisor::status_line() const {
-  const sm::SmStatus s = node_.sm().status();
+  const node::SmStatus s = node_.sm_status();
   PortStates pc;
-  if (const auto snap = node_.store().current()) pc = count_ports(*snap);
+  if (const auto snap = node_.published()) pc = count_ports(*snap);
   const std::uint64_t active = pc.by_state[static_cast<std::size_t>(wire::PortState::kActive)], ports = pc.linked;
   return fmt::format("{}{}, epoch {}, {} of {} linked ports active, {} heavy / {} light sweeps", wire::to_string(s.state),
                      s.subnet_up ? " (subnet up)" : "", s.epoch, active, ports, s.heavy_sweeps, s.light_sweeps);
@@ -93,10 +92,10 @@ void Supervisor::check() {
   // Alive: every core ran the beat posted a check ago, and the SM's task
   // loop turned since (or is inside a heavy sweep shorter than kSweepStallMaxMs).
   bool alive = beat_ > 0;
-  for (std::uint16_t c = 0; c < node_.engine().cores(); ++c)
+  for (std::uint16_t c = 0; c < node_.cores(); ++c)
     alive = alive && beat_ref(*beats_seen_, c).load(std::memory_order_relaxed) >= beat_;
-  const std::uint64_t turns = node_.sm().loop_turns();
-  const Nanos sweep_ns = node_.sm().sweep_started_ns();
+  const std::uint64_t turns = node_.sm_loop_turns();
+  const Nanos sweep_ns = node_.sweep_started_ns();
   const auto now = std::chrono::steady_clock::now();
   if (sweep_ns != sweep_seen_ns_) {
     sweep_seen_ns_ = sweep_ns;
@@ -109,15 +108,14 @@ void Supervisor::check() {
   healthy_ = alive;
 
   ++beat_;
-  for (std::uint16_t c = 0; c < node_.engine().cores(); ++c) {
+  for (std::uint16_t c = 0; c < node_.cores(); ++c) {
     auto seen = beats_seen_;
     const std::uint64_t b = beat_;
     node_.post(c, [seen, c, b] { beat_ref(*seen, c).store(b, std::memory_order_relaxed); });
   }
-  sm::SubnetManager& sm = node_.sm();
-  node_.post(node_.sm_core(), [&sm] { sm.refresh_status(); });
+  node_.refresh_sm_status(std::chrono::milliseconds(0));  // read at the next check
 
-  const sm::SmStatus s = sm.status();
+  const node::SmStatus s = node_.sm_status();
   std::string msg;
   if (!ready_sent_ && (s.subnet_up || s.state == wire::SmState::kStandby)) {
     ready_sent_ = true;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "madengine/node/config.hpp"
-#include "node/internal_node.hpp"
+#include "node/control.hpp"
 
 namespace madengine::service {
 
@@ -23,7 +23,7 @@ inline constexpr std::uint32_t kSweepStallMaxMs = 600'000;
 
 class Supervisor {
  public:
-  explicit Supervisor(node::InternalNode& node);
+  explicit Supervisor(node::NodeControl node);
   ~Supervisor();
   // Call often (the daemon's loop: every 50 ms). Does at most one check per
   // second: beats posted to every core, the SM's status refreshed, READY,
@@ -39,7 +39,7 @@ class Supervisor {
  private:
   void check();
 
-  node::InternalNode& node_;
+  node::NodeControl node_;
   std::uint64_t watchdog_usec_ = 0;  // 0: no watchdog asked for
   std::chrono::steady_clock::time_point next_check_{}, next_watchdog_{};
   // One beat per core per check; a core is alive when it ran the previous one.

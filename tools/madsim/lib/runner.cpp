@@ -12,9 +12,9 @@
 #include <fstream>
 #include <numeric>
 
-#include "engine/engine.hpp"
 #include "lib/policy.hpp"
 #include "lib/world.hpp"
+#include "node/control.hpp"
 #include "sim/faults/schedule.hpp"
 
 namespace madsim {
@@ -22,7 +22,8 @@ namespace madsim {
 namespace sim = madengine::sim;
 namespace wire = madengine::wire;
 using madengine::kNanosPerMilli;
-using madengine::sm::SmPhase;
+using madengine::node::NodeControl;
+using madengine::node::SmPhase;
 
 std::string replay_command(const Scenario& s) {
   return fmt::format("madsim --seed {} --size {}", s.seed, to_string(s.size));
@@ -361,7 +362,7 @@ bool World::published_by_master(const std::vector<std::uint32_t>& comp, std::uin
   if (fabric_.port_state(p) != wire::PortState::kActive) return false;
   for (const Slot& slot : sms_) {
     if (!alive(slot) || slot.state != wire::SmState::kMaster || comp[slot.node] != comp[node]) continue;
-    const auto snap = slot.n->store().current();
+    const auto snap = NodeControl(*slot.n).published();
     if (snap != nullptr && snap->by_port_guid.contains(fabric_.port_guid(p))) return true;
   }
   return false;
@@ -376,7 +377,7 @@ void World::sample() {
     ++sms[comp[slot.node]];
     if (slot.state != wire::SmState::kMaster) continue;
     ++masters[comp[slot.node]];
-    bringing_up = bringing_up || !slot.n->sm().status().subnet_up;
+    bringing_up = bringing_up || !NodeControl(*slot.n).sm_status().subnet_up;
   }
   // Nor can clients whose master is still bringing the subnet up (a
   // restarted SM whose Sets ports refuse until their M_Key leases end).
@@ -411,7 +412,7 @@ std::size_t World::step() {
   std::size_t work = 0;
   for (Slot& slot : sms_)
     if (slot.n) {
-      work += slot.n->engine().poll_all_once();
+      work += NodeControl(*slot.n).poll_cores_once();
       slot.n->dispatch_events();
     }
   for (Slot& slot : sms_) {
@@ -450,7 +451,7 @@ bool World::settled() {
     for (Slot* slot : slots) {
       if (slot->state != wire::SmState::kMaster) continue;
       ++masters;
-      const auto st = slot->n->sm().status();
+      const auto st = NodeControl(*slot->n).sm_status();
       if (!st.subnet_up) return false;
       // A master still recovering (its last heavy sweep met errors: ports
       // behind M_Key leases, SMPs lost) sweeps again: not quiet yet.

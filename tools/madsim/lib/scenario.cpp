@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "engine/durable_file.hpp"
 #include "lib/policy.hpp"
 #include "lib/rng.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/smp.hpp"
+#include "node/fault_points.hpp"
 #include "sim/generators.hpp"
 
 namespace madsim {
@@ -18,7 +18,7 @@ namespace madsim {
 namespace sim = madengine::sim;
 using madengine::kNanosPerMilli;
 using madengine::kNanosPerSecond;
-using madengine::sm::SmPhase;
+using madengine::node::SmPhase;
 
 bool parse_size(const std::string& text, Size& out) noexcept {
   if (text == "small") out = Size::kSmall;

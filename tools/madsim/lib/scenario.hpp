@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "madengine/engine/clock.hpp"
+#include "node/fault_points.hpp"
 #include "sim/topology.hpp"
-#include "sm/sm.hpp"
 
 namespace madsim {
 
@@ -54,7 +54,7 @@ struct FaultDraw {
   std::uint16_t attr = 0;
   double rate = 0.0;
   unsigned count = 0;
-  madengine::sm::SmPhase phase = madengine::sm::SmPhase::kDiscovery;
+  madengine::node::SmPhase phase = madengine::node::SmPhase::kDiscovery;
   unsigned step = 0;    // kMasterKillJournal: a DurableStep
   bool restart = true;  // kMasterKill*: the dead SM comes back (after `length`)
 };

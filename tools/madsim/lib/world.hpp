@@ -13,9 +13,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/durable_file.hpp"
 #include "lib/clients.hpp"
 #include "lib/runner.hpp"
+#include "node/fault_points.hpp"
 #include "node/internal_node.hpp"
 #include "sim/fabric.hpp"
 #include "sim/faults/smp_loss.hpp"
@@ -65,7 +65,7 @@ class World {
   bool alive(const Slot& slot) const noexcept;
   std::size_t step();
   void apply_timed_faults();
-  void on_phase(unsigned slot, madengine::sm::SmPhase p);
+  void on_phase(unsigned slot, madengine::node::SmPhase p);
   void on_transition(unsigned slot, madengine::wire::SmState from, madengine::wire::SmState to);
   bool on_durable(const std::string& path, madengine::DurableStep step);
   void sample();

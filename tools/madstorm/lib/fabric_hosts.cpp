@@ -3,8 +3,6 @@
 #include "lib/fabric_hosts.hpp"
 
 #include <algorithm>
-#include <array>
-#include <optional>
 #include <stdexcept>
 
 #include "madengine/wire/codec.hpp"
@@ -17,18 +15,6 @@ namespace madstorm {
 namespace wire = madengine::wire;
 using madengine::MadBuf;
 using madengine::sim::PortIdx;
-
-namespace {
-constexpr std::array<const char*, 7> kFaultNames = {"none", "mtu", "rate", "pkey", "sl", "dlid", "hop-limit"};
-}
-
-const char* to_string(PlantedFault f) noexcept { return kFaultNames[static_cast<std::size_t>(f)]; }
-
-std::optional<PlantedFault> planted_fault_from_string(std::string_view s) noexcept {
-  for (std::size_t i = 1; i < kFaultNames.size(); ++i)
-    if (s == kFaultNames[i]) return static_cast<PlantedFault>(i);
-  return std::nullopt;
-}
 
 FabricHostsTransport::FabricHostsTransport(madengine::sim::Fabric& fabric, std::uint32_t rx_depth)
     : fabric_(fabric), rx_depth_(rx_depth), host_of_port_(fabric.port_count(), kNoHost) {

@@ -11,17 +11,12 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/planted_fault.hpp"
 #include "lib/requester_ports.hpp"
 #include "madengine/engine/transport.hpp"
 #include "sim/fabric.hpp"
 
 namespace madstorm {
-
-// Which field of a PathRecord answer a planted fault changes.
-enum class PlantedFault : std::uint8_t { kNone, kMtu, kRate, kPKey, kSl, kDlid, kHopLimit };
-const char* to_string(PlantedFault f) noexcept;
-// "mtu", "rate", "pkey", "sl", "dlid", "hop-limit"; nullopt otherwise.
-std::optional<PlantedFault> planted_fault_from_string(std::string_view s) noexcept;
 
 class FabricHostsTransport final : public madengine::Transport, public RequesterPorts {
  public:

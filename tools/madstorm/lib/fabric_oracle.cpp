@@ -103,21 +103,6 @@ bool share_partition(std::span<const std::uint16_t> a, std::span<const std::uint
 
 }  // namespace
 
-const char* to_string(PathVerdict v) noexcept {
-  switch (v) {
-    case PathVerdict::kOk: return "ok";
-    case PathVerdict::kUnknownEnd: return "unknown_end";
-    case PathVerdict::kUnreached: return "dlid_not_reached";
-    case PathVerdict::kMtu: return "mtu";
-    case PathVerdict::kRate: return "rate";
-    case PathVerdict::kPKey: return "pkey";
-    case PathVerdict::kSl: return "sl";
-    case PathVerdict::kHopLimit: return "hop_limit";
-    case PathVerdict::kNotReversible: return "not_reversible";
-  }
-  return "unknown";
-}
-
 std::uint16_t rate_code_x10(std::uint8_t code) noexcept {
   static constexpr std::array<std::uint16_t, 25> kX10 = {0,    0,    25,   100,  300,  50,   200,  400,  600,
                                                           800,  1200, 140,  560,  1120, 1680, 250,  1000, 2000,

@@ -13,7 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "lib/fabric_hosts.hpp"
+#include "lib/planted_fault.hpp"
 #include "lib/storm.hpp"
 #include "lib/workload.hpp"
 

@@ -147,6 +147,9 @@ inline constexpr std::uint16_t kIsExtendedSpeeds2Supported = 1u << 11;
 inline constexpr std::uint16_t kIsLinkSpeedXDRSupported = 1u << 12;
 }  // namespace port_cap2
 
+// SubnetTimeOut as OpenSM writes it by default: 4.096 us * 2^18, about 1 s.
+inline constexpr std::uint8_t kDefaultSubnetTimeout = 18;
+
 struct PortInfo {
   be64 m_key;                 // 0
   be64 gid_prefix;            // 8
@@ -199,7 +202,7 @@ struct PortInfo {
   // their SA subscriptions; the SMA clears it after acting on it.
   MADENGINE_WIRE_BITS(client_reregister, 51, 0, 1);
   MADENGINE_WIRE_BITS(multicast_pkey_trap_suppression_enabled, 51, 1, 2);
-  MADENGINE_WIRE_BITS(subnet_timeout, 51, 3, 5);   // 4.096 us * 2^value
+  MADENGINE_WIRE_BITS(subnet_timeout, 51, 3, 5);   // 4.096 us * 2^value (kDefaultSubnetTimeout)
   MADENGINE_WIRE_BITS(resp_time_value, 52, 3, 5);  // 4.096 us * 2^value
   MADENGINE_WIRE_BITS(local_phy_errors, 53, 0, 4);
   MADENGINE_WIRE_BITS(overrun_errors, 53, 4, 4);
