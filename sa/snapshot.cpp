@@ -42,6 +42,7 @@ void Snapshot::index() {
       if (t != nullptr) lid_pkeys[base + i] = t->pkeys;
     }
   }
+  lid_paths_generation = paths.generation();
   partition_index.build(lid_pkeys, partitions);
   for (std::size_t lid = 0; lid < lid_info.size(); ++lid)
     lid_info[lid].pkey_set = partition_index.set_of(static_cast<std::uint16_t>(lid));

@@ -111,6 +111,7 @@ struct Snapshot {
   // Indexes built once per epoch by index().
   std::vector<fabric::EndPort> by_lid;  // LID -> end port (every LID of an LMC block)
   std::vector<LidEntry> lid_info;       // LID -> what PathRecords need (same indexing; `paths` as index() found it)
+  std::uint64_t lid_paths_generation = 0;  // paths.generation() when index() copied its entries
   std::unordered_map<std::uint64_t, fabric::EndPort> by_port_guid;
   std::unordered_map<std::uint64_t, fabric::NodeId> by_node_guid;
   PartitionIndex partition_index;       // LID -> P_Key set, for PathRecord's partition check
@@ -123,6 +124,8 @@ struct Snapshot {
     return lid_by_guid.find(guid, [this](std::uint16_t lid) { return lid < lid_info.size() ? lid_info[lid].port_guid : 0; });
   }
   void prefetch_guid(std::uint64_t guid) const noexcept { lid_by_guid.prefetch(guid); }
+  // The LID entries' path-database part is paths' own (not replaced since index()).
+  bool lid_paths_current() const noexcept { return lid_paths_generation == paths.generation(); }
   GuidIndex::Guess guess_of_guid(std::uint64_t guid) const noexcept { return lid_by_guid.guess(guid); }
   const fabric::EndPort* end_port_by_lid(std::uint16_t lid) const noexcept {
     return lid < by_lid.size() && by_lid[lid].node != fabric::kNoNode ? &by_lid[lid] : nullptr;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <unordered_map>
 
@@ -270,7 +271,9 @@ class LidWalker {
 
 PathDb PathDb::build(const fabric::Fabric& fabric, const std::vector<fabric::Lft>& lfts, std::uint16_t top_lid,
                      unsigned shards, unsigned threads, const fabric::PathLayers* layers) {
+  static std::atomic<std::uint64_t> builds{0};  // relaxed: only distinctness matters
   PathDb db;
+  db.generation_ = builds.fetch_add(1, std::memory_order_relaxed) + 1;
   if (layers != nullptr && (!layers->layered() || layers->switches() != lfts.size())) layers = nullptr;
   db.layered_ = layers != nullptr;
   db.shards_ = std::max(1u, shards);

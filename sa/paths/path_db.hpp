@@ -89,6 +89,9 @@ class PathDb {
     std::uint8_t lid_count = 0;    // 0: no port has this LID
   };
   static_assert(sizeof(Attach) == 16);
+  // Which build the per-LID entries come from (0: never built): a copy of
+  // them (the snapshot's LID entries) is current while this is unchanged.
+  std::uint64_t generation() const noexcept { return generation_; }
   // The entry of `lid` (an unrouted one beyond the database).
   Attach attach(std::uint16_t lid) const noexcept { return lid != 0 && lid < attach_.size() ? attach_[lid] : Attach{}; }
   // path(slid, dlid) from the two LIDs' entries, as attach() gave them.
@@ -134,6 +137,7 @@ class PathDb {
   std::uint16_t top_lid_ = 0;
   bool all_routed_ = false;
   bool layered_ = false;
+  std::uint64_t generation_ = 0;
 };
 
 }  // namespace madengine::sa

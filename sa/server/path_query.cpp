@@ -128,13 +128,16 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
                 std::uint8_t subnet_life, wire::PathRecord& out) noexcept {
   const LidEntry& si = *e.si;
   const LidEntry& di = *e.di;
-  const PathAttrs fwd = s.paths.path(si.path, di.path);
+  // The copies in the LID entries, unless the database was replaced after
+  // the snapshot was indexed (then its own entries).
+  const bool copies = s.lid_paths_current();
+  const PathAttrs fwd = copies ? s.paths.path(si.path, di.path) : s.paths.path(e.slid, e.dlid);
   if (!fwd.routed()) return false;
   // The reverse path is looked up only when the query requires it and the
   // database does not say every pair is routed: each lookup is a cache miss
   // in a table of (switches x LIDs).
   const bool routed_back = (mask & cm::kReversible) != 0 && q.reversible() && !s.paths.all_routed()
-                               ? s.paths.path(di.path, si.path).routed()
+                               ? (copies ? s.paths.path(di.path, si.path) : s.paths.path(e.dlid, e.slid)).routed()
                                : true;
   if (!routed_back) return false;
 
