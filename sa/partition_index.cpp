@@ -59,6 +59,30 @@ void PartitionIndex::build(const std::vector<std::span<const std::uint16_t>>& ta
     for (std::uint16_t a = 0; a < sets_.size(); ++a)
       for (std::uint16_t b = 0; b < sets_.size(); ++b) matrix_[std::size_t{a} * sets_.size() + b] = compute_common(a, b);
   }
+  build_bits();
+}
+
+void PartitionIndex::build_bits() {
+  slot_of_base_.clear();
+  bits_.clear();
+  std::vector<std::uint16_t> bases;
+  for (const Set& set : sets_)
+    for (const Member& m : set.by_base) bases.push_back(m.base);
+  std::sort(bases.begin(), bases.end());
+  bases.erase(std::unique(bases.begin(), bases.end()), bases.end());
+  if (bases.size() > kSlotsMax) return;
+  slot_of_base_.assign(std::size_t{wire::kPKeyBaseMask} + 1, kNoSlot);
+  for (std::size_t u = 0; u < bases.size(); ++u) {
+    slot_of_base_[bases[u]] = static_cast<std::uint8_t>(u);
+    slot_sl_[u] = sl_slow(bases[u]);
+  }
+  bits_.resize(sets_.size());
+  for (std::size_t i = 0; i < sets_.size(); ++i)
+    for (const Member& m : sets_[i].by_base) {
+      const std::uint64_t b = std::uint64_t{1} << slot_of_base_[m.base];
+      bits_[i].any |= b;
+      if ((m.bits & 2) != 0) bits_[i].full |= b;
+    }
 }
 
 std::uint8_t PartitionIndex::bits(const Set& s, std::uint16_t base) noexcept {
@@ -78,7 +102,7 @@ std::uint16_t PartitionIndex::compute_common(std::uint16_t src, std::uint16_t ds
   return 0;
 }
 
-bool PartitionIndex::shares(std::uint16_t src, std::uint16_t dst, std::uint16_t pkey) const noexcept {
+bool PartitionIndex::shares_slow(std::uint16_t src, std::uint16_t dst, std::uint16_t pkey) const noexcept {
   if (src >= sets_.size() || dst >= sets_.size() || !wire::pkey_is_valid(pkey)) return false;
   const std::uint16_t base = wire::pkey_base(pkey);
   const std::uint8_t a = bits(sets_[src], base), b = bits(sets_[dst], base);
@@ -97,7 +121,7 @@ std::uint16_t PartitionIndex::first_shared_in(std::uint16_t src, std::uint16_t d
   return 0;
 }
 
-std::uint8_t PartitionIndex::sl_of(std::uint16_t pkey) const noexcept {
+std::uint8_t PartitionIndex::sl_slow(std::uint16_t pkey) const noexcept {
   const std::uint16_t base = wire::pkey_base(pkey);
   const auto it = std::lower_bound(partitions_.begin(), partitions_.end(), base,
                                    [](const PartitionInfo& p, std::uint16_t k) { return p.pkey < k; });

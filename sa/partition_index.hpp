@@ -7,9 +7,12 @@
 // in OpenSM's order (P_Key bytes swapped) as the source port holds it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "madengine/wire/smp/pkey_table.hpp"
 
 namespace madengine::sa {
 
@@ -41,12 +44,27 @@ class PartitionIndex {
     return compute_common(src, dst);
   }
   // Whether both hold `pkey`'s partition with a full member between them.
-  bool shares(std::uint16_t src, std::uint16_t dst, std::uint16_t pkey) const noexcept;
+  bool shares(std::uint16_t src, std::uint16_t dst, std::uint16_t pkey) const noexcept {
+    if (slot_of_base_.empty()) return shares_slow(src, dst, pkey);
+    if (src >= bits_.size() || dst >= bits_.size()) return false;
+    const std::uint8_t u = slot_of_base_[wire::pkey_base(pkey)];  // base 0 (invalid) has no slot
+    if (u == kNoSlot) return false;                                // no port holds it
+    const std::uint64_t b = std::uint64_t{1} << u;
+    const SetBits& x = bits_[src];
+    const SetBits& y = bits_[dst];
+    return (x.any & y.any & b) != 0 && ((x.full | y.full) & b) != 0;
+  }
   // The lowest partition in [lo, hi] (low 15 bits) both sets share with a
   // full member between them; 0: none (a QoS level's P_Key list, OpenSM's order).
   std::uint16_t first_shared_in(std::uint16_t src, std::uint16_t dst, std::uint16_t lo, std::uint16_t hi) const noexcept;
   // The partition's SL; 0 for a partition the SM did not define.
-  std::uint8_t sl_of(std::uint16_t pkey) const noexcept;
+  std::uint8_t sl_of(std::uint16_t pkey) const noexcept {
+    if (!slot_of_base_.empty()) {
+      const std::uint8_t u = slot_of_base_[wire::pkey_base(pkey)];
+      if (u != kNoSlot) return slot_sl_[u];
+    }
+    return sl_slow(pkey);
+  }
   std::size_t sets() const noexcept { return sets_.size(); }
 
  private:
@@ -59,6 +77,9 @@ class PartitionIndex {
     std::vector<Member> by_base;      // sorted by base: a query's P_Key in O(log n)
   };
   std::uint16_t compute_common(std::uint16_t src, std::uint16_t dst) const noexcept;
+  bool shares_slow(std::uint16_t src, std::uint16_t dst, std::uint16_t pkey) const noexcept;
+  std::uint8_t sl_slow(std::uint16_t pkey) const noexcept;
+  void build_bits();
   // Membership bits of `base` in a set: 1 limited, 2 full.
   static std::uint8_t bits(const Set& s, std::uint16_t base) noexcept;
 
@@ -66,6 +87,20 @@ class PartitionIndex {
   std::vector<Set> sets_;
   std::vector<std::uint16_t> matrix_;  // [src * sets + dst], when sets <= kMatrixSetsMax
   std::vector<PartitionInfo> partitions_;  // sorted by pkey
+
+  // A query's named P_Key checked with two bit tests instead of two searches:
+  // when the ports hold at most 64 distinct partitions, each gets a slot
+  // (a bit); per set, the slots it holds at all and those it holds as a full
+  // member. Empty when there are more (the searches above answer).
+  static constexpr std::uint8_t kNoSlot = 0xff;
+  static constexpr std::size_t kSlotsMax = 64;
+  struct SetBits {
+    std::uint64_t any = 0;
+    std::uint64_t full = 0;
+  };
+  std::vector<std::uint8_t> slot_of_base_;  // [P_Key base] -> slot or kNoSlot (32 KB)
+  std::vector<SetBits> bits_;               // by set
+  std::array<std::uint8_t, kSlotsMax> slot_sl_{};  // the partition's SL by slot
 };
 
 }  // namespace madengine::sa

@@ -19,10 +19,14 @@ void Snapshot::index() {
     by_port_guid.emplace(guid, e);
     const std::uint16_t base = fabric.lid_of(e);
     const unsigned count = node.is_switch() ? 1u : 1u << node.lmc;
-    guid_lids.push_back({guid, {base, static_cast<std::uint8_t>(count)}});
+    // The hint: the port's switch in the path database, whose entry a
+    // GID-addressed PathRecord fetches before its GUID is confirmed.
+    const std::uint32_t sw = paths.attach(base).switch_index;
+    const std::uint16_t hint = sw < GuidIndex::kNoHint ? static_cast<std::uint16_t>(sw) : GuidIndex::kNoHint;
+    guid_lids.push_back({guid, {base, static_cast<std::uint8_t>(count)}, hint});
     LidEntry info;
     info.port_guid = guid;
-    info.node = e.node;
+    info.present = true;
     info.port = e.port;
     info.is_switch = node.is_switch();
     if (info.is_switch && !node.ports.empty()) {
@@ -34,10 +38,14 @@ void Snapshot::index() {
     for (unsigned i = 0; i < count && base != 0 && base + i < by_lid.size(); ++i) {
       by_lid[base + i] = e;
       lid_info[base + i] = info;
+      lid_info[base + i].path = paths.attach(static_cast<std::uint16_t>(base + i));
       if (t != nullptr) lid_pkeys[base + i] = t->pkeys;
     }
   }
+  lid_paths_generation = paths.generation();
   partition_index.build(lid_pkeys, partitions);
+  for (std::size_t lid = 0; lid < lid_info.size(); ++lid)
+    lid_info[lid].pkey_set = partition_index.set_of(static_cast<std::uint16_t>(lid));
   lid_by_guid.build(guid_lids);
 }
 

@@ -50,17 +50,22 @@ struct SwitchMft {
   std::vector<std::vector<std::uint16_t>> masks;  // [mlid - 0xc000][position], 16 ports per position
 };
 
-// What a PathRecord needs of an end port, by LID, in 16 bytes (one lookup
-// instead of walking Node/Port vectors on the hot path).
-struct LidEntry {
+// What a PathRecord needs of an end port, by LID, in one 32-byte entry: the
+// port's GUID (a GID lookup checks it here), its partition set and its
+// path-database entry (copied from `paths` by index()), so each end of a
+// path is one cache line.
+struct alignas(32) LidEntry {
   std::uint64_t port_guid = 0;
-  fabric::NodeId node = fabric::kNoNode;
-  std::uint8_t port = 0;
+  std::uint16_t pkey_set = PartitionIndex::kNoSet;  // partition_index's set of its P_Key table
+  bool present = false;                             // a port has this LID
   bool is_switch = false;
   std::uint8_t port0_mtu = 0;   // switches: port 0's MTUCap
   std::uint8_t port0_rate = 0;  // switches: port 0's active rate code
+  std::uint8_t port = 0;
+  std::uint8_t reserved = 0;
+  PathDb::Attach path;  // as paths.attach(lid)
 };
-static_assert(sizeof(LidEntry) == 16);
+static_assert(sizeof(LidEntry) == 32);
 
 // The MFTs change with multicast joins and leaves, not with routing, so they
 // are published on their own: the SM replaces the view after writing MFT
@@ -105,20 +110,23 @@ struct Snapshot {
   }
   // Indexes built once per epoch by index().
   std::vector<fabric::EndPort> by_lid;  // LID -> end port (every LID of an LMC block)
-  std::vector<LidEntry> lid_info;       // LID -> what PathRecords need (same indexing)
+  std::vector<LidEntry> lid_info;       // LID -> what PathRecords need (same indexing; `paths` as index() found it)
+  std::uint64_t lid_paths_generation = 0;  // paths.generation() when index() copied its entries
   std::unordered_map<std::uint64_t, fabric::EndPort> by_port_guid;
   std::unordered_map<std::uint64_t, fabric::NodeId> by_node_guid;
   PartitionIndex partition_index;       // LID -> P_Key set, for PathRecord's partition check
   GuidIndex lid_by_guid;                // port GUID -> base LID, for GID-addressed queries
 
-  // Fills the indexes from `fabric`; call before publishing.
+  // Fills the indexes from `fabric` and `paths`; call before publishing, after both are set.
   void index();
   // The port with this GUID: its base LID and LID count ({0, 0}: none).
   GuidIndex::Lids lids_of_guid(std::uint64_t guid) const noexcept {
     return lid_by_guid.find(guid, [this](std::uint16_t lid) { return lid < lid_info.size() ? lid_info[lid].port_guid : 0; });
   }
   void prefetch_guid(std::uint64_t guid) const noexcept { lid_by_guid.prefetch(guid); }
-  std::uint16_t likely_lid_of_guid(std::uint64_t guid) const noexcept { return lid_by_guid.likely_lid(guid); }
+  // The LID entries' path-database part is paths' own (not replaced since index()).
+  bool lid_paths_current() const noexcept { return lid_paths_generation == paths.generation(); }
+  GuidIndex::Guess guess_of_guid(std::uint64_t guid) const noexcept { return lid_by_guid.guess(guid); }
   const fabric::EndPort* end_port_by_lid(std::uint16_t lid) const noexcept {
     return lid < by_lid.size() && by_lid[lid].node != fabric::kNoNode ? &by_lid[lid] : nullptr;
   }

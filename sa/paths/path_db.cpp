@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <unordered_map>
 
@@ -270,7 +271,9 @@ class LidWalker {
 
 PathDb PathDb::build(const fabric::Fabric& fabric, const std::vector<fabric::Lft>& lfts, std::uint16_t top_lid,
                      unsigned shards, unsigned threads, const fabric::PathLayers* layers) {
+  static std::atomic<std::uint64_t> builds{0};  // relaxed: only distinctness matters
   PathDb db;
+  db.generation_ = builds.fetch_add(1, std::memory_order_relaxed) + 1;
   if (layers != nullptr && (!layers->layered() || layers->switches() != lfts.size())) layers = nullptr;
   db.layered_ = layers != nullptr;
   db.shards_ = std::max(1u, shards);
@@ -422,7 +425,7 @@ PathDb PathDb::build(const fabric::Fabric& fabric, const std::vector<fabric::Lft
     if (list.size() > sparse_max) {
       const std::size_t at = db.dense_.size();
       db.dense_.resize(at + switches);
-      for (std::uint32_t s = 0; s < switches; ++s) db.dense_[at + s] = db.lookup_index(s, static_cast<std::uint16_t>(lid));
+      for (std::uint32_t s = 0; s < switches; ++s) db.dense_[at + s] = db.lookup_index(s, db.attach_[lid]);
       for (const Exception& e : list) db.dense_[at + e.switch_index] = e.attrs;
       a.dense = 1;
       a.exc_offset = static_cast<std::uint32_t>(at);
@@ -481,8 +484,7 @@ bool PathDb::reuse(const PathDb& db, const fabric::Fabric& then, const fabric::F
   return true;
 }
 
-PathAttrs PathDb::lookup_index(std::uint32_t s, std::uint16_t dlid) const noexcept {
-  const Attach& d = attach_[dlid];
+PathAttrs PathDb::lookup_index(std::uint32_t s, const Attach& d) const noexcept {
   if (d.dense != 0) return dense_[std::size_t{d.exc_offset} + s];
   if (d.exc_count != 0) {
     const Exception* first = exceptions_.data() + d.exc_offset;
@@ -499,14 +501,17 @@ PathAttrs PathDb::lookup(NodeId src_switch, std::uint16_t dlid) const noexcept {
   if (src_switch >= switch_index_.size() || dlid > top_lid_ || dlid == 0) return {};
   const std::uint32_t s = switch_index_[src_switch];
   if (s == ~0u || attach_[dlid].lid_count == 0) return {};
-  return lookup_index(s, dlid);
+  return lookup_index(s, attach_[dlid]);
 }
 
 PathAttrs PathDb::path(std::uint16_t slid, std::uint16_t dlid) const noexcept {
   if (slid == 0 || dlid == 0 || slid > top_lid_ || dlid > top_lid_) return {};
-  const Attach& src = attach_[slid];
-  if (src.lid_count == 0 || attach_[dlid].lid_count == 0 || src.switch_index == ~0u) return {};
-  PathAttrs p = join(lookup_index(src.switch_index, dlid), src.mtu, src.rate, false);
+  return path(attach_[slid], attach_[dlid]);
+}
+
+PathAttrs PathDb::path(const Attach& src, const Attach& dst) const noexcept {
+  if (src.lid_count == 0 || dst.lid_count == 0 || src.switch_index == ~0u) return {};
+  PathAttrs p = join(lookup_index(src.switch_index, dst), src.mtu, src.rate, false);
   if (p.routed()) {
     if (p.mtu == kUnlimited) p.mtu = 5;     // switch to its own port 0: no link limits it
     if (p.rate == kUnlimited) p.rate = 16;  // nominal 100 Gb/s
@@ -516,10 +521,7 @@ PathAttrs PathDb::path(std::uint16_t slid, std::uint16_t dlid) const noexcept {
 
 void PathDb::prefetch(std::uint16_t slid, std::uint16_t dlid) const noexcept {
   if (slid >= attach_.size() || dlid >= attach_.size()) return;  // also an empty (never built) database
-  const Attach& src = attach_[slid];
-  const Attach& dst = attach_[dlid];
-  if (src.switch_index < switches_ && dst.switch_index < switches_)
-    __builtin_prefetch(group_.data() + std::size_t{src.switch_index} * switches_ + dst.switch_index);
+  prefetch(attach_[slid], attach_[dlid]);
 }
 
 std::size_t PathDb::bytes() const noexcept {

@@ -73,21 +73,10 @@ class PathDb {
   }
   void prefetch(std::uint16_t slid, std::uint16_t dlid) const noexcept;
 
-  // Every (source switch, end-port LID) pair is routed: a path one way
-  // implies the way back, and PathRecord's Reversible needs no second lookup.
-  bool all_routed() const noexcept { return all_routed_; }
-
-  std::size_t bytes() const noexcept;
-  // (source switch, destination switch) entries plus exceptions.
-  std::size_t entries() const noexcept { return group_.size() + exceptions_.size() + dense_.size(); }
-  // (source switch, LID) pairs stored apart from their switch's entry (dense rows included).
-  std::size_t exceptions() const noexcept { return exceptions_.size() + dense_.size(); }
-  std::size_t palette_size() const noexcept { return palette_count_; }
-
- private:
   // Where an end port's LID enters the fabric: its switch, its own link
   // (source side), the last link towards it (destination side) and where its
-  // exceptions are.
+  // exceptions are. The SA copies each LID's into its per-LID entry, so a
+  // PathRecord reads one line per end (path(const Attach&, const Attach&)).
   struct Attach {
     std::uint32_t switch_index = ~0u;
     std::uint8_t mtu = 0;       // the port's own link, as a source
@@ -100,13 +89,39 @@ class PathDb {
     std::uint8_t lid_count = 0;    // 0: no port has this LID
   };
   static_assert(sizeof(Attach) == 16);
+  // Which build the per-LID entries come from (0: never built): a copy of
+  // them (the snapshot's LID entries) is current while this is unchanged.
+  std::uint64_t generation() const noexcept { return generation_; }
+  // The entry of `lid` (an unrouted one beyond the database).
+  Attach attach(std::uint16_t lid) const noexcept { return lid != 0 && lid < attach_.size() ? attach_[lid] : Attach{}; }
+  // path(slid, dlid) from the two LIDs' entries, as attach() gave them.
+  PathAttrs path(const Attach& src, const Attach& dst) const noexcept;
+  // The (source switch, destination switch) byte path(src, dst) reads.
+  void prefetch(const Attach& src, const Attach& dst) const noexcept { prefetch_switches(src.switch_index, dst.switch_index); }
+  // The same by the switches' indexes (Attach::switch_index), however learnt.
+  void prefetch_switches(std::uint32_t src, std::uint32_t dst) const noexcept {
+    if (src < switches_ && dst < switches_) __builtin_prefetch(group_.data() + std::size_t{src} * switches_ + dst);
+  }
+
+  // Every (source switch, end-port LID) pair is routed: a path one way
+  // implies the way back, and PathRecord's Reversible needs no second lookup.
+  bool all_routed() const noexcept { return all_routed_; }
+
+  std::size_t bytes() const noexcept;
+  // (source switch, destination switch) entries plus exceptions.
+  std::size_t entries() const noexcept { return group_.size() + exceptions_.size() + dense_.size(); }
+  // (source switch, LID) pairs stored apart from their switch's entry (dense rows included).
+  std::size_t exceptions() const noexcept { return exceptions_.size() + dense_.size(); }
+  std::size_t palette_size() const noexcept { return palette_count_; }
+
+ private:
   struct Exception {
     std::uint32_t switch_index;
     PathAttrs attrs;
   };
   static constexpr std::uint8_t kEscape = 0xff;  // palette code: see the exceptions
 
-  PathAttrs lookup_index(std::uint32_t s, std::uint16_t dlid) const noexcept;
+  PathAttrs lookup_index(std::uint32_t s, const Attach& d) const noexcept;
 
   unsigned shards_ = 1;
   std::vector<std::uint8_t> group_;          // [src switch * switches_ + dst switch] -> palette code
@@ -122,6 +137,7 @@ class PathDb {
   std::uint16_t top_lid_ = 0;
   bool all_routed_ = false;
   bool layered_ = false;
+  std::uint64_t generation_ = 0;
 };
 
 }  // namespace madengine::sa

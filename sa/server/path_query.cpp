@@ -52,16 +52,21 @@ std::uint8_t select_life(std::uint8_t path, std::uint8_t s, std::uint8_t req, bo
   }
 }
 
-// The two LIDs of one path; their ports come from the snapshot's LID
-// entries (one cache line each, no walk of the fabric's nodes).
-struct Ends {
-  std::uint16_t slid, dlid;
-};
-
 const LidEntry& info_of(const Snapshot& s, std::uint16_t lid) noexcept {
   static const LidEntry kNone{};
   return lid < s.lid_info.size() ? s.lid_info[lid] : kNone;
 }
+
+// The two LIDs of one path and their snapshot entries: everything a path
+// needs of an end (GUID, partition set, path-database entry) is in that
+// one line, no walk of the fabric's nodes.
+struct Ends {
+  std::uint16_t slid, dlid;
+  const LidEntry* si;
+  const LidEntry* di;
+  Ends(const Snapshot& s, std::uint16_t src, std::uint16_t dst) noexcept
+      : slid(src), dlid(dst), si(&info_of(s, src)), di(&info_of(s, dst)) {}
+};
 
 // What the partitions and the QoS policy allow between two ports for this
 // query: the P_Key, the SL and the QoS level; false when nothing.
@@ -71,10 +76,8 @@ struct Admission {
   const QosLevelView* level = nullptr;
 };
 
-bool admit(const Snapshot& s, std::uint16_t slid, std::uint16_t dlid, const wire::PathRecord& q, std::uint64_t mask,
+bool admit(const Snapshot& s, const LidEntry& si, const LidEntry& di, const wire::PathRecord& q, std::uint64_t mask,
            Admission& a) noexcept {
-  const LidEntry& si = info_of(s, slid);
-  const LidEntry& di = info_of(s, dlid);
   // The QoS level (qos-policy, OpenSM's matching), when QoS is on with a policy.
   const QosLevelView* level =
       s.qos_policy == nullptr
@@ -85,7 +88,7 @@ bool admit(const Snapshot& s, std::uint16_t slid, std::uint16_t dlid, const wire
   // ends hold it with a full member between them (and the level allows it),
   // else the first they share.
   const PartitionIndex& parts = s.partition_index;
-  const std::uint16_t sset = parts.set_of(slid), dset = parts.set_of(dlid);
+  const std::uint16_t sset = si.pkey_set, dset = di.pkey_set;
   std::uint16_t pkey = 0;
   if ((mask & cm::kPKey) != 0) {
     pkey = parts.shares(sset, dset, q.pkey.get()) ? q.pkey.get() : 0;
@@ -123,25 +126,28 @@ bool admit(const Snapshot& s, std::uint16_t slid, std::uint16_t dlid, const wire
 // One PathRecord for (slid, dlid) if the path exists and meets the query.
 bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std::uint64_t mask,
                 std::uint8_t subnet_life, wire::PathRecord& out) noexcept {
-  const PathAttrs fwd = s.paths.path(e.slid, e.dlid);
+  const LidEntry& si = *e.si;
+  const LidEntry& di = *e.di;
+  // The copies in the LID entries, unless the database was replaced after
+  // the snapshot was indexed (then its own entries).
+  const bool copies = s.lid_paths_current();
+  const PathAttrs fwd = copies ? s.paths.path(si.path, di.path) : s.paths.path(e.slid, e.dlid);
   if (!fwd.routed()) return false;
   // The reverse path is looked up only when the query requires it and the
   // database does not say every pair is routed: each lookup is a cache miss
   // in a table of (switches x LIDs).
   const bool routed_back = (mask & cm::kReversible) != 0 && q.reversible() && !s.paths.all_routed()
-                               ? s.paths.path(e.dlid, e.slid).routed()
+                               ? (copies ? s.paths.path(di.path, si.path) : s.paths.path(e.dlid, e.slid)).routed()
                                : true;
   if (!routed_back) return false;
 
-  const LidEntry& si = info_of(s, e.slid);
-  const LidEntry& di = info_of(s, e.dlid);
   Admission adm;
-  if (!admit(s, e.slid, e.dlid, q, mask, adm)) return false;
+  if (!admit(s, si, di, q, mask, adm)) return false;
   // A QoS policy can treat the two directions differently (groups by source
   // or destination): the path is reversible only if the way back is
   // admitted too, as OpenSM works it out.
   Admission back;
-  const bool reverse = routed_back && (s.qos_policy == nullptr || admit(s, e.dlid, e.slid, q, mask, back));
+  const bool reverse = routed_back && (s.qos_policy == nullptr || admit(s, di, si, q, mask, back));
   if ((mask & cm::kReversible) != 0 && q.reversible() && !reverse) return false;
   const std::uint16_t pkey = adm.pkey;
   std::uint8_t sl = adm.sl;
@@ -160,8 +166,9 @@ bool build_path(const Snapshot& s, const Ends& e, const wire::PathRecord& q, std
   if (path_mtu == 0 || path_rate == 0) {
     // A switch's port 0 to itself crosses no link: its own PortInfo's MTUCap
     // and active width and speed, as OpenSM reports them.
-    const auto& node = s.fabric.nodes[si.node];
-    const wire::PortInfo& pi = node.ports[si.port].info;
+    const fabric::EndPort sp = s.by_lid[e.slid];
+    const auto& node = s.fabric.nodes[sp.node];
+    const wire::PortInfo& pi = node.ports[sp.port].info;
     path_mtu = pi.mtu_cap() != 0 ? pi.mtu_cap() : std::uint8_t{1};
     path_rate = wire::port_rate_code(pi, node.is_switch() ? node.ports[0].info : pi);
   }
@@ -221,7 +228,7 @@ struct LidRange {
 // The port that has `lid`, pinned to it; false when no port has it.
 bool range_of_lid(const Snapshot& s, std::uint16_t lid, LidRange& out) noexcept {
   const LidEntry& li = info_of(s, lid);
-  if (li.node == fabric::kNoNode) return false;
+  if (!li.present) return false;
   out = {lid, 1, li.port_guid};
   return true;
 }
@@ -255,6 +262,10 @@ std::uint16_t collect_path_records(const Snapshot& snap, const PathQuery& pq, Re
   // GetTable's every port (IBA 15.4: a component left out matches any; as
   // OpenSM answers, and osmtest and `saquery PR` read every path that way).
   const bool every_source = (mask & (cm::kSLid | cm::kSGid)) == 0 && !pq.get;
+  // The shape clients send (both GIDs, no LIDs): the slots name both ends'
+  // switches, so the path entry is on its way while the GUIDs are checked.
+  if (!pq.prefetched && (mask & (cm::kSGid | cm::kDGid | cm::kSLid | cm::kDLid)) == (cm::kSGid | cm::kDGid))
+    snap.paths.prefetch_switches(snap.guess_of_guid(q.sgid.guid.get()).hint, snap.guess_of_guid(q.dgid.guid.get()).hint);
   LidRange srange{};
   if ((mask & cm::kSLid) != 0) {
     if (!range_of_lid(snap, q.slid.get(), srange)) return 0;
@@ -280,8 +291,8 @@ std::uint16_t collect_path_records(const Snapshot& snap, const PathQuery& pq, Re
     const std::uint8_t want = pq.get ? 1 : numb;
     // LMC paths pair source and destination LIDs index by index first, as OpenSM does.
     for (std::uint16_t i = 0; i < std::max(srange.count, drange.count) && made < want && !sink.full(); ++i) {
-      const Ends e{static_cast<std::uint16_t>(srange.first + i % srange.count),
-                   static_cast<std::uint16_t>(drange.first + i % drange.count)};
+      const Ends e(snap, static_cast<std::uint16_t>(srange.first + i % srange.count),
+                   static_cast<std::uint16_t>(drange.first + i % drange.count));
       wire::PathRecord r;
       if (!build_path(snap, e, q, mask, pq.packet_life, r)) continue;
       const std::size_t before = sink.count();
@@ -353,7 +364,7 @@ std::uint16_t collect_multi_path_records(const Snapshot& snap, const wire::Multi
       if (!range_of_gid(snap, dg, d)) return wire::sa_status::kReqInvalidGid;
       if (made >= numb || sink.full()) return 0;
       wire::PathRecord r;
-      const Ends e{s.first, d.first};
+      const Ends e(snap, s.first, d.first);
       pq.slid = wire::be16::from(e.slid);
       pq.dlid = wire::be16::from(e.dlid);
       if (!build_path(snap, e, pq, pmask, packet_life, r)) continue;

@@ -21,6 +21,7 @@ struct PathQuery {
   std::uint16_t requester_lid = 0;        // source when the query names none
   std::uint8_t packet_life = 0x12;        // subnet timeout (OpenSM's default 18)
   bool get = false;                       // Get (one record) rather than GetTable
+  bool prefetched = false;                // the caller has prefetched its ends (a burst's prefetch pass)
 };
 
 // Appends the matching PathRecords; returns an SA status (0 when the query

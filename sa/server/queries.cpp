@@ -72,34 +72,40 @@ void SaServer::CoreWorker::prefetch_paths() const noexcept {
     if ((mask & cm::kDLid) == 0 && (mask & cm::kDGid) != 0) snap_->prefetch_guid(pr->dgid.guid.get());
   }
   // Each query's LIDs, once: a GID's from its slot (in cache by now),
-  // unchecked (the answer checks it against the LID entry prefetched here).
+  // unchecked (the answer checks it against the LID entry prefetched here);
+  // two GIDs' slots also name their switches, whose path entry is fetched now.
   std::array<std::uint16_t, 2 * kPrefetchBurstMax> lids{};
   const std::uint32_t m = std::min<std::uint32_t>(n, kPrefetchBurstMax);
   for (std::uint32_t i = 0; i < m; ++i) {
     const wire::PathRecord* pr = record(i);
     if (pr == nullptr) continue;
     const std::uint64_t mask = mask_of(i);
-    lids[2 * i] = (mask & cm::kSLid) != 0 ? pr->slid.get()
-                  : (mask & cm::kSGid) != 0 ? snap_->likely_lid_of_guid(pr->sgid.guid.get())
-                                            : 0;
-    lids[2 * i + 1] = (mask & cm::kDLid) != 0 ? pr->dlid.get()
-                      : (mask & cm::kDGid) != 0 ? snap_->likely_lid_of_guid(pr->dgid.guid.get())
-                                                : 0;
+    GuidIndex::Guess sg, dg;
+    if ((mask & cm::kSLid) != 0) sg.lid = pr->slid.get();
+    else if ((mask & cm::kSGid) != 0) sg = snap_->guess_of_guid(pr->sgid.guid.get());
+    if ((mask & cm::kDLid) != 0) dg.lid = pr->dlid.get();
+    else if ((mask & cm::kDGid) != 0) dg = snap_->guess_of_guid(pr->dgid.guid.get());
+    snap_->paths.prefetch_switches(sg.hint, dg.hint);
+    lids[2 * i] = sg.lid;
+    lids[2 * i + 1] = dg.lid;
   }
+  // Each end's LID entry (GUID, partition set, path-database entry: one
+  // line), then, once those have arrived, the (source switch, destination
+  // switch) byte they name.
+  const std::size_t lid_entries = snap_->lid_info.size();
   for (std::uint32_t i = 0; i < m; ++i) {
     const std::uint16_t slid = lids[2 * i], dlid = lids[2 * i + 1];
-    if (slid == 0 || dlid == 0) continue;
-    snap_->paths.prefetch_ends(slid, dlid);
-    if (slid < snap_->lid_info.size() && dlid < snap_->lid_info.size()) {
-      __builtin_prefetch(&snap_->lid_info[slid]);
-      __builtin_prefetch(&snap_->lid_info[dlid]);
+    if (slid == 0 || dlid == 0 || slid >= lid_entries || dlid >= lid_entries) {
+      lids[2 * i] = 0;
+      continue;
     }
-    snap_->partition_index.prefetch(slid);
-    snap_->partition_index.prefetch(dlid);
+    __builtin_prefetch(&snap_->lid_info[slid]);
+    __builtin_prefetch(&snap_->lid_info[dlid]);
     __builtin_prefetch(&dedup_[dedup_index(*queue_[(queue_head_ + i) % queue_.size()])], 1);  // rewritten on answering
   }
   for (std::uint32_t i = 0; i < m; ++i)
-    if (lids[2 * i] != 0 && lids[2 * i + 1] != 0) snap_->paths.prefetch(lids[2 * i], lids[2 * i + 1]);
+    if (lids[2 * i] != 0)
+      snap_->paths.prefetch(snap_->lid_info[lids[2 * i]].path, snap_->lid_info[lids[2 * i + 1]].path);
 }
 
 void SaServer::CoreWorker::query(MadBuf& req, AtomicCounters::Kind& k, bool get) noexcept {
@@ -127,7 +133,8 @@ void SaServer::CoreWorker::query(MadBuf& req, AtomicCounters::Kind& k, bool get)
     if (path) {
       wire::PathRecord pr;
       std::memcpy(&pr, q, sizeof(pr));
-      PathQuery pq{&pr, mask, req.addr.lid, snap_->sm.subnet_timeout, get};
+      // A Get's ends were prefetched with its burst (prefetch_paths).
+      PathQuery pq{&pr, mask, req.addr.lid, snap_->sm.subnet_timeout, get, get};
       status = collect_path_records(*snap_, pq, sink);
     } else if (!collect_snapshot_records(*snap_, attr, sink)) {
       status = collect_state_records(attr, trusted(sa), req.addr.lid, sink);

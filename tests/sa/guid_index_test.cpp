@@ -77,6 +77,22 @@ TEST(GuidIndex, EmptyZeroGuidAndPortsWithoutLid) {
   EXPECT_EQ(x.find(0x40).count, 128);  // LMC 7
 }
 
+TEST(GuidIndex, GuessNamesTheSlotsLidAndHint) {
+  // The hint travels with the slot (a PathRecord prefetches its path entry
+  // from it); a port without one reads kNoHint.
+  std::vector<GuidIndex::Entry> entries;
+  for (std::uint16_t i = 1; i <= 3000; ++i)
+    entries.push_back({0x0002c90300c00000ull + i, {i, 1}, static_cast<std::uint16_t>(i % 7 == 0 ? GuidIndex::kNoHint : i * 3)});
+  const Indexed x = build(entries);
+  for (const auto& e : entries) {
+    const GuidIndex::Guess g = x.index.guess(e.guid);
+    ASSERT_EQ(g.lid, e.lids.base);
+    EXPECT_EQ(g.hint, e.hint);
+    EXPECT_EQ(x.find(e.guid).base, e.lids.base);
+  }
+  EXPECT_EQ(x.index.guess(0x0002c90300d00000ull).lid, 0);
+}
+
 TEST(GuidIndex, DuplicateGuidFindsTheFirstPort) {
   // Two ports reporting one GUID (a misconfigured fabric): the first listed
   // wins, as the snapshot's by-GUID map keeps the first.
