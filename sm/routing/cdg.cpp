@@ -24,6 +24,16 @@ void LayeredCdg::set_initial_order(const std::vector<std::uint32_t>& position) {
   for (auto& ord : ord_) ord = position;
 }
 
+void LayeredCdg::add_acyclic(unsigned layer, const std::vector<std::uint8_t>& dep, std::size_t degree) {
+  for (ChannelId c1 = 0; c1 < g_.channels(); ++c1) {
+    const SwIdx b = g_.link[c1].peer;
+    const std::size_t out = g_.link_begin[b + 1] - g_.link_begin[b];
+    for (std::size_t k = 0; k < out; ++k)
+      if (dep[std::size_t{c1} * degree + k] && !has(layer, c1, g_.link_begin[b] + static_cast<ChannelId>(k)))
+        set(layer, c1, g_.link_begin[b] + static_cast<ChannelId>(k));
+  }
+}
+
 // Channels reachable from `from` whose position is at most `upper`; false
 // (a cycle) when `target` is among them.
 bool LayeredCdg::forward(unsigned layer, ChannelId from, std::uint32_t upper, ChannelId target) {
@@ -90,18 +100,20 @@ bool LayeredCdg::add(unsigned layer, ChannelId c1, ChannelId c2) {
   if (!forward(layer, c2, upper, c1)) return false;
   backward(layer, c1, lower);
   // Reorder: what reaches c1 first, then what c2 reaches, in the positions
-  // they held together, each group in its old relative order.
-  auto by_ord = [&](ChannelId a, ChannelId b) { return ord[a] < ord[b]; };
-  std::sort(fwd_.begin(), fwd_.end(), by_ord);
-  std::sort(bwd_.begin(), bwd_.end(), by_ord);
-  std::vector<std::uint32_t> slots;
-  slots.reserve(fwd_.size() + bwd_.size());
-  for (const ChannelId c : bwd_) slots.push_back(ord[c]);
-  for (const ChannelId c : fwd_) slots.push_back(ord[c]);
-  std::sort(slots.begin(), slots.end());
+  // they held together, each group in its old relative order. Sorted as
+  // (position, channel) keys; the positions, two sorted runs, merge.
+  const auto by_position = [&](const std::vector<ChannelId>& group, std::vector<std::uint64_t>& keys) {
+    keys.resize(group.size());
+    for (std::size_t i = 0; i < group.size(); ++i) keys[i] = std::uint64_t{ord[group[i]]} << 32 | group[i];
+    std::sort(keys.begin(), keys.end());
+  };
+  by_position(bwd_, bwd_keys_);
+  by_position(fwd_, fwd_keys_);
+  slots_.resize(bwd_keys_.size() + fwd_keys_.size());
+  std::merge(bwd_keys_.begin(), bwd_keys_.end(), fwd_keys_.begin(), fwd_keys_.end(), slots_.begin());
   std::size_t i = 0;
-  for (const ChannelId c : bwd_) ord[c] = slots[i++];
-  for (const ChannelId c : fwd_) ord[c] = slots[i++];
+  for (const std::uint64_t k : bwd_keys_) ord[static_cast<ChannelId>(k)] = static_cast<std::uint32_t>(slots_[i++] >> 32);
+  for (const std::uint64_t k : fwd_keys_) ord[static_cast<ChannelId>(k)] = static_cast<std::uint32_t>(slots_[i++] >> 32);
   set(layer, c1, c2);
   return true;
 }

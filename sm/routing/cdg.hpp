@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "sm/routing/switch_graph.hpp"
@@ -22,8 +23,14 @@ class LayeredCdg {
   // channel, a permutation): one close to topological for the dependencies
   // to come makes most additions a comparison.
   void set_initial_order(const std::vector<std::uint32_t>& position);
+  void set_order(unsigned layer, std::vector<std::uint32_t> position) { ord_[layer] = std::move(position); }
 
   unsigned layers() const noexcept { return static_cast<unsigned>(ord_.size()); }
+  // Adds every dependency of `dep` ([c1 * degree + index of c2 at c1's far
+  // switch], nonzero: present) to a layer at once. The layer's graph with
+  // them must have no cycle and agree with the order (the caller's
+  // set_initial_order gives a topological order of `dep`).
+  void add_acyclic(unsigned layer, const std::vector<std::uint8_t>& dep, std::size_t degree);
   // c2 must leave the switch c1 enters.
   bool has(unsigned layer, ChannelId c1, ChannelId c2) const noexcept {
     const std::uint32_t j = c2 - g_.link_begin[g_.link[c1].peer];
@@ -69,6 +76,7 @@ class LayeredCdg {
   std::vector<std::uint32_t> mark_;
   std::uint32_t stamp_ = 0;
   std::vector<ChannelId> fwd_, bwd_, stack_;
+  std::vector<std::uint64_t> fwd_keys_, bwd_keys_, slots_;
 };
 
 }  // namespace madengine::sm
