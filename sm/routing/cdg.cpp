@@ -16,12 +16,20 @@ LayeredCdg::LayeredCdg(const SwitchGraph& g, unsigned layers) : g_(g) {
   refused_ = bits_;
   ord_.assign(layers, std::vector<std::uint32_t>(n));
   for (unsigned l = 0; l < layers; ++l) std::iota(ord_[l].begin(), ord_[l].end(), 0u);
+  at_ = ord_;
+  fwd_bits_.assign(n / 64 + 2, 0);
+  bwd_bits_.assign(n / 64 + 2, 0);
   count_.assign(layers, 0);
   mark_.assign(n, 0);
 }
 
 void LayeredCdg::set_initial_order(const std::vector<std::uint32_t>& position) {
-  for (auto& ord : ord_) ord = position;
+  for (unsigned l = 0; l < ord_.size(); ++l) set_order(l, position);
+}
+
+void LayeredCdg::set_order(unsigned layer, std::vector<std::uint32_t> position) {
+  ord_[layer] = std::move(position);
+  for (ChannelId c = 0; c < ord_[layer].size(); ++c) at_[layer][ord_[layer][c]] = c;
 }
 
 void LayeredCdg::add_acyclic(unsigned layer, const std::vector<std::uint8_t>& dep, std::size_t degree) {
@@ -100,20 +108,28 @@ bool LayeredCdg::add(unsigned layer, ChannelId c1, ChannelId c2) {
   if (!forward(layer, c2, upper, c1)) return false;
   backward(layer, c1, lower);
   // Reorder: what reaches c1 first, then what c2 reaches, in the positions
-  // they held together, each group in its old relative order. Sorted as
-  // (position, channel) keys; the positions, two sorted runs, merge.
-  const auto by_position = [&](const std::vector<ChannelId>& group, std::vector<std::uint64_t>& keys) {
-    keys.resize(group.size());
-    for (std::size_t i = 0; i < group.size(); ++i) keys[i] = std::uint64_t{ord[group[i]]} << 32 | group[i];
-    std::sort(keys.begin(), keys.end());
-  };
-  by_position(bwd_, bwd_keys_);
-  by_position(fwd_, fwd_keys_);
-  slots_.resize(bwd_keys_.size() + fwd_keys_.size());
-  std::merge(bwd_keys_.begin(), bwd_keys_.end(), fwd_keys_.begin(), fwd_keys_.end(), slots_.begin());
+  // they held together, each group in its old relative order. All lie in
+  // [lower, upper]: a bit per position of that span puts them in order
+  // without sorting.
+  auto& at = at_[layer];
+  for (const ChannelId c : bwd_) bwd_bits_[(ord[c] - lower) / 64] |= std::uint64_t{1} << ((ord[c] - lower) % 64);
+  for (const ChannelId c : fwd_) fwd_bits_[(ord[c] - lower) / 64] |= std::uint64_t{1} << ((ord[c] - lower) % 64);
+  slots_.clear();
+  bwd_.clear();
+  fwd_.clear();
+  for (std::size_t w = 0; w <= (upper - lower) / 64; ++w) {
+    const std::uint64_t b = bwd_bits_[w], f = fwd_bits_[w];
+    for (std::uint64_t m = b | f; m != 0; m &= m - 1) {
+      const std::uint32_t bit = static_cast<std::uint32_t>(__builtin_ctzll(m));
+      const std::uint32_t p = lower + static_cast<std::uint32_t>(w * 64) + bit;
+      slots_.push_back(p);
+      ((b >> bit) & 1u ? bwd_ : fwd_).push_back(at[p]);
+    }
+    bwd_bits_[w] = fwd_bits_[w] = 0;
+  }
   std::size_t i = 0;
-  for (const std::uint64_t k : bwd_keys_) ord[static_cast<ChannelId>(k)] = static_cast<std::uint32_t>(slots_[i++] >> 32);
-  for (const std::uint64_t k : fwd_keys_) ord[static_cast<ChannelId>(k)] = static_cast<std::uint32_t>(slots_[i++] >> 32);
+  for (const ChannelId c : bwd_) ord[c] = slots_[i], at[slots_[i++]] = c;
+  for (const ChannelId c : fwd_) ord[c] = slots_[i], at[slots_[i++]] = c;
   set(layer, c1, c2);
   return true;
 }

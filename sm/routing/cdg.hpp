@@ -23,7 +23,7 @@ class LayeredCdg {
   // channel, a permutation): one close to topological for the dependencies
   // to come makes most additions a comparison.
   void set_initial_order(const std::vector<std::uint32_t>& position);
-  void set_order(unsigned layer, std::vector<std::uint32_t> position) { ord_[layer] = std::move(position); }
+  void set_order(unsigned layer, std::vector<std::uint32_t> position);
 
   unsigned layers() const noexcept { return static_cast<unsigned>(ord_.size()); }
   // Adds every dependency of `dep` ([c1 * degree + index of c2 at c1's far
@@ -71,12 +71,16 @@ class LayeredCdg {
   std::vector<std::vector<std::uint64_t>> bits_;   // [layer][channel * words_ + j]
   std::vector<std::vector<std::uint64_t>> refused_;  // same layout
   std::vector<std::vector<std::uint32_t>> ord_;    // [layer][channel]: position in the order
+  std::vector<std::vector<ChannelId>> at_;         // [layer][position]: the channel there
   std::vector<std::uint64_t> count_;
   // Search scratch (one search at a time).
   std::vector<std::uint32_t> mark_;
   std::uint32_t stamp_ = 0;
   std::vector<ChannelId> fwd_, bwd_, stack_;
-  std::vector<std::uint64_t> fwd_keys_, bwd_keys_, slots_;
+  // Reordering scratch: the searched channels' positions as bits from the
+  // lower end of the span (cleared after each use), and the positions in order.
+  std::vector<std::uint64_t> fwd_bits_, bwd_bits_;
+  std::vector<std::uint32_t> slots_;
 };
 
 }  // namespace madengine::sm
