@@ -159,15 +159,24 @@ bool route_dfsssp(const EngineInput& in, RoutingResult& res) {
       for (std::size_t k = 1; k < m; ++k) {
         std::uint64_t best = ~std::uint64_t{0};
         std::uint32_t pj = dag.begin[k];
-        // Rerouted by an incremental pass: a still-shortest old port stays.
-        const std::uint8_t old = reuse != nullptr ? reuse->prev(dag.order[k], lid) : kLftNoRoute;
-        for (std::uint32_t j = dag.begin[k]; j < dag.begin[k + 1]; ++j) {
-          const std::uint64_t v = cost[dag.peer_pos[j]] + dag.weight[j];
-          if (dag.port[j] == old) {
-            best = v, pj = j;
-            break;
+        const std::uint32_t* peer_pos = dag.peer_pos.data();
+        const std::uint64_t* w = dag.weight.data();
+        if (reuse == nullptr) {
+          for (std::uint32_t j = dag.begin[k]; j < dag.begin[k + 1]; ++j) {
+            const std::uint64_t v = cost[peer_pos[j]] + w[j];
+            if (v < best) best = v, pj = j;
           }
-          if (v < best) best = v, pj = j;
+        } else {
+          // Rerouted by an incremental pass: a still-shortest old port stays.
+          const std::uint8_t old = reuse->prev(dag.order[k], lid);
+          for (std::uint32_t j = dag.begin[k]; j < dag.begin[k + 1]; ++j) {
+            const std::uint64_t v = cost[peer_pos[j]] + w[j];
+            if (dag.port[j] == old) {
+              best = v, pj = j;
+              break;
+            }
+            if (v < best) best = v, pj = j;
+          }
         }
         cost[k] = best;
         pick[k] = pj;
