@@ -14,6 +14,7 @@ LayeredCdg::LayeredCdg(const SwitchGraph& g, unsigned layers) : g_(g) {
   const std::size_t n = g.channels();
   bits_.assign(layers, std::vector<std::uint64_t>(n * words_, 0));
   refused_ = bits_;
+  into_ = bits_;
   ord_.assign(layers, std::vector<std::uint32_t>(n));
   for (unsigned l = 0; l < layers; ++l) std::iota(ord_[l].begin(), ord_[l].end(), 0u);
   at_ = ord_;
@@ -67,26 +68,27 @@ bool LayeredCdg::forward(unsigned layer, ChannelId from, std::uint32_t upper, Ch
   return true;
 }
 
-// Channels that reach `from` whose position is at least `lower`. A
-// predecessor of channel c (a to b) is a channel into a with the bit of c set.
+// Channels that reach `from` whose position is at least `lower`: a
+// predecessor of channel c (a to b) is a channel into a, listed in c's row
+// of into_ by the link of a it reverses.
 void LayeredCdg::backward(unsigned layer, ChannelId from, std::uint32_t lower) {
   const auto& ord = ord_[layer];
-  const auto& bits = bits_[layer];
+  const auto& into = into_[layer];
   stack_.assign(1, from);
   mark_[from] = stamp_;
   while (!stack_.empty()) {
     const ChannelId c = stack_.back();
     stack_.pop_back();
     bwd_.push_back(c);
-    const SwIdx a = g_.channel_from[c];
-    const std::uint32_t j = c - g_.link_begin[a];
-    for (ChannelId out = g_.link_begin[a]; out < g_.link_begin[a + 1]; ++out) {
-      const ChannelId p = g_.link[out].reverse;  // into a
-      if (p == kNoChannel || mark_[p] == stamp_ || ord[p] < lower) continue;
-      if (((bits[std::size_t{p} * words_ + j / 64] >> (j % 64)) & 1u) == 0) continue;
-      mark_[p] = stamp_;
-      stack_.push_back(p);
-    }
+    const ChannelId base = g_.link_begin[g_.channel_from[c]];
+    const std::uint64_t* row = into.data() + std::size_t{c} * words_;
+    for (std::size_t w = 0; w < words_; ++w)
+      for (std::uint64_t m = row[w]; m != 0; m &= m - 1) {
+        const ChannelId p = g_.link[base + w * 64 + static_cast<std::size_t>(__builtin_ctzll(m))].reverse;  // into a
+        if (mark_[p] == stamp_ || ord[p] < lower) continue;
+        mark_[p] = stamp_;
+        stack_.push_back(p);
+      }
   }
 }
 
