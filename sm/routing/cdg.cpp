@@ -14,7 +14,25 @@ LayeredCdg::LayeredCdg(const SwitchGraph& g, unsigned layers) : g_(g) {
   const std::size_t n = g.channels();
   bits_.assign(layers, std::vector<std::uint64_t>(n * words_, 0));
   refused_ = bits_;
-  into_ = bits_;
+  // Channels into each switch (its predecessors' candidates), counted from
+  // the channels' far ends: exact even where a link has no reverse.
+  in_begin_.assign(g.size() + 1, 0);
+  for (ChannelId c = 0; c < n; ++c) ++in_begin_[g.link[c].peer + 1];
+  std::size_t in_degree = 1;
+  for (SwIdx s = 0; s < g.size(); ++s) {
+    in_degree = std::max<std::size_t>(in_degree, in_begin_[s + 1]);
+    in_begin_[s + 1] += in_begin_[s];
+  }
+  in_.resize(n);
+  in_index_.resize(n);
+  std::vector<ChannelId> fill(in_begin_.begin(), in_begin_.end() - 1);
+  for (ChannelId c = 0; c < n; ++c) {
+    const SwIdx b = g.link[c].peer;
+    in_index_[c] = fill[b] - in_begin_[b];
+    in_[fill[b]++] = c;
+  }
+  in_words_ = (in_degree + 63) / 64;
+  into_.assign(layers, std::vector<std::uint64_t>(n * in_words_, 0));
   ord_.assign(layers, std::vector<std::uint32_t>(n));
   for (unsigned l = 0; l < layers; ++l) std::iota(ord_[l].begin(), ord_[l].end(), 0u);
   at_ = ord_;
@@ -70,7 +88,7 @@ bool LayeredCdg::forward(unsigned layer, ChannelId from, std::uint32_t upper, Ch
 
 // Channels that reach `from` whose position is at least `lower`: a
 // predecessor of channel c (a to b) is a channel into a, listed in c's row
-// of into_ by the link of a it reverses.
+// of into_ by its index among the channels into a.
 void LayeredCdg::backward(unsigned layer, ChannelId from, std::uint32_t lower) {
   const auto& ord = ord_[layer];
   const auto& into = into_[layer];
@@ -80,11 +98,11 @@ void LayeredCdg::backward(unsigned layer, ChannelId from, std::uint32_t lower) {
     const ChannelId c = stack_.back();
     stack_.pop_back();
     bwd_.push_back(c);
-    const ChannelId base = g_.link_begin[g_.channel_from[c]];
-    const std::uint64_t* row = into.data() + std::size_t{c} * words_;
-    for (std::size_t w = 0; w < words_; ++w)
+    const ChannelId* in = in_.data() + in_begin_[g_.channel_from[c]];
+    const std::uint64_t* row = into.data() + std::size_t{c} * in_words_;
+    for (std::size_t w = 0; w < in_words_; ++w)
       for (std::uint64_t m = row[w]; m != 0; m &= m - 1) {
-        const ChannelId p = g_.link[base + w * 64 + static_cast<std::size_t>(__builtin_ctzll(m))].reverse;  // into a
+        const ChannelId p = in[w * 64 + static_cast<std::size_t>(__builtin_ctzll(m))];  // into a
         if (mark_[p] == stamp_ || ord[p] < lower) continue;
         mark_[p] = stamp_;
         stack_.push_back(p);

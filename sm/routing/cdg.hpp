@@ -43,8 +43,8 @@ class LayeredCdg {
   void remove(unsigned layer, ChannelId c1, ChannelId c2) noexcept {
     const std::uint32_t j = c2 - g_.link_begin[g_.link[c1].peer];
     bits_[layer][std::size_t{c1} * words_ + j / 64] &= ~(std::uint64_t{1} << (j % 64));
-    const std::uint32_t i = g_.link[c1].reverse - g_.link_begin[g_.link[c1].peer];
-    into_[layer][std::size_t{c2} * words_ + i / 64] &= ~(std::uint64_t{1} << (i % 64));
+    const std::uint32_t i = in_index_[c1];
+    into_[layer][std::size_t{c2} * in_words_ + i / 64] &= ~(std::uint64_t{1} << (i % 64));
   }
   std::uint64_t dependencies(unsigned layer) const noexcept { return count_[layer]; }
 
@@ -63,8 +63,8 @@ class LayeredCdg {
   void set(unsigned layer, ChannelId c1, ChannelId c2) noexcept {
     const std::uint32_t j = c2 - g_.link_begin[g_.link[c1].peer];
     bits_[layer][std::size_t{c1} * words_ + j / 64] |= std::uint64_t{1} << (j % 64);
-    const std::uint32_t i = g_.link[c1].reverse - g_.link_begin[g_.link[c1].peer];
-    into_[layer][std::size_t{c2} * words_ + i / 64] |= std::uint64_t{1} << (i % 64);
+    const std::uint32_t i = in_index_[c1];
+    into_[layer][std::size_t{c2} * in_words_ + i / 64] |= std::uint64_t{1} << (i % 64);
     ++count_[layer];
   }
   bool forward(unsigned layer, ChannelId from, std::uint32_t upper, ChannelId target);
@@ -75,8 +75,12 @@ class LayeredCdg {
   std::vector<std::vector<std::uint64_t>> bits_;   // [layer][channel * words_ + j]
   std::vector<std::vector<std::uint64_t>> refused_;  // same layout
   // The same dependencies by their second channel (a to b): bit i of c2's
-  // row is set when the channel into a that link i of a reverses leads to c2.
+  // row is set when the i-th channel into a (in_) leads to c2.
   std::vector<std::vector<std::uint64_t>> into_;
+  std::size_t in_words_ = 1;            // 64-bit words per into_ row
+  std::vector<ChannelId> in_begin_;     // CSR by switch: the channels into it
+  std::vector<ChannelId> in_;
+  std::vector<std::uint32_t> in_index_; // by channel: its index among the channels into its far switch
   std::vector<std::vector<std::uint32_t>> ord_;    // [layer][channel]: position in the order
   std::vector<std::vector<ChannelId>> at_;         // [layer][position]: the channel there
   std::vector<std::uint64_t> count_;
