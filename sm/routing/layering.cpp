@@ -144,8 +144,7 @@ bool dependency_order(const SwitchGraph& g, const std::vector<std::uint8_t>& dep
 // over predecessors, channels taken by id (a switch's links together). On
 // a fat tree the up channels into a core come just before its down
 // channels, core by core, so a dependency that turns down then up (a switch
-// LID's route) goes forward for half of the pairs of cores and otherwise
-// spans few positions: Pearce-Kelly then searches little.
+// LID's route) is already in order for about half of the pairs of cores.
 std::vector<std::uint32_t> predecessors_first_order(const SwitchGraph& g, const std::vector<std::uint8_t>& dep,
                                                     std::size_t degree) {
   const std::size_t channels = g.channels();
