@@ -10,6 +10,9 @@
 //     (routing and path-db threads, routing chain; with "resweep", a second
 //     heavy sweep of the unchanged fabric follows subnet up on the sim: it
 //     re-routes incrementally and should write no LFT block)
+//   bringup_bench sim madengine ft3:56:56 2 minhop resweep 500
+//     (the same, and exits 1 when the peak RSS after bring-up or after the
+//     re-sweep is above 500 MB; "once" instead of "resweep": no re-sweep)
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -125,7 +128,15 @@ int run_ibsim(const std::string& sm_name, const Spec& spec, const sm::SmConfig& 
   return 0;
 }
 
-int run_sim(Spec spec, const sm::SmConfig& cfg, bool resweep) {
+// False, with a message, when the peak RSS is above `max_mb` (0: no bound).
+bool rss_within(const char* where, long max_mb) {
+  const long mb = peak_rss_kb() / 1024;
+  if (max_mb == 0 || mb <= max_mb) return true;
+  std::printf("%s: peak RSS %ld MB above the bound of %ld MB\n", where, mb, max_mb);
+  return false;
+}
+
+int run_sim(Spec spec, const sm::SmConfig& cfg, bool resweep, long rss_max_mb) {
   const auto t0 = std::chrono::steady_clock::now();
   sim::Fabric fabric(spec.topo);
   spec.topo = sim::Topology{};  // the sim has its own copy
@@ -146,6 +157,7 @@ int run_sim(Spec spec, const sm::SmConfig& cfg, bool resweep) {
               "the rest wall)\n",
               build_s, static_cast<double>(fabric.memory_bytes()) / 1048576.0);
   print_madengine("sim", spec, wall, st, peak_rss_kb());
+  bool within = rss_within("bring-up", rss_max_mb);
   if (st.subnet_up && resweep) {
     // The same fabric again: incremental routing keeps every route.
     sm->request_heavy_sweep();
@@ -155,17 +167,21 @@ int run_sim(Spec spec, const sm::SmConfig& cfg, bool resweep) {
     }
     const double again = std::chrono::duration<double>(std::chrono::steady_clock::now() - t2).count();
     print_madengine("resweep", spec, again, sm->status(), peak_rss_kb());
+    within = rss_within("re-sweep", rss_max_mb) && within;
   }
   sm.reset();
   engine.quiesce();
-  return st.subnet_up ? 0 : 1;
+  return st.subnet_up && within ? 0 : 1;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 4 || argc > 7) {
-    std::fprintf(stderr, "usage: %s ibsim|sim madengine|opensm ft2:K|ft3:K:PODS [threads] [routing chain] [resweep]\n", argv[0]);
+  if (argc < 4 || argc > 8) {
+    std::fprintf(stderr,
+                 "usage: %s ibsim|sim madengine|opensm ft2:K|ft3:K:PODS [threads] [routing chain] [resweep|once] "
+                 "[max RSS MB]\n",
+                 argv[0]);
     return 2;
   }
   sm::SmConfig cfg;
@@ -181,7 +197,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const bool resweep = argc > 6 && std::string(argv[6]) == "resweep";
-  if (mode == "sim") return sm_name == "madengine" ? run_sim(std::move(spec), cfg, resweep) : 2;
+  const long rss_max_mb = argc > 7 ? std::atol(argv[7]) : 0;
+  if (mode == "sim") return sm_name == "madengine" ? run_sim(std::move(spec), cfg, resweep, rss_max_mb) : 2;
   if (mode != "ibsim") return 2;
   if (sm_name == "madengine") ibsim::reexec_with_shim(argc, argv);
   return run_ibsim(sm_name, spec, cfg);

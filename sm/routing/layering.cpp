@@ -13,19 +13,43 @@ constexpr ChannelId kDeliver = kNoChannel - 1;
 // Cycle breaking keeps two bytes per (switch, LID): above this, first fit only.
 constexpr std::size_t kCycleBreakingPathsMax = std::size_t{32} << 20;
 
+// LFT columns read a block of LIDs at a time: one cache line per switch for
+// 64 LIDs, instead of a line per (switch, LID) when a LID's routes are read
+// across every switch's table.
+struct LftColumns {
+  static constexpr std::size_t kLids = 64;
+  std::uint32_t first = 0;
+  std::vector<std::uint8_t> ports;  // [s * kLids + lid - first]; empty: none read yet
+
+  const std::uint8_t* column(const std::vector<fabric::Lft>& lfts, std::uint32_t lid) {
+    if (ports.empty() || lid < first || lid - first >= kLids) {
+      first = lid - lid % kLids;
+      ports.assign(lfts.size() * kLids, fabric::kLftNoRoute);
+      for (std::size_t s = 0; s < lfts.size(); ++s) {
+        const std::vector<std::uint8_t>& p = lfts[s].ports;
+        if (first < p.size())
+          std::copy(p.begin() + first, p.begin() + std::min<std::size_t>(p.size(), first + kLids), ports.begin() + s * kLids);
+      }
+    }
+    return ports.data() + (lid - first);
+  }
+};
+
 // One LID's routes: each switch's next channel and depth (memoised walks;
 // loops and drops get depth -1).
 struct LidRoutes {
   std::vector<ChannelId> next;
   std::vector<std::int32_t> depth;
   std::vector<SwIdx> walk;
+  LftColumns columns;
 
   void load(const SwitchGraph& g, const std::vector<fabric::Lft>& lfts, std::uint32_t lid, SwIdx home) {
     const std::size_t n = g.size();
     next.resize(n);
     depth.assign(n, -2);
+    const std::uint8_t* col = columns.column(lfts, lid);
     for (SwIdx s = 0; s < n; ++s) {
-      const std::uint8_t p = lid < lfts[s].ports.size() ? lfts[s].ports[lid] : fabric::kLftNoRoute;
+      const std::uint8_t p = col[s * LftColumns::kLids];
       next[s] = s == home ? kDeliver : (p == fabric::kLftNoRoute || p == 0 ? kNoChannel : g.channel_at(s, p));
     }
     for (SwIdx start = 0; start < n; ++start) {
@@ -52,32 +76,43 @@ struct LidRoutes {
   }
 };
 
-// An order of the channels close to topological for all the routes'
-// dependencies together: reverse DFS postorder of their graph (exactly
-// topological where it has no cycle), as each channel's position.
-std::vector<std::uint32_t> dependency_order(const SwitchGraph& g, const std::vector<fabric::Lft>& lfts,
-                                            std::uint16_t top_lid, const std::vector<SwIdx>& home, LidRoutes& routes) {
-  const std::size_t n = g.size(), channels = g.channels();
+std::size_t max_degree(const SwitchGraph& g) {
   std::size_t degree = 1;
-  for (SwIdx s = 0; s < n; ++s) degree = std::max<std::size_t>(degree, g.link_begin[s + 1] - g.link_begin[s]);
-  std::vector<std::uint8_t> dep(channels * degree, 0);  // [c1 * degree + index of c2 at its switch]
-  for (std::uint32_t lid = 1; lid <= top_lid; ++lid) {
+  for (SwIdx s = 0; s < g.size(); ++s) degree = std::max<std::size_t>(degree, g.link_begin[s + 1] - g.link_begin[s]);
+  return degree;
+}
+
+// The dependencies the routes to `lids` induce, as bytes
+// [c1 * degree + index of c2 among the links of c1's far switch].
+void collect_dependencies(const SwitchGraph& g, const std::vector<fabric::Lft>& lfts,
+                          const std::vector<std::uint16_t>& lids, const std::vector<SwIdx>& home, LidRoutes& routes,
+                          std::size_t degree, std::vector<std::uint8_t>& dep) {
+  for (const std::uint16_t lid : lids) {
     if (home[lid] == kNoSwitch) continue;
     routes.load(g, lfts, lid, home[lid]);
-    for (SwIdx s = 0; s < n; ++s) {
+    for (SwIdx s = 0; s < g.size(); ++s) {
       if (routes.depth[s] < 2) continue;
       const ChannelId c1 = routes.next[s];
       const SwIdx q = g.link[c1].peer;
       dep[std::size_t{c1} * degree + (routes.next[q] - g.link_begin[q])] = 1;
     }
   }
-  std::vector<std::uint8_t> seen(channels, 0);
+}
+
+// An order of the channels close to topological for a dependency graph:
+// reverse DFS postorder (exactly topological where it has no cycle), as
+// each channel's position. True when the graph has no cycle.
+bool dependency_order(const SwitchGraph& g, const std::vector<std::uint8_t>& dep, std::size_t degree,
+                      std::vector<std::uint32_t>& position) {
+  const std::size_t channels = g.channels();
+  std::vector<std::uint8_t> colour(channels, 0);  // 1: on the DFS stack, 2: done
   std::vector<ChannelId> post;
   post.reserve(channels);
   std::vector<std::pair<ChannelId, std::size_t>> stack;
+  bool acyclic = true;
   for (ChannelId start = 0; start < channels; ++start) {
-    if (seen[start]) continue;
-    seen[start] = 1;
+    if (colour[start] != 0) continue;
+    colour[start] = 1;
     stack.assign(1, {start, 0});
     while (!stack.empty()) {
       auto& [c, j] = stack.back();
@@ -85,21 +120,149 @@ std::vector<std::uint32_t> dependency_order(const SwitchGraph& g, const std::vec
       const std::size_t out = g.link_begin[b + 1] - g.link_begin[b];
       if (j < out) {
         const std::size_t k = j++;
+        if (!dep[std::size_t{c} * degree + k]) continue;
         const ChannelId c2 = g.link_begin[b] + static_cast<ChannelId>(k);
-        if (dep[std::size_t{c} * degree + k] && !seen[c2]) {
-          seen[c2] = 1;
+        if (colour[c2] == 1) acyclic = false;
+        if (colour[c2] == 0) {
+          colour[c2] = 1;
           stack.push_back({c2, 0});
         }
         continue;
       }
+      colour[c] = 2;
       post.push_back(c);
       stack.pop_back();
     }
   }
-  std::vector<std::uint32_t> position(channels);
+  position.resize(channels);
   for (std::size_t i = 0; i < post.size(); ++i) position[post[i]] = static_cast<std::uint32_t>(post.size() - 1 - i);
+  return acyclic;
+}
+
+// A topological order of the acyclic dependency graph `dep` that places
+// each channel right after the channels it depends on: postorder of a DFS
+// over predecessors, channels taken by id (a switch's links together). On
+// a fat tree the up channels into a core come just before its down
+// channels, core by core, so a dependency that turns down then up (a switch
+// LID's route) is already in order for about half of the pairs of cores.
+std::vector<std::uint32_t> predecessors_first_order(const SwitchGraph& g, const std::vector<std::uint8_t>& dep,
+                                                    std::size_t degree) {
+  const std::size_t channels = g.channels();
+  std::vector<std::uint32_t> position(channels);
+  std::vector<std::uint8_t> seen(channels, 0);
+  std::vector<std::pair<ChannelId, ChannelId>> stack;  // channel, next link of its near switch to look at
+  std::uint32_t next = 0;
+  for (ChannelId start = 0; start < channels; ++start) {
+    if (seen[start]) continue;
+    seen[start] = 1;
+    stack.assign(1, {start, g.link_begin[g.channel_from[start]]});
+    while (!stack.empty()) {
+      auto& [c, out] = stack.back();
+      const SwIdx a = g.channel_from[c];
+      const std::size_t j = c - g.link_begin[a];
+      if (out < g.link_begin[a + 1]) {
+        const ChannelId p = g.link[out++].reverse;  // into a
+        if (p != kNoChannel && !seen[p] && dep[std::size_t{p} * degree + j]) {
+          seen[p] = 1;
+          stack.push_back({p, g.link_begin[g.channel_from[p]]});
+        }
+        continue;
+      }
+      position[c] = next++;
+      stack.pop_back();
+    }
+  }
   return position;
 }
+
+// First fit's state: the layers' graphs and the LID being placed.
+struct FirstFit {
+  const SwitchGraph& g;
+  const std::vector<fabric::Lft>& lfts;
+  unsigned vls;
+  LayeredCdg cdg;
+  std::vector<SwIdx> home;  // by LID: its switch
+  LidRoutes routes;
+  std::vector<SwIdx> order;
+  // layer before by_depth: GCC 12 at -O3 otherwise assumes n + 2 may wrap
+  // and warns that layer(n) could exceed the largest object.
+  std::vector<std::uint8_t> layer;
+  std::vector<std::uint32_t> by_depth;
+  std::vector<std::pair<ChannelId, ChannelId>> added;
+
+  FirstFit(const SwitchGraph& graph, const std::vector<fabric::Lft>& l, std::uint16_t top_lid, unsigned layers)
+      : g(graph), lfts(l), vls(layers), cdg(graph, layers), home(top_lid + 1u, kNoSwitch), layer(graph.size()),
+        by_depth(graph.size() + 2) {
+    for (const LidTarget& t : g.targets)
+      for (std::uint8_t i = 0; i < t.lid_count; ++i) home[t.base_lid + i] = t.sw;
+  }
+
+  // Every dependency of s's path into layer l, or none (false).
+  bool add_path(unsigned l, SwIdx s) {
+    const std::vector<ChannelId>& next = routes.next;
+    added.clear();
+    for (SwIdx at = s; routes.depth[at] >= 2; at = g.link[next[at]].peer) {
+      const ChannelId a = next[at], b = next[g.link[a].peer];
+      if (cdg.has(l, a, b)) continue;
+      if (cdg.refused(l, a, b) || !cdg.add(l, a, b)) {
+        // Refused with nothing of this attempt added: by what stays.
+        if (added.empty()) cdg.refuse(l, a, b);
+        for (const auto& [x, y] : added) cdg.remove(l, x, y);
+        return false;
+      }
+      added.push_back({a, b});
+    }
+    return true;
+  }
+
+  // The layers of every path to `lid`, nearest sources first. A path joins
+  // the layer of the path it continues when its one new dependency keeps
+  // that layer acyclic, else the first layer that takes all its dependencies.
+  bool place(std::uint16_t lid, fabric::PathLayers& out, std::string& error) {
+    const std::size_t n = g.size();
+    const SwIdx d = home[lid];
+    if (d == kNoSwitch) return true;
+    routes.load(g, lfts, lid, d);
+    const std::vector<ChannelId>& next = routes.next;
+    const std::vector<std::int32_t>& depth = routes.depth;
+    // Sources by depth (counting sort; ties by GUID, not discovery order): a
+    // path's continuation comes first.
+    std::fill(by_depth.begin(), by_depth.end(), 0u);
+    for (SwIdx s = 0; s < n; ++s)
+      if (depth[s] >= 0) ++by_depth[std::min<std::size_t>(static_cast<std::size_t>(depth[s]), n) + 1];
+    for (std::size_t i = 1; i < by_depth.size(); ++i) by_depth[i] += by_depth[i - 1];
+    order.resize(by_depth.back());
+    for (const SwIdx s : g.by_guid)
+      if (depth[s] >= 0) order[by_depth[std::min<std::size_t>(static_cast<std::size_t>(depth[s]), n)]++] = s;
+    std::fill(layer.begin(), layer.end(), 0);
+    for (const SwIdx s : order) {
+      if (depth[s] < 2) continue;  // one channel or none: no dependency
+      const ChannelId c1 = next[s];
+      const SwIdx q = g.link[c1].peer;
+      const std::uint8_t lq = layer[q];
+      if (!cdg.refused(lq, c1, next[q])) {
+        if (cdg.add(lq, c1, next[q])) {
+          layer[s] = lq;
+          continue;
+        }
+        cdg.refuse(lq, c1, next[q]);
+      }
+      bool placed = false;
+      for (unsigned l = 0; l < vls && !placed; ++l) {
+        if (l == lq || !add_path(l, s)) continue;
+        layer[s] = static_cast<std::uint8_t>(l);
+        placed = true;
+      }
+      if (!placed) {
+        error = "the channel dependency graph needs more than " + std::to_string(vls) + " VL layer" +
+                (vls == 1 ? "" : "s") + " (LID " + std::to_string(lid) + ")";
+        return false;
+      }
+    }
+    out.set_row(lid, layer);
+    return true;
+  }
+};
 
 }  // namespace
 
@@ -258,85 +421,44 @@ bool assign_layers_first_fit(const SwitchGraph& g, const std::vector<fabric::Lft
   out = fabric::PathLayers(n, top_lid);
   out.set_count_at_least(1);
   vls = std::max(1u, vls);
-  LayeredCdg cdg(g, vls);
-  std::vector<SwIdx> home(top_lid + 1u, kNoSwitch);
-  for (const LidTarget& t : g.targets)
-    for (std::uint8_t i = 0; i < t.lid_count; ++i) home[t.base_lid + i] = t.sw;
-  LidRoutes routes;
-  cdg.set_initial_order(dependency_order(g, lfts, top_lid, home, routes));
-  std::vector<SwIdx> order;
-  // layer before by_depth: GCC 12 at -O3 otherwise assumes n + 2 may wrap
-  // and warns that layer(n) could exceed the largest object.
-  std::vector<std::uint8_t> layer(n);
-  std::vector<std::uint32_t> by_depth(n + 2);
-  std::vector<std::pair<ChannelId, ChannelId>> added;
+  FirstFit ff(g, lfts, top_lid, vls);
   // CA LIDs first, switches' own LIDs last (as dfsssp routes them): the
   // switches' routes are the ones that turn down then up (a spine's route to
   // another spine), so they get whatever layer is left.
-  std::vector<std::uint16_t> lids;
-  for (const bool switches : {false, true})
-    for (const LidTarget& t : g.targets)
-      if (t.is_switch == switches)
-        for (std::uint8_t i = 0; i < t.lid_count; ++i) lids.push_back(static_cast<std::uint16_t>(t.base_lid + i));
-  for (const std::uint32_t lid : lids) {
-    const SwIdx d = home[lid];
-    if (d == kNoSwitch) continue;
-    routes.load(g, lfts, lid, d);
-    const std::vector<ChannelId>& next = routes.next;
-    const std::vector<std::int32_t>& depth = routes.depth;
-    // Sources by depth (counting sort; ties by GUID, not discovery order): a
-    // path's continuation comes first.
-    std::fill(by_depth.begin(), by_depth.end(), 0u);
-    for (SwIdx s = 0; s < n; ++s)
-      if (depth[s] >= 0) ++by_depth[std::min<std::size_t>(static_cast<std::size_t>(depth[s]), n) + 1];
-    for (std::size_t i = 1; i < by_depth.size(); ++i) by_depth[i] += by_depth[i - 1];
-    order.resize(by_depth.back());
-    for (const SwIdx s : g.by_guid)
-      if (depth[s] >= 0) order[by_depth[std::min<std::size_t>(static_cast<std::size_t>(depth[s]), n)]++] = s;
-    std::fill(layer.begin(), layer.end(), 0);
-    for (const SwIdx s : order) {
-      if (depth[s] < 2) continue;  // one channel or none: no dependency
-      const ChannelId c1 = next[s];
-      const SwIdx q = g.link[c1].peer;
-      const std::uint8_t lq = layer[q];
-      if (!cdg.refused(lq, c1, next[q])) {
-        if (cdg.add(lq, c1, next[q])) {
-          layer[s] = lq;
-          continue;
-        }
-        cdg.refuse(lq, c1, next[q]);
-      }
-      bool placed = false;
-      for (unsigned l = 0; l < vls && !placed; ++l) {
-        if (l == lq) continue;
-        added.clear();
-        bool fits = true;
-        for (SwIdx at = s; depth[at] >= 2; at = g.link[next[at]].peer) {
-          const ChannelId a = next[at], b = next[g.link[a].peer];
-          if (cdg.has(l, a, b)) continue;
-          if (cdg.refused(l, a, b) || !cdg.add(l, a, b)) {
-            // Refused with nothing of this attempt added: by what stays.
-            if (added.empty()) cdg.refuse(l, a, b);
-            fits = false;
-            break;
-          }
-          added.push_back({a, b});
-        }
-        if (fits) {
-          layer[s] = static_cast<std::uint8_t>(l);
-          placed = true;
-        } else {
-          for (const auto& [a, b] : added) cdg.remove(l, a, b);
-        }
-      }
-      if (!placed) {
-        error = "the channel dependency graph needs more than " + std::to_string(vls) + " VL layer" +
-                (vls == 1 ? "" : "s") + " (LID " + std::to_string(lid) + ")";
-        return false;
-      }
-    }
-    out.set_row(static_cast<std::uint16_t>(lid), layer);
+  std::vector<std::uint16_t> ca, rest;
+  for (const LidTarget& t : g.targets)
+    for (std::uint8_t i = 0; i < t.lid_count; ++i) (t.is_switch ? rest : ca).push_back(static_cast<std::uint16_t>(t.base_lid + i));
+  // The CA LIDs' routes together, checked at once: when their dependencies
+  // have no cycle (up*/down* routes of a fat tree), first fit would place
+  // each of their paths on layer 0, so layer 0 takes them all in one step
+  // (none of the switches' either when all the dependencies together have
+  // no cycle: one layer). The orders start close to topological for all the
+  // dependencies (layer 0's exactly so for the CA routes'), so that most
+  // additions are in order.
+  const std::size_t degree = max_degree(g);
+  std::vector<std::uint8_t> dep(g.channels() * degree, 0);
+  std::vector<std::uint32_t> position;
+  collect_dependencies(g, lfts, ca, ff.home, ff.routes, degree, dep);
+  if (!dependency_order(g, dep, degree, position)) {
+    collect_dependencies(g, lfts, rest, ff.home, ff.routes, degree, dep);
+    dependency_order(g, dep, degree, position);
+    std::vector<std::uint8_t>().swap(dep);
+    ff.cdg.set_initial_order(position);
+    for (const std::vector<std::uint16_t>* lids : {&ca, &rest})
+      for (const std::uint16_t lid : *lids)
+        if (!ff.place(lid, out, error)) return false;
+    return true;
   }
+  std::vector<std::uint8_t> all = dep;
+  collect_dependencies(g, lfts, rest, ff.home, ff.routes, degree, all);
+  if (dependency_order(g, all, degree, position)) return true;
+  std::vector<std::uint8_t>().swap(all);
+  ff.cdg.set_initial_order(position);
+  ff.cdg.set_order(0, predecessors_first_order(g, dep, degree));
+  ff.cdg.add_acyclic(0, dep, degree);
+  std::vector<std::uint8_t>().swap(dep);
+  for (const std::uint16_t lid : rest)
+    if (!ff.place(lid, out, error)) return false;
   return true;
 }
 

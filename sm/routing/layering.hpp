@@ -5,7 +5,10 @@
 //    destination, sources nearest the destination first; a path joins the
 //    layer of the path it continues when its one new dependency keeps that
 //    layer acyclic, else the first layer that takes all its dependencies.
-//    One pass, no per-path state: for large fabrics.
+//    One pass, no per-path state: for large fabrics. When the CA LIDs'
+//    routes together have no cycle (a fat tree's up*/down* routes), they
+//    all go to layer 0 in one step, as first fit would place them, and only
+//    the switches' own LIDs are placed path by path.
 //  * cycle breaking (assign_layers_by_cycles), as DFSSSP does: all paths
 //    start on layer 0; while a layer's graph has a cycle, the paths that
 //    induce its weakest dependency (the one fewest paths induce) move up one
