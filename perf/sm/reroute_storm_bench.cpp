@@ -163,13 +163,13 @@ int main(int argc, char** argv) {
   // The engine cores' own view: an iteration of work that held a core up.
   for (int core = 0; core < 8; ++core) {
     const std::string label = "{core=\"" + std::to_string(core) + "\"}";
-    if (!cores_reroute.count("madengine_engine_busy_loop_max_seconds" + label)) break;
-    const double over = testing::metric(cores_reroute, "madengine_engine_busy_loops_over_1ms_total" + label);
-    const double over_control = testing::metric(cores_control, "madengine_engine_busy_loops_over_1ms_total" + label);
+    if (!cores_reroute.count("madengine_engine_iteration_max_seconds" + label)) break;
+    const double over = testing::metric(cores_reroute, "madengine_engine_long_iterations_total" + label);
+    const double over_control = testing::metric(cores_control, "madengine_engine_long_iterations_total" + label);
     std::printf("engine core %d: longest iteration %.2f ms after the control run, %.2f ms after the re-route run; "
                 "iterations over 1 ms: %.0f in the control run and before, %.0f in the re-route run\n", core,
-                testing::metric(cores_control, "madengine_engine_busy_loop_max_seconds" + label) * 1e3,
-                testing::metric(cores_reroute, "madengine_engine_busy_loop_max_seconds" + label) * 1e3, over_control,
+                testing::metric(cores_control, "madengine_engine_iteration_max_seconds" + label) * 1e3,
+                testing::metric(cores_reroute, "madengine_engine_iteration_max_seconds" + label) * 1e3, over_control,
                 over - over_control);
   }
   std::printf("100 ms buckets of the re-route run with an answer over 10 ms:\n");

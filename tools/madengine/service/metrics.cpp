@@ -192,12 +192,12 @@ void engine_metrics(Out& o, const EngineStats& e) {
     for (const CoreSnapshot& c : e.cores) o.sample(f.name, c.counters.*f.member, fmt::format("core=\"{}\"", c.core));
   }
   // A core held up by its own work: the SA's answers on it waited that long.
-  o.family("engine_busy_loops_over_1ms_total", "counter", "core iterations that took over 1 ms of work, by engine core");
+  o.family("engine_long_iterations_total", "counter", "core iterations that took over 1 ms of work, by engine core");
   for (const CoreSnapshot& c : e.cores)
-    o.sample("engine_busy_loops_over_1ms_total", c.counters.busy_loops_over_1ms, fmt::format("core=\"{}\"", c.core));
-  o.family("engine_busy_loop_max_seconds", "gauge", "the longest core iteration that did work, by engine core");
+    o.sample("engine_long_iterations_total", c.counters.busy_loops_over_1ms, fmt::format("core=\"{}\"", c.core));
+  o.family("engine_iteration_max_seconds", "gauge", "the longest core iteration that did work, by engine core");
   for (const CoreSnapshot& c : e.cores)
-    o.sample("engine_busy_loop_max_seconds", static_cast<double>(c.counters.busy_loop_max_ns) / 1e9,
+    o.sample("engine_iteration_max_seconds", static_cast<double>(c.counters.busy_loop_max_ns) / 1e9,
              fmt::format("core=\"{}\"", c.core));
 }
 
