@@ -101,7 +101,7 @@ class PerfManager final : public Poller {
 
   // The SA's requests received so far (any counter that only grows), read
   // on the core every kLoadProbeNs: the manager yields while it grows faster
-  // than sa_busy_qps. Unset: never yields. Before the first round.
+  // than sa_busy_qps. Unset: never yields. On the core, or before it runs.
   void set_sa_load(std::function<std::uint64_t()> requests_received);
 
   // A response hook for the core's chain: class 0x04 responses here, the rest to `next` (may be null).

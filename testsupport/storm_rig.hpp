@@ -111,31 +111,20 @@ inline double metric(const std::map<std::string, double>& m, const std::string& 
   return it == m.end() ? 0 : it->second;
 }
 
-// The daemon as a process on `host` of `fabric`, reading `config` and
-// logging to `log` (both the caller's); SIGTERMed when this goes.
+// The daemon as a process on `host` of `fabric` (the harness's background
+// client: its own session, killed when this goes), reading `config` and
+// logging to `log` (both the caller's), its output in `dir`/madengine.out.
 class DaemonOnIbsim {
  public:
   DaemonOnIbsim(const ibsim::IbsimFabric& fabric, const std::string& bin, const std::string& dir,
                 const std::string& config, const std::string& log, const std::string& host)
-      : log_(log) {
-    const auto started = fabric.run("setsid sh -c 'echo $$ > " + dir + "/pid; exec \"" + bin + "\" -c " + config +
-                                        "' </dev/null >" + dir + "/madengine.out 2>&1 & "
-                                        "while [ ! -s " + dir + "/pid ]; do sleep 0.01; done",
-                                    host, std::chrono::seconds(10));
-    pid_ = started.exit_code == 0 ? static_cast<pid_t>(std::atoi(slurp(dir + "/pid").c_str())) : -1;
-    if (pid_ <= 0) error_ = started.err;
-  }
-  ~DaemonOnIbsim() {
-    if (pid_ > 0) ::kill(pid_, SIGTERM);
-  }
-  DaemonOnIbsim(const DaemonOnIbsim&) = delete;
-  DaemonOnIbsim& operator=(const DaemonOnIbsim&) = delete;
+      : log_(log), out_(dir + "/madengine.out"), bg_(fabric.start_background("\"" + bin + "\" -c " + config, out_, host)) {}
 
-  bool ok() const noexcept { return pid_ > 0; }
-  const std::string& error() const noexcept { return error_; }
-  pid_t pid() const noexcept { return pid_; }
+  bool ok() const noexcept { return bg_.pid() > 0; }
+  std::string error() const { return "see " + out_; }
+  pid_t pid() const noexcept { return bg_.pid(); }
   std::string log() const { return slurp(log_); }
-  bool reload() const { return pid_ > 0 && ::kill(pid_, SIGHUP) == 0; }
+  bool reload() const { return ok() && ::kill(bg_.pid(), SIGHUP) == 0; }
   // Waits until the log holds `needle` at least `times` times.
   bool wait_log(const std::string& needle, std::size_t times, std::chrono::milliseconds timeout) const {
     const auto end = std::chrono::steady_clock::now() + timeout;
@@ -147,8 +136,8 @@ class DaemonOnIbsim {
   }
 
  private:
-  std::string log_, error_;
-  pid_t pid_ = -1;
+  std::string log_, out_;
+  ibsim::IbsimFabric::Background bg_;
 };
 
 }  // namespace madengine::testing

@@ -168,9 +168,9 @@ int main(int argc, char** argv) {
   const double cpu = value(m, "cpu_seconds_total");
   const double ratio = median(p99_off) > 0 ? median(p99_on) / median(p99_off) : 0;
   std::printf("\nrounds %.0f; the last read %.0f of %zu linked ports in %.2f s (interval %.1f s); "
-              "time on the core %.3f s in all (%.1f us a port read); the longest hold of the core %.3f ms\n",
+              "time on the core %.3f s in all (%.1f us a PerfMgt MAD); the longest hold of the core %.3f ms\n",
               rounds, ports, linked_ports(sf.topo), round_s, interval_ms / 1000.0, cpu,
-              ports > 0 && rounds > 0 ? cpu * 1e6 / (rounds * ports) : 0.0, value(m, "slice_max_seconds") * 1e3);
+              value(m, "mads_total") > 0 ? cpu * 1e6 / value(m, "mads_total") : 0.0, value(m, "slice_max_seconds") * 1e3);
   std::printf("median p99 paused %.2f ms, reading %.2f ms: ratio %.3f (bound %.2f)\n", median(p99_off),
               median(p99_on), ratio, max_ratio);
   std::printf("load after: %sresults in %s\n", testing::slurp("/proc/loadavg").c_str(), dir.c_str());

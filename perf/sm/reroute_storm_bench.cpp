@@ -114,12 +114,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   const auto t0 = std::chrono::steady_clock::now();
-  while (count_of(testing::slurp(dir + "/madengine.log"), "sm: subnet up") == 0) {
-    if (std::chrono::steady_clock::now() - t0 > 600s) {
-      std::fprintf(stderr, "no subnet up in 600 s; see %s\n", dir.c_str());
-      return 1;
-    }
-    std::this_thread::sleep_for(100ms);
+  if (!daemon.wait_log("sm: subnet up", 1, 600s)) {
+    std::fprintf(stderr, "no subnet up in 600 s; see %s\n", dir.c_str());
+    return 1;
   }
   std::printf("fabric %s: subnet up after %.1f s wall (load %s)", spec.c_str(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
@@ -139,7 +136,7 @@ int main(int argc, char** argv) {
   if (r.exit_code != 0) std::fprintf(stderr, "control storm: exit %d\n%s", r.exit_code, r.err.c_str());
   const auto cores_control = testing::scrape_metrics(listen);
 
-  const std::size_t ups_before = count_of(testing::slurp(dir + "/madengine.log"), "sm: subnet up");
+  const std::size_t ups_before = count_of(daemon.log(), "sm: subnet up");
   std::thread puller([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(2000 + duration_ms / 3));
     fabric.console("Unlink " + cable);
@@ -148,7 +145,7 @@ int main(int argc, char** argv) {
   puller.join();
   if (r.exit_code != 0) std::fprintf(stderr, "re-route storm: exit %d\n%s", r.exit_code, r.err.c_str());
   const auto cores_reroute = testing::scrape_metrics(listen);
-  const std::string log = testing::slurp(dir + "/madengine.log");
+  const std::string log = daemon.log();
   const std::size_t ups_after = count_of(log, "sm: subnet up");
 
   std::printf("open-loop random PathRecord Gets at %.0f q/s for %u ms from %s (wall-clock latency, ms):\n\n", rate,
