@@ -167,6 +167,14 @@ void Core::deliver(MadBuf* buf) noexcept {
   shared_.pool->free(id_, buf);
 }
 
+// An iteration longer than this: a core is held by work of its own.
+constexpr Nanos kHeldNs = kNanosPerMilli;
+
+bool Core::held(std::uint16_t core) const noexcept {
+  const Nanos since = shared_.wakers[core]->busy_since_ns.load(std::memory_order_relaxed);
+  return since >= 0 && shared_.clock->now_ns() - since > kHeldNs;
+}
+
 void Core::classify(MadBuf* buf, bool backlog) noexcept {
   const Route r = shared_.dispatcher->route(*buf);
   switch (r.verdict) {
@@ -180,7 +188,7 @@ void Core::classify(MadBuf* buf, bool backlog) noexcept {
       break;
     case DispatchVerdict::kHandler:
     case DispatchVerdict::kResponse:
-      if (r.core == id_ || (r.any_core && !backlog)) {
+      if (r.core == id_ || (r.any_core && (!backlog || held(r.core)))) {
         if (run_handler(*r.handler, buf)) return;
         break;
       }
@@ -280,6 +288,7 @@ std::size_t Core::drain_inbound() noexcept {
     for (const LocalTransport& lt : local_) room = std::min<std::size_t>(room, lt.pending.size() - lt.pending_len);
     if (room == 0) break;
     const std::size_t n = shared_.tx_ring(src, id_)->dequeue_burst(std::span<MadBuf*>(batch_.data(), room));
+    if (n != 0) handed_over_ns_ = shared_.clock->now_ns();
     for (std::size_t i = 0; i < n; ++i) {
       MadBuf* b = batch_[i];
       const std::int16_t idx = shared_.port_to_transport[b->addr.port_num];
@@ -393,6 +402,7 @@ std::size_t Core::poll_once() noexcept {
     const Nanos now = shared_.clock->now_ns();
     if (busy_since_ns_ >= 0) note_busy_loop(now - busy_since_ns_);
     busy_since_ns_ = now;
+    shared_.wakers[id_]->busy_since_ns.store(now, std::memory_order_relaxed);
     // A paused manager's timers wait with it: its requests are neither retried
     // into a lost device nor timed out; the life cycle re-sends or fails them.
     for (ManagedTxn& m : managed_)
@@ -408,6 +418,7 @@ std::size_t Core::poll_once() noexcept {
   if (work == 0) {
     bump(counters_->idle_loops);
     busy_since_ns_ = -1;  // a block may follow: the next gap is not work
+    shared_.wakers[id_]->busy_since_ns.store(-1, std::memory_order_relaxed);
   }
   return work;
 }

@@ -107,6 +107,11 @@ struct IdleBackoff {
 // wake-up, no syscall while the core is busy).
 struct alignas(kCacheLineBytes) CoreWaker {
   std::atomic<std::uint32_t> sleeping{0};  // 1 while the core is in (or about to enter) its wait
+  // The start of the core's current busy iteration (a core with pollers
+  // only); -1 while it idles. A core with a backlog spreads nothing to a
+  // core whose iteration has lasted over a millisecond (an SM's sweep phase
+  // on its core): it answers such MADs itself.
+  std::atomic<Nanos> busy_since_ns{-1};
   int event_fd = -1;
   CoreWaker();   // throws std::system_error if no eventfd can be made
   ~CoreWaker();
@@ -219,6 +224,7 @@ class Core final : public CoreContext, public TxSink {
   std::size_t watch_transports(Nanos now_ns) noexcept;
   void report(const TxnReport& r) noexcept;
   // `backlog`: it came in a full receive burst (see OwnerSelector::spread_by).
+  bool held(std::uint16_t core) const noexcept;  // another core long in one iteration
   void classify(MadBuf* buf, bool backlog) noexcept;
   void deliver(MadBuf* buf) noexcept;
   // Runs `h` on the lent `buf`; true if the handler kept it.
@@ -271,6 +277,7 @@ class Core final : public CoreContext, public TxSink {
   std::uint32_t kept_ = 0;     // kept buffers handlers hold (<= handler_kept_max)
   std::size_t early_tx_work_ = 0;  // MADs sent by flushes that made room mid-iteration
   std::uint32_t idle_streak_ = 0;
+  Nanos handed_over_ns_ = -1;  // when another core last handed us MADs to send (-1: never)
   Nanos busy_since_ns_ = -1;  // the clock read of the last iteration that did work; -1: it did none
   std::uint32_t spin_budget_ = 0;  // kBlock: the current spin (see IdleBackoff)
   std::atomic<std::uint32_t> spin_budget_seen_{0};  // its copy for snapshot()

@@ -23,6 +23,14 @@ namespace {
 // whatever block_max_us says (see block()).
 constexpr Nanos kSoleWaitMaxNs = 2 * kNanosPerMilli;
 
+// While other cores hand this one MADs (an SM on another core sending its
+// SMPs through our transport), a wait in the transport alone would hold each
+// hand-over up to a millisecond: the core naps on its eventfd instead, at
+// most kHandOverNapNs, and reads the transport between naps, until no MAD
+// has been handed over for kHandOverHotNs.
+constexpr Nanos kHandOverHotNs = 5 * kNanosPerMilli;
+constexpr Nanos kHandOverNapNs = 50 * kNanosPerMicro;
+
 }  // namespace
 
 CoreWaker::CoreWaker() : event_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {
@@ -100,6 +108,11 @@ void Core::block(const std::atomic<bool>& stop) noexcept {
   }
   // In a transport's own wait `sleeping` stays 0: producers cannot end that
   // wait, so they need not write the eventfd; the rings are drained when it ends.
+  Nanos wait_ns = timeout_ns;
+  if (alone != nullptr && handed_over_ns_ >= 0 && shared_.clock->now_ns() - handed_over_ns_ < kHandOverHotNs) {
+    alone = nullptr;
+    wait_ns = std::min(timeout_ns, kHandOverNapNs);
+  }
   const bool sole = alone != nullptr;
 
   // Pairs with the RMW in CoreWaker::wake_if_sleeping(): a push we do not
@@ -117,8 +130,7 @@ void Core::block(const std::atomic<bool>& stop) noexcept {
   if (sole) {
     r = alone->wait_alone(std::min(timeout_ns, kSoleWaitMaxNs));
   } else {
-    const timespec ts{static_cast<time_t>(timeout_ns / kNanosPerSecond),
-                      static_cast<long>(timeout_ns % kNanosPerSecond)};
+    const timespec ts{static_cast<time_t>(wait_ns / kNanosPerSecond), static_cast<long>(wait_ns % kNanosPerSecond)};
     r = ::ppoll(pollfds_.data(), n, &ts, nullptr);
     w.sleeping.store(0, std::memory_order_release);
   }

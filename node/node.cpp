@@ -363,11 +363,23 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   engine_cfg.backoff.spin_loops_max = cfg.engine.idle_spin_loops;
   engine_cfg.backoff.spin_loops_min = cfg.engine.idle_spin_loops_min;
   p_->engine = std::make_unique<Engine>(engine_cfg);
-  p_->engine->add_transport(*p_->transport, 0);
+  // The port is read on the last core (the SA's), away from the SM's core:
+  // a heavy sweep's CPU phases hold its core for milliseconds at a time, and
+  // every MAD received would wait behind them. The SM's SMPs are handed
+  // over to this core to send, and their answers handed back.
+  p_->engine->add_transport(*p_->transport, static_cast<std::uint16_t>(p_->engine->cores() - 1));
   if (!hooks.vendor_classes.empty())
     p_->vendor = std::make_unique<VendorMads>(*p_->engine, std::move(hooks.vendor_classes));
 
+  const bool threaded = !p_->fabric;
+  sm::SmConfig smc = sm_config(cfg);
+  p_->compute = std::make_unique<ComputePool>(
+      ComputePoolConfig{.threads = threaded ? smc.routing_threads : 0, .name = "mad-compute", .shutdown_wait_ms = 100});
+  p_->io = std::make_unique<ComputePool>(
+      ComputePoolConfig{.threads = threaded ? 1u : 0u, .nice = 0, .name = "mad-io", .shutdown_wait_ms = 250, .finish_queued = true});
+
   sa::SaServerConfig sac;
+  sac.release_pool = p_->compute.get();
   sac.queue_max = cfg.sa.queue_depth;
   sac.requester_queued_max = cfg.sa.requester_share_max;
   sac.consolidate_ipv6_snm_req = cfg.sm.consolidate_ipv6_snm_req;
@@ -381,12 +393,6 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
                                   .subnet_prefix = cfg.sm.ports.subnet_prefix};
   const bool journal_fresh = restore_journal(cfg.sa, *p_->sa, clock->now_ns(), fabric);
 
-  const bool threaded = !p_->fabric;
-  sm::SmConfig smc = sm_config(cfg);
-  p_->compute = std::make_unique<ComputePool>(
-      ComputePoolConfig{.threads = threaded ? smc.routing_threads : 0, .name = "mad-compute", .shutdown_wait_ms = 100});
-  p_->io = std::make_unique<ComputePool>(
-      ComputePoolConfig{.threads = threaded ? 1u : 0u, .nice = 0, .name = "mad-io", .shutdown_wait_ms = 250, .finish_queued = true});
   smc.compute = p_->compute.get();
   smc.io = p_->io.get();
   smc.mcast = &p_->sa->mcast_provider();

@@ -136,10 +136,12 @@ struct Snapshot {
 // the duration of a query (or a batch), so an epoch outlives its readers.
 class SnapshotStore {
  public:
-  void publish(std::shared_ptr<const Snapshot> s) noexcept {
+  // Returns the epoch it replaces, for its owner to free where it chooses.
+  std::shared_ptr<const Snapshot> publish(std::shared_ptr<const Snapshot> s) noexcept {
     const std::uint64_t e = s ? s->epoch : 0;
-    current_.store(std::move(s), std::memory_order_release);  // pairs with the acquire in current()
+    auto old = current_.exchange(std::move(s), std::memory_order_acq_rel);  // pairs with the acquire in current()
     epoch_.store(e, std::memory_order_release);
+    return old;
   }
   std::shared_ptr<const Snapshot> current() const noexcept { return current_.load(std::memory_order_acquire); }
   // A cheap check for readers that cache the pointer: reload when it changes.

@@ -9,6 +9,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "engine/offload.hpp"
 #include "madengine/wire/codec.hpp"
 #include "sa/paths/path_db.hpp"
 #include "sm/bringup/client_reregister.hpp"
@@ -154,16 +155,24 @@ Task<bool> SubnetManager::sweep_discovery(HeavySweep& h) {
   st.walk_reason = walk_reason;
   std::optional<DiscoveryResult> found;
   if (walk_reason.empty()) {
-    Task<Rediscovery> again = rediscover(*queue_, current_->fabric, local_node_of(current_->fabric), local_port_,
-                                         std::move(changed), h.dopts);
-    Rediscovery r = co_await again;
-    if (r.result) {
-      found = std::move(r.result);
-      st.rediscovered = true;
-      spdlog::info("sm: re-discovery: {} link(s) down, {} SMPs", r.links_down, found->smps);
+    // The copy to start from is made on the compute pool from the published
+    // snapshot (immutable, shared with the job).
+    auto copying = offload(*compute_, mailbox_, [last = current_] { return discovery_from(last->fabric); });
+    auto copied = co_await copying;
+    if (copied.value) {
+      Task<Rediscovery> again = rediscover(*queue_, std::move(*copied.value), local_node_of(current_->fabric),
+                                           local_port_, std::move(changed), h.dopts);
+      Rediscovery r = co_await again;
+      if (r.result) {
+        found = std::move(r.result);
+        st.rediscovered = true;
+        spdlog::info("sm: re-discovery: {} link(s) down, {} SMPs", r.links_down, found->smps);
+      } else {
+        st.walk_reason = r.full_reason;
+        spdlog::info("sm: re-discovery not enough ({}): walking the subnet", r.full_reason);
+      }
     } else {
-      st.walk_reason = r.full_reason;
-      spdlog::info("sm: re-discovery not enough ({}): walking the subnet", r.full_reason);
+      st.walk_reason = copied.cancelled ? "cancelled" : "the last fabric was not copied";
     }
   }
   if (!found) {
@@ -360,14 +369,14 @@ Task<bool> SubnetManager::sweep_early_publication(HeavySweep& h) {
     pre->top_lid = routes.top_lid;
     pre->sm = sm_identity(h.lp, sm_lid_, ha_->state(), ha_->act_count());
     pre->subnet_prefix = cfg_.ports.subnet_prefix;
-    fill_tables(*h.fab, *pre);
+    Task<void> filling = fill_tables(*h.fab, *pre);
+    co_await filling;
     pre->fabric = *h.fab;
     Task<bool> indexing = index_snapshot(pre);
     if (const bool ok = co_await indexing; !ok) co_return false;
     pre->epoch = ++epoch_;
-    current_ = pre;
+    make_current(pre);
     current_routes_.reset();  // its routing joins it at the final publication
-    store_.publish(pre);
     spdlog::info("sm: LIDs unchanged: SA answering from epoch {} while the fabric is programmed", epoch_);
     const std::uint64_t e = epoch_;
     update_status([e](SmStatus& s) {
@@ -483,14 +492,14 @@ Task<bool> SubnetManager::sweep_publication(HeavySweep& h) {
   auto next_routes = std::make_shared<const RoutingResult>(std::move(routes));  // without its LFTs, which snap holds
   snap.sm = sm_identity(h.lp, sm_lid_, ha_->state(), ha_->act_count());
   snap.subnet_prefix = cfg_.ports.subnet_prefix;
-  fill_tables(h.d.fabric, snap);
+  Task<void> filling = fill_tables(h.d.fabric, snap);
+  co_await filling;
   snap.fabric = std::move(h.d.fabric);
   Task<bool> indexing = index_snapshot(h.snap);
   if (const bool ok = co_await indexing; !ok) co_return false;
   snap.epoch = ++epoch_;
-  current_ = h.snap;
+  make_current(h.snap);
   current_routes_ = std::move(next_routes);
-  store_.publish(h.snap);
   h.st.gid_traps = report_gid_changes(snap);
   phase(SmPhase::kPublished);
   co_return true;

@@ -174,6 +174,7 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
   engine.add_lifecycle_listener(cfg_.core, *port_watch_);
   engine.add_poller(cfg_.core, *mailbox_);
   engine.add_poller(cfg_.core, *sched_);
+  engine.add_poller(cfg_.core, *queue_);
   if (replica_) engine.add_poller(cfg_.core, *replica_);
   engine.set_response_hook(cfg_.core, *hook_);
   const auto fixed = OwnerSelector::fixed(cfg_.core);

@@ -390,12 +390,15 @@ class SubnetManager {
   bool sweeping() const noexcept {
     return ha_->state() == wire::SmState::kMaster || ha_->state() == wire::SmState::kDiscovering;
   }
-  void fill_tables(const fabric::Fabric& f, sa::Snapshot& snap);
+  // The snapshot's port tables (as read and as programmed), partitions, QoS
+  // and MFTs; nodes a slice at a time, the core yielded between slices.
+  Task<void> fill_tables(const fabric::Fabric& f, sa::Snapshot& snap);
   // The partitions applied to `f` (sm_partitions.cpp): kept in plan_, its
   // notes logged and its groups handed on when they change.
   const PartitionPlan& plan_partitions_for(const fabric::Fabric& f, std::uint64_t sm_port_guid);
   std::vector<sa::SwitchMft> mft_view(const fabric::Fabric& f) const;  // what mft_programmed_ holds, by node
   std::uint32_t report_gid_changes(const sa::Snapshot& snap);
+  void make_current(std::shared_ptr<const sa::Snapshot> snap);
   void notify(const wire::Notice& n) noexcept;
   void phase(SmPhase p) const {
     if (cfg_.on_phase) cfg_.on_phase(p);

@@ -66,10 +66,14 @@ void SmpQueue::submit(const MadBuf& req, Done done) {
 void SmpQueue::pump() noexcept {
   if (pumping_) return;  // a synchronous failure below re-enters through its callback
   pumping_ = true;
+  feed_later_ = false;
+  std::uint32_t feeds = 0;
   while (in_flight_ < window_smps_max_ && !closed_) {
-    while (pending_.empty() && feeder_ && feeder_()) {
+    while (pending_.empty() && feeder_ && !feed_later_) {
+      if (!feeder_()) break;
+      feed_later_ = ++feeds >= kFeedsPerPump;
     }
-    if (pending_.empty()) break;  // no producer, or it is exhausted
+    if (pending_.empty()) break;  // no producer, it is exhausted, or it waits for the next poll
     const std::uint32_t slot = free_head_;
     Slot& s = slots_[slot];
     free_head_ = s.next_free;
@@ -86,6 +90,12 @@ void SmpQueue::pump() noexcept {
   }
   pumping_ = false;
   maybe_wake();
+}
+
+std::size_t SmpQueue::poll(Nanos) noexcept {
+  if (!feed_later_ || pumping_) return 0;
+  pump();
+  return 1;
 }
 
 void SmpQueue::on_complete(void* user, const TxnResult& r) noexcept {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "madengine/engine/mad_buf.hpp"
+#include "engine/poller.hpp"
 #include "engine/task.hpp"
 #include "engine/transaction.hpp"
 #include "madengine/wire/smp.hpp"
@@ -35,8 +36,14 @@ MadBuf make_lid_request(std::uint8_t method, std::uint16_t attr_id, std::uint32_
 bool smp_response_ok(const TxnResult& r) noexcept;
 std::span<const std::uint8_t> smp_data(const MadBuf& b) noexcept;
 
-class SmpQueue {
+// A Poller of the SM's core: a feeder that found little to send (a re-route
+// in which most switches' blocks are unchanged) stops after kFeedsPerPump
+// calls and goes on at the core's next iteration, so the core receives and
+// answers in between instead of diffing the whole fabric in one stretch.
+class SmpQueue final : public Poller {
  public:
+  static constexpr std::uint32_t kFeedsPerPump = 32;
+
   using Done = std::function<void(const TxnResult&)>;
 
   // window_smps_max: SMPs handed to the transaction manager at once.
@@ -58,12 +65,17 @@ class SmpQueue {
   // After close(), completions are dropped (the SM is being destroyed).
   void close() noexcept { closed_ = true; }
 
-  bool idle() const noexcept { return in_flight_ == 0 && pending_.empty(); }
+  // Nothing queued, in flight, or left for the feeder to go on with.
+  bool idle() const noexcept { return in_flight_ == 0 && pending_.empty() && !feed_later_; }
   std::uint32_t in_flight() const noexcept { return in_flight_; }
   // Requests submitted since construction (retries are the transaction
   // manager's and are not counted here).
   std::uint64_t submitted() const noexcept { return submitted_; }
   std::uint64_t failed() const noexcept { return failed_; }
+
+  // Poller: goes on feeding where a pump stopped at its budget.
+  std::size_t poll(Nanos now_ns) noexcept override;
+  Nanos next_deadline_ns() const noexcept override { return feed_later_ ? 0 : -1; }
 
   // `co_await q.drained()`: resumes when no SMP is queued or in flight.
   class DrainAwaiter {
@@ -104,6 +116,7 @@ class SmpQueue {
   std::uint64_t failed_ = 0;
   bool closed_ = false;
   bool pumping_ = false;
+  bool feed_later_ = false;  // the feeder has more, and waits for the next poll
   std::coroutine_handle<> waiter_{};
   detail::TaskContext* waiter_ctx_ = nullptr;
 };

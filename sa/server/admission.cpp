@@ -3,6 +3,7 @@
 // loop that drains the queue; the per-core counters.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "sa/server/core_worker.hpp"
 
@@ -216,9 +217,20 @@ void SaServer::CoreWorker::refresh_snapshot() noexcept {
   // The epoch check is one atomic load; the shared_ptr is reloaded only on change.
   const std::uint64_t e = server_.store_.epoch();
   if (snap_ == nullptr || e != snap_epoch_) {
-    snap_ = server_.store_.current();
+    std::shared_ptr<const Snapshot> old = std::exchange(snap_, server_.store_.current());
     snap_epoch_ = e;
     mc_defaults_valid_ = false;
+    server_.release(std::move(old));
+  }
+}
+
+void SaServer::release(std::shared_ptr<const Snapshot> old) const noexcept {
+  if (old == nullptr || cfg_.release_pool == nullptr) return;
+  try {
+    // Refused (the pool is full or stopping): the job, and with it `old`, is dropped here.
+    (void)cfg_.release_pool->submit([s = std::move(old)]() mutable { s.reset(); });
+  } catch (...) {
+    // Out of memory for the job: `old` is freed on this core.
   }
 }
 

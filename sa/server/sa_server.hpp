@@ -15,6 +15,7 @@
 #include <optional>
 #include <vector>
 
+#include "engine/compute_pool.hpp"
 #include "engine/dispatch.hpp"
 #include "engine/engine.hpp"
 #include "engine/rmpp.hpp"
@@ -48,6 +49,10 @@ struct SaServerConfig {
   // One-segment GetTable answers carry an RMPP DATA header (First|Last), as
   // OpenSM's do; false sends them as plain MADs (RMPP inactive).
   bool rmpp_one_segment = true;       // false: the owner calls on_response() from its own hook
+  // Where an epoch a core lets go of is freed: the last reference to a large
+  // fabric's snapshot takes 10 ms and more to free, too long for a core that
+  // answers queries. nullptr: the core frees it.
+  ComputePool* release_pool = nullptr;
 };
 
 // Record types the counters are kept for.
@@ -161,6 +166,7 @@ class SaServer {
  private:
   friend class CoreWorker;
   void notify_mcast_change() noexcept;
+  void release(std::shared_ptr<const Snapshot> old) const noexcept;
   // Single writer (the state core): no read-modify-write needed.
   void bump_state_generation() noexcept {
     state_generation_.store(state_generation_.load(std::memory_order_relaxed) + 1, std::memory_order_release);

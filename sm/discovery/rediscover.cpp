@@ -151,13 +151,19 @@ std::size_t assign_dr_paths(fabric::Fabric& f, NodeId local_node, std::uint8_t l
   return reached;
 }
 
-Task<Rediscovery> rediscover(SmpQueue& q, const fabric::Fabric& last, NodeId local_node, std::uint8_t local_port,
-                             std::vector<std::uint64_t> changed, DiscoveryOptions opts) {
-  Rediscovery out;
+std::unique_ptr<DiscoveryResult> discovery_from(const fabric::Fabric& last) {
   auto d = std::make_unique<DiscoveryResult>();
   d->fabric = last;
+  d->by_guid.reserve(last.nodes.size());
+  for (NodeId i = 0; i < last.nodes.size(); ++i) d->by_guid.emplace(last.nodes[i].node_guid, i);
+  return d;
+}
+
+Task<Rediscovery> rediscover(SmpQueue& q, std::unique_ptr<DiscoveryResult> last, NodeId local_node,
+                             std::uint8_t local_port, std::vector<std::uint64_t> changed, DiscoveryOptions opts) {
+  Rediscovery out;
+  std::unique_ptr<DiscoveryResult> d = std::move(last);
   fabric::Fabric& f = d->fabric;
-  for (NodeId i = 0; i < f.nodes.size(); ++i) d->by_guid.emplace(f.nodes[i].node_guid, i);
   std::sort(changed.begin(), changed.end());
   changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
   if (changed.empty() || changed.size() > kChangedSwitchesMax) {

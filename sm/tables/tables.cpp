@@ -192,15 +192,17 @@ Task<TablesReport> read_port_tables(SmpQueue& q, const DiscoveryResult& d, Table
   co_return report;
 }
 
-void fill_port_tables(const fabric::Fabric& f, const TablesCache& cache, sa::Snapshot& snap) {
-  snap.port_tables.resize(f.nodes.size());
-  for (fabric::NodeId id = 0; id < f.nodes.size(); ++id) {
+void fill_port_tables(const fabric::Fabric& f, const TablesCache& cache, sa::Snapshot& snap, fabric::NodeId first,
+                      fabric::NodeId last) {
+  for (fabric::NodeId id = first; id < last; ++id) {
     const fabric::Node& n = f.nodes[id];
     auto& ports = snap.port_tables[id];
     ports.resize(n.ports.size());
-    for (std::uint8_t p = 0; p < n.ports.size(); ++p) {
-      const auto it = cache.ports.find({n.node_guid, p});
-      if (it == cache.ports.end()) continue;
+    // The cache is ordered by (node GUID, port): one search a node, then its ports in turn.
+    for (auto it = cache.ports.lower_bound({n.node_guid, 0}); it != cache.ports.end() && it->first.first == n.node_guid;
+         ++it) {
+      const std::uint8_t p = it->first.second;
+      if (p >= ports.size()) break;
       const sa::PortTables& t = it->second.tables;
       ports[p].sl2vl = t.sl2vl;
       ports[p].vl_arb = t.vl_arb;

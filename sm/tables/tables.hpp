@@ -61,7 +61,9 @@ struct TablesReport {
 Task<TablesReport> read_port_tables(SmpQueue& q, const DiscoveryResult& d, TablesOptions opts,
                                     TablesCache& cache);
 
-// Copies the cached tables into snap.port_tables ([node][port], sized to the fabric).
-void fill_port_tables(const fabric::Fabric& f, const TablesCache& cache, sa::Snapshot& snap);
+// Copies the cached tables of nodes [first, last) into snap.port_tables
+// ([node][port]; the caller sizes it to the fabric).
+void fill_port_tables(const fabric::Fabric& f, const TablesCache& cache, sa::Snapshot& snap, fabric::NodeId first,
+                      fabric::NodeId last);
 
 }  // namespace madengine::sm

@@ -49,6 +49,7 @@ class HaHost {
         transport.local_port().port_num, cfg);
     engine_.add_poller(0, *txn_);
     engine_.add_poller(0, *sched_);
+    engine_.add_poller(0, *queue_);
     engine_.set_response_hook(0, responses_);
     for (const auto klass : {wire::MgmtClass::kSubnLid, wire::MgmtClass::kSubnDirected}) {
       const auto k = static_cast<std::uint8_t>(klass);
