@@ -7,6 +7,9 @@
 #include <exception>
 #include <future>
 
+#include "node/internal_node.hpp"
+#include "node/view_fill.hpp"
+
 namespace madengine::node {
 
 CountersSnapshot NodeControl::counters() const {
@@ -14,14 +17,14 @@ CountersSnapshot NodeControl::counters() const {
   c.node = node_.status();
   c.sm = sm_status();
   c.sa = sa_counters();
-  c.engine = node_.engine().stats();
+  c.engine = engine_view(node_.engine().stats());
   c.journal = node_.journal_counters();
   return c;
 }
 
-SmStatus NodeControl::sm_status() const { return node_.sm().status(); }
+SmStatus NodeControl::sm_status() const { return sm_status_view(node_.sm().status()); }
 
-SaCounters NodeControl::sa_counters() const { return node_.sa().counters(); }
+SaCounters NodeControl::sa_counters() const { return sa_counters_view(node_.sa().counters()); }
 
 bool NodeControl::refresh_sm_status(std::chrono::milliseconds wait) {
   auto copied = std::make_shared<std::promise<void>>();
@@ -38,6 +41,8 @@ bool NodeControl::refresh_sm_status(std::chrono::milliseconds wait) {
 std::uint64_t NodeControl::sm_guid() const noexcept { return node_.sm().identity().guid; }
 
 std::shared_ptr<const Publication> NodeControl::published() const { return node_.store().current(); }
+
+SaRegistrations NodeControl::sa_registrations() const { return registrations_view(node_.sa().capture_state()); }
 
 sim::Fabric* NodeControl::sim_fabric() const noexcept { return node_.fabric(); }
 
@@ -81,7 +86,7 @@ SmCommand<std::vector<SmSeen>> NodeControl::sms(std::chrono::milliseconds wait) 
   return on_sm_core<std::vector<SmSeen>>(
       [&sm] {
         SmCommand<std::vector<SmSeen>> r;
-        const SmStatus s = sm.status();
+        const sm::SmStatus s = sm.status();
         const sm::ha::SmIdentity& self = sm.identity();
         r.value.push_back(SmSeen{.guid = self.guid, .lid = s.port_lid, .priority = self.priority, .state = s.state,
                                  .self = true});
@@ -152,5 +157,67 @@ std::size_t NodeControl::poll_cores_once() noexcept { return node_.engine().poll
 std::uint64_t NodeControl::sm_loop_turns() const noexcept { return node_.sm().loop_turns(); }
 
 Nanos NodeControl::sweep_started_ns() const noexcept { return node_.sm().sweep_started_ns(); }
+
+std::uint16_t NodeControl::sm_core() const noexcept { return node_.sm_core(); }
+
+bool NodeControl::post(std::uint16_t core, std::function<void()> fn) { return node_.post(core, std::move(fn)); }
+
+ReloadResult NodeControl::reload(const NodeConfig& fresh) { return node_.reload(fresh); }
+
+ReloadResult NodeControl::reload_perfmgr(const perfmgr::PerfMgrConfig& fresh) { return node_.reload_perfmgr(fresh); }
+
+bool NodeControl::reload_config_files() { return node_.reload_config_files(); }
+
+void NodeControl::write_journal_now() noexcept { node_.write_journal_now(); }
+
+bool NodeControl::stop_within(std::chrono::milliseconds bound) noexcept { return node_.stop_within(bound); }
+
+void NodeControl::crash() noexcept { node_.crash(); }
+
+NodeStatus NodeControl::status() const { return node_.status(); }
+
+FabricView NodeControl::fabric_view() const { return node_.fabric_view(); }
+
+PathResult NodeControl::path(std::uint16_t slid, std::uint16_t dlid, PathInfo& out) const {
+  return node_.path(slid, dlid, out);
+}
+
+const perfmgr::NodeNameMap& NodeControl::node_names() const noexcept { return node_.node_names(); }
+
+perfmgr::PerfManager* NodeControl::perfmgr() noexcept { return node_.perfmgr(); }
+
+namespace {
+
+InternalOptions internal_options(const ControlOptions& o) {
+  InternalOptions in{.sim_fabric = o.sim_fabric, .sim_node = o.sim_node};
+  in.perfmgr = o.perfmgr;
+  if (o.on_sm_transition || o.on_sm_phase) {
+    in.sm = [on_transition = o.on_sm_transition, on_phase = o.on_sm_phase](sm::SmConfig& smc) {
+      if (on_transition) {
+        // After the node's own event for the change.
+        auto node_event = std::move(smc.on_transition);
+        smc.on_transition = [node_event, on_transition](wire::SmState from, wire::SmState to) {
+          if (node_event) node_event(from, to);
+          on_transition(from, to);
+        };
+      }
+      if (on_phase) smc.on_phase = [on_phase](sm::SmPhase p) { on_phase(phase_view(p)); };
+    };
+  }
+  return in;
+}
+
+}  // namespace
+
+ControlledNode::ControlledNode(const NodeConfig& cfg, NodeHooks hooks, const ControlOptions& options)
+    : node_(std::make_unique<InternalNode>(cfg, std::move(hooks), internal_options(options))) {}
+
+ControlledNode::~ControlledNode() = default;
+
+Node& ControlledNode::node() noexcept { return *node_; }
+
+const Node& ControlledNode::node() const noexcept { return *node_; }
+
+NodeControl ControlledNode::control() const noexcept { return NodeControl(*node_); }
 
 }  // namespace madengine::node

@@ -12,30 +12,29 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine.hpp"
 #include "madengine/node/node.hpp"
-#include "node/internal_node.hpp"
 #include "node/publication.hpp"
-#include "sa/server/sa_server.hpp"
-#include "sm/sm.hpp"
+#include "node/views.hpp"
+#include "perfmgr/perf_config.hpp"
 
 namespace madengine::sim {
 class Fabric;
 }
+namespace madengine::perfmgr {
+class NodeNameMap;
+class PerfManager;
+}  // namespace madengine::perfmgr
 
 namespace madengine::node {
 
-// What a tool reads, as the parts keep it (one owner per figure).
-using SmStatus = sm::SmStatus;
-using SweepStats = sm::SweepStats;
-using SaCounters = sa::SaCounters;
-using SaRecordCounters = sa::SaRecordCounters;
+class InternalNode;
 
+// One read of every part's figures.
 struct CountersSnapshot {
   NodeStatus node;
   SmStatus sm;
   SaCounters sa;
-  EngineStats engine;
+  EngineCounters engine;
   JournalCounters journal;
 };
 
@@ -85,6 +84,8 @@ class NodeControl {
 
   // The current epoch; null before the first publication.
   std::shared_ptr<const Publication> published() const;
+  // The SA's services, groups and subscriptions as its stores last published them.
+  SaRegistrations sa_registrations() const;
   // sim: the fabric the node is attached to; else nullptr.
   sim::Fabric* sim_fabric() const noexcept;
 
@@ -105,9 +106,9 @@ class NodeControl {
 
   // ---- liveness (the service's watchdog) ----
   std::uint16_t cores() const noexcept;
-  std::uint16_t sm_core() const noexcept { return node_.sm_core(); }
+  std::uint16_t sm_core() const noexcept;
   // Runs `fn` on engine core `core` between bursts (InternalNode::post).
-  bool post(std::uint16_t core, std::function<void()> fn) { return node_.post(core, std::move(fn)); }
+  bool post(std::uint16_t core, std::function<void()> fn);
   // Not started (pump mode on a fabric another owner drives): one turn of
   // every engine core on the calling thread; the fabric is left alone.
   std::size_t poll_cores_once() noexcept;
@@ -115,12 +116,26 @@ class NodeControl {
   std::uint64_t sm_loop_turns() const noexcept;
   Nanos sweep_started_ns() const noexcept;
 
+  // ---- reload, shutdown and crash (InternalNode) ----
+  // SIGHUP: what can change while the node runs, from a fresh configuration.
+  ReloadResult reload(const NodeConfig& fresh);
+  ReloadResult reload_perfmgr(const perfmgr::PerfMgrConfig& fresh);
+  // Re-reads the partitions and qos-policy files (false: one was refused).
+  bool reload_config_files();
+  // The SA journal written now, once (the first step of a shutdown).
+  void write_journal_now() noexcept;
+  // stop() with a bound (false: a thread is still inside a call; the node stays started).
+  bool stop_within(std::chrono::milliseconds bound) noexcept;
+  // From now on the node behaves as a process that died: its destruction
+  // writes no final SA journal (madsim crashes masters this way).
+  void crash() noexcept;
+
   // ---- the node's own reads (Node, InternalNode) ----
-  NodeStatus status() const { return node_.status(); }
-  FabricView fabric_view() const { return node_.fabric_view(); }
-  PathResult path(std::uint16_t slid, std::uint16_t dlid, PathInfo& out) const { return node_.path(slid, dlid, out); }
-  const perfmgr::NodeNameMap& node_names() const noexcept { return node_.node_names(); }
-  perfmgr::PerfManager* perfmgr() noexcept { return node_.perfmgr(); }
+  NodeStatus status() const;
+  FabricView fabric_view() const;
+  PathResult path(std::uint16_t slid, std::uint16_t dlid, PathInfo& out) const;
+  const perfmgr::NodeNameMap& node_names() const noexcept;
+  perfmgr::PerfManager* perfmgr() noexcept;
 
  private:
   // Runs fn on the SM's core; the error when it cannot or does not finish in `wait`.
@@ -128,6 +143,39 @@ class NodeControl {
   SmCommand<T> on_sm_core(std::function<SmCommand<T>()> fn, std::chrono::milliseconds wait);
 
   InternalNode& node_;
+};
+
+// How a tool attaches its node, beyond the configuration.
+struct ControlOptions {
+  // Not null: attach to this fabric at node `sim_node` (transport.kind
+  // "sim"); it must outlive the node, and whoever owns it drives it.
+  sim::Fabric* sim_fabric = nullptr;
+  std::uint32_t sim_node = 0;
+  // The SM's SMInfo state changes and phases, on the SM's core (after the
+  // node's own event for a change).
+  std::function<void(wire::SmState from, wire::SmState to)> on_sm_transition;
+  std::function<void(SmPhase phase)> on_sm_phase;
+  // [perfmgr] (read beside NodeConfig); off unless enabled.
+  perfmgr::PerfMgrConfig perfmgr;
+};
+
+// A node a tool builds and owns (the daemon, madstorm --embedded, madsim),
+// reached through its NodeControl: the node's life (start, pump, stop) is
+// Node's, everything else the control's.
+class ControlledNode {
+ public:
+  // What Node(cfg, hooks) builds, with `options`; throws as Node does.
+  explicit ControlledNode(const NodeConfig& cfg, NodeHooks hooks = {}, const ControlOptions& options = {});
+  ~ControlledNode();
+  ControlledNode(const ControlledNode&) = delete;
+  ControlledNode& operator=(const ControlledNode&) = delete;
+
+  Node& node() noexcept;
+  const Node& node() const noexcept;
+  NodeControl control() const noexcept;
+
+ private:
+  std::unique_ptr<InternalNode> node_;
 };
 
 }  // namespace madengine::node

@@ -1,15 +1,14 @@
 // Where a simulation may stop a node as a crash would (madsim, tests): the
-// SM's phases as they begin (InternalOptions::sm sets SmConfig::on_phase)
-// and the steps of a durable file write (the SA journal, guid2lid). Fault
+// SM's phases as they begin (ControlOptions::on_sm_phase, views.hpp) and
+// the steps of a durable file write (the SA journal, guid2lid). Fault
 // points fire only under simulation. Private: not part of libmadengine.
 #pragma once
 
 #include "engine/durable_file.hpp"
-#include "sm/sm.hpp"
+#include "node/views.hpp"
 
 namespace madengine::node {
 
-using sm::SmPhase;
 using madengine::DurableStep;
 using madengine::DurableWriteObserver;
 using madengine::kDurableStepCount;

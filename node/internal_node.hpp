@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "madengine/node/node.hpp"
+#include "node/views.hpp"
 #include "perfmgr/perf_manager.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sa/snapshot.hpp"
@@ -40,12 +41,6 @@ struct InternalOptions {
   // enabled. Its threshold reports reach `on_port_alarm` on the event thread.
   perfmgr::PerfMgrConfig perfmgr;
   std::function<void(const perfmgr::PortAlarm&)> on_port_alarm;
-};
-
-// The SA journal's writes (warm restart, docs/ha.md) since start.
-struct JournalCounters {
-  std::uint64_t written = 0;
-  std::uint64_t failed = 0;
 };
 
 class InternalNode : public Node {
@@ -96,10 +91,7 @@ class InternalNode : public Node {
   // reloaded; `restart_needed`: every other key that changed, by its TOML
   // name ("sm.routing"), which stays as the node started with it until a
   // restart. Hooks run on the calling thread.
-  struct ReloadResult {
-    std::vector<std::string> applied;
-    std::vector<std::string> restart_needed;
-  };
+  using ReloadResult = node::ReloadResult;
   using ReloadHook = std::function<std::string(const NodeConfig&)>;
   void add_reload_hook(ReloadHook hook);
   ReloadResult reload(const NodeConfig& fresh);

@@ -25,7 +25,6 @@
 #include "daemon_flags.hpp"
 #include "madengine/node/node.hpp"
 #include "node/control.hpp"
-#include "node/internal_node.hpp"
 #include "service/admin.hpp"
 #include "service/metrics.hpp"
 #include "service/service_config.hpp"
@@ -90,7 +89,7 @@ int next_signal(const sigset_t& set, std::chrono::milliseconds wait) {
 
 void log_status(const node::NodeControl& d) {
   const node::SmStatus s = d.sm_status();
-  const node::SaRecordCounters sa = d.sa_counters().total();
+  const node::SaRecordCounters sa = d.sa_counters().total;
   spdlog::info("status: {} epoch {} heavy sweeps {} light sweeps {} traps {} | SA received {} answered {} busy {} dropped {}",
                s.subnet_up ? "subnet up" : "subnet not up", s.epoch, s.heavy_sweeps, s.light_sweeps, s.traps,
                sa.received, sa.answered, sa.busy, sa.dropped);
@@ -99,14 +98,14 @@ void log_status(const node::NodeControl& d) {
 // SIGHUP: the file read again (flags still win), the log reopened (after
 // logrotate moved it) at the file's level, then what the node can change
 // while it runs; every other changed key is named in one warning.
-void reload(node::InternalNode& d, const daemon_cli::CommandLine& cl, node::NodeConfig& cfg, service::ServiceConfig& running) {
+void reload(node::NodeControl d, const daemon_cli::CommandLine& cl, node::NodeConfig& cfg, service::ServiceConfig& running) {
   spdlog::info("SIGHUP: reloading{}", cl.config_file.empty() ? " (no --config file: the log is reopened)" : " " + cl.config_file);
   try {
     service::ServiceConfig svc;
     daemon_cli::load_configuration(cl, cfg, svc);
     service::apply_daemon_log(cfg.log);
-    node::InternalNode::ReloadResult r = d.reload(cfg);
-    node::InternalNode::ReloadResult perf = d.reload_perfmgr(svc.perfmgr);
+    node::ReloadResult r = d.reload(cfg);
+    node::ReloadResult perf = d.reload_perfmgr(svc.perfmgr);
     r.applied.insert(r.applied.end(), perf.applied.begin(), perf.applied.end());
     r.restart_needed.insert(r.restart_needed.end(), perf.restart_needed.begin(), perf.restart_needed.end());
     for (const std::string& what : r.applied) spdlog::info("reloaded: {}", what);
@@ -144,10 +143,11 @@ int main(int argc, char** argv) {
 
   try {
     // umad: the engine's cores; sim: a thread drives the fabric at --sim-speed.
-    node::InternalOptions options;
+    node::ControlOptions options;
     options.perfmgr = svc.perfmgr;
-    node::InternalNode d(cfg, {}, options);
-    const node::NodeControl control(d);
+    node::ControlledNode owned(cfg, {}, options);
+    node::Node& d = owned.node();
+    node::NodeControl control = owned.control();
     // The service's parts read the node; they go before it does.
     service::MetricsRenderer renderer(control);
     std::unique_ptr<service::MetricsServer> metrics;
@@ -174,12 +174,12 @@ int main(int argc, char** argv) {
         break;
       }
       supervisor.tick();
-      if (sig == SIGHUP) reload(d, cl, cfg, svc);
+      if (sig == SIGHUP) reload(control, cl, cfg, svc);
       const bool up = control.sm_status().subnet_up;
       if (up && !was_up && cl.sim_wedge_core_ms != 0) {
         const auto ms = std::chrono::milliseconds(cl.sim_wedge_core_ms);
         spdlog::warn("test fault: the SM's core is wedged for {} ms", ms.count());
-        d.post(d.sm_core(), [ms] { std::this_thread::sleep_for(ms); });
+        control.post(control.sm_core(), [ms] { std::this_thread::sleep_for(ms); });
       }
       if (up && !was_up && cl.exit_after_up) break;
       was_up = up;
@@ -198,11 +198,11 @@ int main(int argc, char** argv) {
     arm_shutdown_watchdog(deadline);
     supervisor.stopping();
     log_status(control);
-    d.write_journal_now();
+    control.write_journal_now();
     admin.reset();
     metrics.reset();
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - kExitMargin - std::chrono::steady_clock::now());
-    if (!d.stop_within(std::max(left, std::chrono::milliseconds(0))))
+    if (!control.stop_within(std::max(left, std::chrono::milliseconds(0))))
       exit_forced(fmt::format("an engine core or the event thread did not stop within {} ms of the signal",
                               (kShutdownTimeout - kExitMargin).count()));
   } catch (const node::ConfigError& e) {

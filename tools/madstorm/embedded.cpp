@@ -20,7 +20,6 @@
 #include "lib/runner.hpp"
 #include "madengine/node/node.hpp"
 #include "node/control.hpp"
-#include "node/internal_node.hpp"
 #include "service/metrics.hpp"
 #include "sim/fabric.hpp"
 
@@ -46,8 +45,9 @@ int run_embedded(const Options& o) {
   cfg.sa.journal.clear();
   if (o.embedded_sa_share != 0) cfg.sa.requester_share_max = o.embedded_sa_share;
   cfg.log.level = "warn";
-  md::InternalNode d(cfg);
-  const md::NodeControl control(d);
+  md::ControlledNode owned(cfg);
+  md::Node& d = owned.node();
+  const md::NodeControl control = owned.control();
   // The daemon's metrics endpoint, read by its own thread while the storm pumps the node.
   madengine::service::MetricsRenderer renderer(control);
   std::unique_ptr<madengine::service::MetricsServer> metrics;
@@ -98,7 +98,7 @@ int run_embedded(const Options& o) {
   auto idle = [&d](Nanos) { d.pump(); };
   const auto a = run_reported(req, t, clock, idle);
   if (!a) return 2;
-  const md::SaRecordCounters sa = control.sa_counters().total();
+  const md::SaRecordCounters sa = control.sa_counters().total;
   fmt::print(stdout, "madengine SA counters: received {}  answered {}  BUSY {}  duplicates {}  dropped {}\n",
              sa.received, sa.answered, sa.busy, sa.duplicates, sa.dropped);
   std::vector<std::string> problems;

@@ -117,7 +117,7 @@ json AdminCommands::status() {
     pc = count_ports(*snap);
     for (std::size_t i = 1; i < pc.by_state.size(); ++i) ports[kPortStateNames[i]] = pc.by_state[i];
   }
-  const node::SaRecordCounters sa = node_.sa_counters().total();
+  const node::SaRecordCounters sa = node_.sa_counters().total;
   const auto up_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   return json{{"ok", true},
               {"state", wire::to_string(s.state)},
@@ -222,18 +222,16 @@ json AdminCommands::paths(const json& r) {
 json AdminCommands::counters() {
   const node::SaCounters c = node_.sa_counters();
   json by = json::array();
-  for (std::size_t k = 0; k < sa::kSaRecordKinds; ++k)
-    for (std::size_t m = 0; m < sa::kSaMethodKinds; ++m) {
-      const node::SaRecordCounters& r = c.by_kind_method[k][m];
-      if (r.received == 0) continue;
-      json e = record_counters(r);
-      e["record"] = sa::to_string(static_cast<sa::SaRecordKind>(k));
-      e["method"] = sa::to_string(static_cast<sa::SaMethodKind>(m));
-      by.push_back(std::move(e));
-    }
+  for (const node::SaRequestCounters& r : c.by_request) {
+    if (r.counters.received == 0) continue;
+    json e = record_counters(r.counters);
+    e["record"] = r.record;
+    e["method"] = r.method;
+    by.push_back(std::move(e));
+  }
   const double mean_us = c.latency.count ? static_cast<double>(c.latency.sum_ns) / c.latency.count / 1000.0 : 0.0;
   return json{{"ok", true},
-              {"total", record_counters(c.total())},
+              {"total", record_counters(c.total)},
               {"by_record", by},
               {"latency", {{"answers", c.latency.count}, {"mean_us", mean_us}}},
               {"rmpp_transfers", c.rmpp_transfers},

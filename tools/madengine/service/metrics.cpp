@@ -61,59 +61,49 @@ const char* state_name(wire::SmState s) noexcept {
 // The record and method pairs clients ask for, exported from the start
 // (at 0) so that rate() and alerts work before the first request; others
 // appear at their first request.
-bool always_exported(sa::SaRecordKind k, sa::SaMethodKind m) noexcept {
-  using K = sa::SaRecordKind;
-  using M = sa::SaMethodKind;
-  switch (k) {
-    case K::kOther: return false;
-    case K::kClassPortInfo: return m == M::kGet;
-    case K::kInformInfo: return m == M::kSet;
-    case K::kService: return m == M::kGet || m == M::kGetTable || m == M::kSet || m == M::kDelete;
-    case K::kMcMember: return m == M::kGet || m == M::kGetTable || m == M::kSet || m == M::kDelete;
-    case K::kMultiPath: return m == M::kGetMulti;
-    default: return m == M::kGet || m == M::kGetTable;
-  }
+bool always_exported(std::string_view record, std::string_view method) noexcept {
+  if (record == "other") return false;
+  if (record == "ClassPortInfo") return method == "Get";
+  if (record == "InformInfo") return method == "Set";
+  if (record == "ServiceRecord" || record == "MCMemberRecord")
+    return method == "Get" || method == "GetTable" || method == "Set" || method == "Delete";
+  if (record == "MultiPathRecord") return method == "GetMulti";
+  return method == "Get" || method == "GetTable";
 }
 
 void sa_metrics(Out& o, const node::SaCounters& c) {
   struct Field {
     const char* name;
     const char* help;
-    std::uint64_t sa::SaRecordCounters::*member;
+    std::uint64_t node::SaRecordCounters::*member;
   };
   static constexpr Field kFields[] = {
-      {"sa_requests_received_total", "SA requests received, by record type and method", &sa::SaRecordCounters::received},
-      {"sa_requests_answered_total", "SA requests answered (records or an error status)", &sa::SaRecordCounters::answered},
-      {"sa_requests_busy_total", "SA requests answered BUSY without being admitted", &sa::SaRecordCounters::busy},
-      {"sa_requests_dropped_total", "SA requests admitted but never answered (should stay 0)", &sa::SaRecordCounters::dropped},
+      {"sa_requests_received_total", "SA requests received, by record type and method", &node::SaRecordCounters::received},
+      {"sa_requests_answered_total", "SA requests answered (records or an error status)", &node::SaRecordCounters::answered},
+      {"sa_requests_busy_total", "SA requests answered BUSY without being admitted", &node::SaRecordCounters::busy},
+      {"sa_requests_dropped_total", "SA requests admitted but never answered (should stay 0)", &node::SaRecordCounters::dropped},
       {"sa_requests_duplicates_total", "retried TIDs answered from the cache or absorbed while in work",
-       &sa::SaRecordCounters::duplicates},
+       &node::SaRecordCounters::duplicates},
   };
   for (const Field& f : kFields) {
     o.family(f.name, "counter", f.help);
-    for (std::size_t k = 0; k < sa::kSaRecordKinds; ++k)
-      for (std::size_t m = 0; m < sa::kSaMethodKinds; ++m) {
-        const std::uint64_t v = c.by_kind_method[k][m].*f.member;
-        if (c.by_kind_method[k][m].received == 0 &&
-            !always_exported(static_cast<sa::SaRecordKind>(k), static_cast<sa::SaMethodKind>(m)))
-          continue;
-        o.sample(f.name, v,
-                 fmt::format("record=\"{}\",method=\"{}\"", sa::to_string(static_cast<sa::SaRecordKind>(k)),
-                             sa::to_string(static_cast<sa::SaMethodKind>(m))));
-      }
+    for (const node::SaRequestCounters& r : c.by_request) {
+      if (r.counters.received == 0 && !always_exported(r.record, r.method)) continue;
+      o.sample(f.name, r.counters.*f.member, fmt::format("record=\"{}\",method=\"{}\"", r.record, r.method));
+    }
   }
   o.family("sa_errors_total", "counter", "SA answers with an error status, by status");
-  static constexpr const char* kStatus[sa::kErrSlots] = {"none",         "no_resources", "req_invalid",  "no_records",
-                                                         "too_many",     "invalid_gid",  "insufficient", "denied",
-                                                         "unsupported",  "invalid_field"};
-  const sa::SaRecordCounters t = c.total();
-  for (std::size_t e = 1; e < sa::kErrSlots; ++e) o.sample("sa_errors_total", t.errors[e], fmt::format("status=\"{}\"", kStatus[e]));
+  static constexpr const char* kStatus[node::kSaErrorSlots] = {"none",         "no_resources", "req_invalid",  "no_records",
+                                                               "too_many",     "invalid_gid",  "insufficient", "denied",
+                                                               "unsupported",  "invalid_field"};
+  for (std::size_t e = 1; e < node::kSaErrorSlots; ++e)
+    o.sample("sa_errors_total", c.total.errors[e], fmt::format("status=\"{}\"", kStatus[e]));
 
   o.family("sa_answer_latency_seconds", "histogram", "admission to answer of admitted SA queries (engine clock)");
   std::uint64_t cumulative = 0;
-  for (std::size_t b = 0; b + 1 < sa::kSaLatencyBuckets; ++b) {
+  for (std::size_t b = 0; b + 1 < c.latency.buckets.size(); ++b) {
     cumulative += c.latency.buckets[b];
-    const double le = static_cast<double>(sa::kSaLatencyBucket0Ns << b) * 1e-9;
+    const double le = static_cast<double>(c.latency.bucket0_ns << b) * 1e-9;
     o.sample("sa_answer_latency_seconds_bucket", cumulative, fmt::format("le=\"{:g}\"", le));
   }
   o.sample("sa_answer_latency_seconds_bucket", c.latency.count, "le=\"+Inf\"");
@@ -133,10 +123,8 @@ void sm_metrics(Out& o, const node::SmStatus& s) {
   o.one("sm_smps_sent_total", "counter", "SMPs the SM transmitted, retries included", s.smps.sent);
   o.one("sm_smps_retried_total", "counter", "SMP re-transmissions after a timeout", s.smps.retried);
   o.one("sm_smps_timed_out_total", "counter", "SMP requests that got no answer after every retry", s.smps.timed_out);
-  std::uint64_t failed = s.smps.timed_out + s.smps.send_failed;
-  for (const std::uint64_t f : s.smps.failed_by) failed += f;
   o.one("sm_smps_failed_total", "counter", "SMP requests that failed (timed out, refused by the transport, device lost)",
-        failed);
+        s.smps.failed);
   o.one("sm_traps_total", "counter", "traps received by the SM", s.traps);
   o.one("subnet_up", "gauge", "1 once the first sweep as master brought the subnet up", s.subnet_up ? 1 : 0);
   o.one("epoch", "gauge", "the SA's current epoch (one per routing publication)", s.epoch);
@@ -173,31 +161,31 @@ void sm_metrics(Out& o, const node::SmStatus& s) {
           static_cast<double>(s.replica_age_ms) / 1000.0);
 }
 
-void engine_metrics(Out& o, const EngineStats& e) {
+void engine_metrics(Out& o, const node::EngineCounters& e) {
   struct Field {
     const char* name;
     const char* help;
-    std::uint64_t CoreCounters::*member;
+    std::uint64_t node::EngineCoreCounters::*member;
   };
   static constexpr Field kFields[] = {
-      {"engine_mads_received_total", "MADs received, by engine core", &CoreCounters::rx},
-      {"engine_mads_sent_total", "MADs the transports accepted, by engine core", &CoreCounters::tx},
-      {"engine_ring_full_total", "hand-offs that found a ring full (back-pressure)", &CoreCounters::ring_full},
-      {"engine_tx_full_total", "sends refused: transmit queue full or pool empty", &CoreCounters::tx_full},
-      {"engine_malformed_total", "MADs too short or of a bad base version", &CoreCounters::malformed},
-      {"engine_no_handler_total", "MADs nobody handles", &CoreCounters::no_handler},
+      {"engine_mads_received_total", "MADs received, by engine core", &node::EngineCoreCounters::rx},
+      {"engine_mads_sent_total", "MADs the transports accepted, by engine core", &node::EngineCoreCounters::tx},
+      {"engine_ring_full_total", "hand-offs that found a ring full (back-pressure)", &node::EngineCoreCounters::ring_full},
+      {"engine_tx_full_total", "sends refused: transmit queue full or pool empty", &node::EngineCoreCounters::tx_full},
+      {"engine_malformed_total", "MADs too short or of a bad base version", &node::EngineCoreCounters::malformed},
+      {"engine_no_handler_total", "MADs nobody handles", &node::EngineCoreCounters::no_handler},
   };
   for (const Field& f : kFields) {
     o.family(f.name, "counter", f.help);
-    for (const CoreSnapshot& c : e.cores) o.sample(f.name, c.counters.*f.member, fmt::format("core=\"{}\"", c.core));
+    for (const node::EngineCoreCounters& c : e.cores) o.sample(f.name, c.*f.member, fmt::format("core=\"{}\"", c.core));
   }
   // A core held up by its own work: the SA's answers on it waited that long.
   o.family("engine_long_iterations_total", "counter", "core iterations that took over 1 ms of work, by engine core");
-  for (const CoreSnapshot& c : e.cores)
-    o.sample("engine_long_iterations_total", c.counters.busy_loops_over_1ms, fmt::format("core=\"{}\"", c.core));
+  for (const node::EngineCoreCounters& c : e.cores)
+    o.sample("engine_long_iterations_total", c.busy_loops_over_1ms, fmt::format("core=\"{}\"", c.core));
   o.family("engine_iteration_max_seconds", "gauge", "the longest core iteration that did work, by engine core");
-  for (const CoreSnapshot& c : e.cores)
-    o.sample("engine_iteration_max_seconds", static_cast<double>(c.counters.busy_loop_max_ns) / 1e9,
+  for (const node::EngineCoreCounters& c : e.cores)
+    o.sample("engine_iteration_max_seconds", static_cast<double>(c.busy_loop_max_ns) / 1e9,
              fmt::format("core=\"{}\"", c.core));
 }
 

@@ -61,7 +61,7 @@ void World::take_baseline(Slot& master) {
   // no settled LID yet: it carries one the master did not mean it to keep,
   // maybe another port's, and the next sweep (or the next master, who
   // cannot know what this one published) settles it.
-  const auto snap = master.n->store().current();
+  const auto snap = master.n->control().published();
   if (snap == nullptr) return;
   baseline_.clear();
   for (sim::PortIdx p = 0; p < fabric_.port_count(); ++p) {
@@ -276,7 +276,7 @@ void World::check_paths(const std::vector<std::uint32_t>& nodes, const std::vect
                                sl_of_pkey(*partitions_, rec.pkey.get())));
     if (layered) {
       madengine::node::PathInfo pi;
-      if (master.n->path(rec.slid.get(), rec.dlid.get(), pi) == madengine::node::PathResult::kOk && pi.sl != rec.sl())
+      if (master.n->control().path(rec.slid.get(), rec.dlid.get(), pi) == madengine::node::PathResult::kOk && pi.sl != rec.sl())
         return wrong(fmt::format("SL {}, the route's layer is {}", rec.sl(), pi.sl));
     }
     const madstorm::PathCheck pc = oracle.check(rec);
@@ -313,7 +313,7 @@ void World::check_paths(const std::vector<std::uint32_t>& nodes, const std::vect
 }
 
 void World::check_sa_state(Slot& master, const std::vector<std::uint32_t>& comp_of, std::uint32_t comp) {
-  const madengine::sa::SaStateImage img = master.n->sa().capture_state();
+  const madengine::node::SaRegistrations img = master.n->control().sa_registrations();
   const Nanos t = now();
   const bool rereg = clients_->reregistrations_pending != 0;
   auto in_subnet = [&](unsigned client) { return comp_of[s_.clients[client]] == comp; };
@@ -324,8 +324,8 @@ void World::check_sa_state(Slot& master, const std::vector<std::uint32_t>& comp_
   for (const auto& [key, held] : clients_->services) {
     if (!in_subnet(key.first) || held.unknown) continue;
     const std::uint64_t gid_guid = clients_->client_port_guid(key.first);
-    const auto it = std::find_if(img.services.begin(), img.services.end(), [&](const madengine::sa::ServiceEntry& e) {
-      return e.rec.service_id.get() == service_id_of(clients_->instance(key.first), key.second) && e.rec.service_gid.guid.get() == gid_guid;
+    const auto it = std::find_if(img.services.begin(), img.services.end(), [&](const madengine::node::ServiceHeld& e) {
+      return e.service_id == service_id_of(clients_->instance(key.first), key.second) && e.service_gid.guid.get() == gid_guid;
     });
     const bool finite = held.lease_s != 0xffffffffu;
     const Nanos ends = held.acked_ns + Nanos{held.lease_s} * kNanosPerSecond;
@@ -356,9 +356,9 @@ void World::check_sa_state(Slot& master, const std::vector<std::uint32_t>& comp_
     const wire::Gid mgid = mgid_of(clients_->instance(key.second), key.first);
     bool found = false;
     for (const auto& g : img.groups)
-      if (g.params.mgid == mgid)
+      if (g.mgid == mgid)
         found = found || std::any_of(g.members.begin(), g.members.end(),
-                                     [&](const madengine::sa::McMember& m) { return m.port_gid.guid.get() == guid; });
+                                     [&](const wire::Gid& m) { return m.guid.get() == guid; });
     if (!found && !rereg && !at_risk(held.acked_ns))
       bad("sa-state-kept", fmt::format("client {} joined group {} at {:.3f} s and is no longer a member", key.second,
                                        key.first, static_cast<double>(held.acked_ns) / 1e9));
@@ -367,8 +367,8 @@ void World::check_sa_state(Slot& master, const std::vector<std::uint32_t>& comp_
     if (!in_subnet(client) || held.unknown) continue;
     const Nanos acked = held.acked_ns;
     const std::uint64_t guid = clients_->client_port_guid(client);
-    const bool found = std::any_of(img.subscriptions.begin(), img.subscriptions.end(),
-                                   [&](const madengine::sa::Subscription& sub) { return sub.subscriber.guid.get() == guid; });
+    const bool found = std::any_of(img.subscribers.begin(), img.subscribers.end(),
+                                   [&](const wire::Gid& sub) { return sub.guid.get() == guid; });
     if (!found && !rereg && !at_risk(acked))
       bad("sa-state-kept", fmt::format("client {} subscribed at {:.3f} s and its subscription is gone", client,
                                        static_cast<double>(acked) / 1e9));

@@ -92,7 +92,7 @@ void World::check_channel_dependencies(const std::vector<std::uint32_t>& nodes, 
   for (const sim::PortIdx src : sources) {
     for (const std::uint16_t dlid : dlids) {
       madengine::node::PathInfo pi;
-      if (dlid == fabric_.lid(src) || master.n->path(fabric_.lid(src), dlid, pi) != madengine::node::PathResult::kOk) continue;
+      if (dlid == fabric_.lid(src) || master.n->control().path(fabric_.lid(src), dlid, pi) != madengine::node::PathResult::kOk) continue;
       const unsigned sl = pi.sl;
       std::uint32_t prev = 0xffffffffu;
       sim::PortIdx out = src;

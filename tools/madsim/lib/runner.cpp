@@ -22,7 +22,6 @@ namespace madsim {
 namespace sim = madengine::sim;
 namespace wire = madengine::wire;
 using madengine::kNanosPerMilli;
-using madengine::node::NodeControl;
 using madengine::node::SmPhase;
 
 std::string replay_command(const Scenario& s) {
@@ -86,7 +85,7 @@ void World::write_partitions(const std::vector<PartitionDraw>& parts) {
 World::~World() {
   clients_.reset();
   for (Slot& slot : sms_) {
-    if (slot.n) slot.n->crash();  // the end of a run is not a shutdown to journal
+    if (slot.n) slot.n->control().crash();  // the end of a run is not a shutdown to journal
     slot.n.reset();
   }
   madengine::set_durable_write_observer(nullptr);
@@ -130,18 +129,12 @@ void World::start_sm(Slot& slot) {
     std::filesystem::last_write_time(
         c.sa.journal, std::filesystem::file_time_type::clock::now() - std::chrono::duration_cast<std::filesystem::file_time_type::duration>(age), ec);
   }
-  node::InternalOptions in{.sim_fabric = &fabric_, .sim_node = slot.node};
+  node::ControlOptions in{.sim_fabric = &fabric_, .sim_node = slot.node};
   const unsigned i = slot.index;
-  in.sm = [this, i](madengine::sm::SmConfig& smc) {
-    auto prev = std::move(smc.on_transition);
-    smc.on_transition = [this, i, prev](wire::SmState from, wire::SmState to) {
-      if (prev) prev(from, to);
-      on_transition(i, from, to);
-    };
-    smc.on_phase = [this, i](SmPhase p) { on_phase(i, p); };
-  };
+  in.on_sm_transition = [this, i](wire::SmState from, wire::SmState to) { on_transition(i, from, to); };
+  in.on_sm_phase = [this, i](SmPhase p) { on_phase(i, p); };
   slot.state = wire::SmState::kNotActive;
-  slot.n = std::make_unique<node::InternalNode>(c, node::NodeHooks{}, in);
+  slot.n = std::make_unique<node::ControlledNode>(c, node::NodeHooks{}, in);
   ++slot.starts;
   r_.trace.add(now(), fmt::format("sm{} starts on {} priority {}", i, s_.topo.nodes[slot.node].id, slot.priority));
 }
@@ -196,7 +189,7 @@ void World::on_transition(unsigned i, wire::SmState from, wire::SmState to) {
 
 void World::on_phase(unsigned i, SmPhase p) {
   Slot& slot = sms_[i];
-  r_.trace.add(now(), fmt::format("sm{} {}", i, madengine::sm::to_string(p)));
+  r_.trace.add(now(), fmt::format("sm{} {}", i, madengine::node::to_string(p)));
   if (p == SmPhase::kPublished) {
     ++r_.stats.heavy_sweeps;
     // The LIDs to keep are those one master gave the whole subnet: after a
@@ -230,12 +223,12 @@ void World::on_phase(unsigned i, SmPhase p) {
           }
       } else if (sweeping && alive(slot)) {
         fired_[j] = true;
-        kill_sm(slot, fmt::format("in {}", madengine::sm::to_string(p)), f.restart, f.length_ns);
+        kill_sm(slot, fmt::format("in {}", madengine::node::to_string(p)), f.restart, f.length_ns);
       }
     } else if (f.kind == FaultKind::kLinkFlapInPhase && f.phase == p && sweeping) {
       fired_[j] = true;
       fault(fmt::format("link {}[{}] down {} ms as sm{} enters {}", s_.topo.nodes[f.a].id, f.count,
-                        f.length_ns / kNanosPerMilli, i, madengine::sm::to_string(p)));
+                        f.length_ns / kNanosPerMilli, i, madengine::node::to_string(p)));
       fault_until(sim::schedule_link_flap(fabric_, fabric_.port(f.a, static_cast<std::uint8_t>(f.count)), now(), f.length_ns));
       disturb(now(), now() + f.length_ns + kDisturbanceTailNs);
     }
@@ -325,7 +318,7 @@ void World::apply_timed_faults() {
         clients_->set_partitions(partitions_);
         // SIGHUP reaches every running SM process, its port there or not.
         for (Slot& slot : sms_)
-          if (slot.n != nullptr && !slot.crash_pending) slot.n->reload_config_files();
+          if (slot.n != nullptr && !slot.crash_pending) slot.n->control().reload_config_files();
         disturb(now(), now() + kDisturbanceTailNs);
         break;
       }
@@ -362,7 +355,7 @@ bool World::published_by_master(const std::vector<std::uint32_t>& comp, std::uin
   if (fabric_.port_state(p) != wire::PortState::kActive) return false;
   for (const Slot& slot : sms_) {
     if (!alive(slot) || slot.state != wire::SmState::kMaster || comp[slot.node] != comp[node]) continue;
-    const auto snap = NodeControl(*slot.n).published();
+    const auto snap = slot.n->control().published();
     if (snap != nullptr && snap->by_port_guid.contains(fabric_.port_guid(p))) return true;
   }
   return false;
@@ -377,7 +370,7 @@ void World::sample() {
     ++sms[comp[slot.node]];
     if (slot.state != wire::SmState::kMaster) continue;
     ++masters[comp[slot.node]];
-    bringing_up = bringing_up || !NodeControl(*slot.n).sm_status().subnet_up;
+    bringing_up = bringing_up || !slot.n->control().sm_status().subnet_up;
   }
   // Nor can clients whose master is still bringing the subnet up (a
   // restarted SM whose Sets ports refuse until their M_Key leases end).
@@ -412,12 +405,12 @@ std::size_t World::step() {
   std::size_t work = 0;
   for (Slot& slot : sms_)
     if (slot.n) {
-      work += NodeControl(*slot.n).poll_cores_once();
-      slot.n->dispatch_events();
+      work += slot.n->control().poll_cores_once();
+      slot.n->node().dispatch_events();
     }
   for (Slot& slot : sms_) {
     if (slot.crash_pending) {
-      slot.n->crash();
+      slot.n->control().crash();
       slot.n.reset();
       slot.crash_pending = false;
       slot.state = wire::SmState::kNotActive;
@@ -451,11 +444,11 @@ bool World::settled() {
     for (Slot* slot : slots) {
       if (slot->state != wire::SmState::kMaster) continue;
       ++masters;
-      const auto st = NodeControl(*slot->n).sm_status();
+      const auto st = slot->n->control().sm_status();
       if (!st.subnet_up) return false;
       // A master still recovering (its last heavy sweep met errors: ports
       // behind M_Key leases, SMPs lost) sweeps again: not quiet yet.
-      if (!st.last_heavy.ok || st.last_heavy.discovery_errors != 0 || st.last_heavy.bringup.errors != 0) return false;
+      if (!st.last_heavy.ok || st.last_heavy.discovery_errors != 0 || st.last_heavy.bringup_errors != 0) return false;
       fingerprint = fingerprint * 31 + st.heavy_sweeps * 7 + st.epoch;
     }
     if (masters != 1) return false;

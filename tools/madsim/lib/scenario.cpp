@@ -393,7 +393,7 @@ std::string describe(const Scenario& s) {
       case FaultKind::kLinkFlap:
       case FaultKind::kLinkFlapInPhase:
         out += fmt::format(" {}[{}] down {} ms", s.topo.nodes[f.a].id, f.count, f.length_ns / kNanosPerMilli);
-        if (f.kind == FaultKind::kLinkFlapInPhase) out += fmt::format(" when the master enters {}", madengine::sm::to_string(f.phase));
+        if (f.kind == FaultKind::kLinkFlapInPhase) out += fmt::format(" when the master enters {}", madengine::node::to_string(f.phase));
         break;
       case FaultKind::kSwitchReboot: out += " " + s.topo.nodes[f.a].id; break;
       case FaultKind::kSmaMute: out += fmt::format(" {} for {} ms", s.topo.nodes[f.a].id, f.length_ns / kNanosPerMilli); break;
@@ -401,7 +401,7 @@ std::string describe(const Scenario& s) {
         out += fmt::format(" {} {} times every {} ms", s.topo.nodes[f.a].id, f.count, f.length_ns / kNanosPerMilli);
         break;
       case FaultKind::kMasterKill:
-        out += fmt::format(" in {}{}", madengine::sm::to_string(f.phase),
+        out += fmt::format(" in {}{}", madengine::node::to_string(f.phase),
                            f.restart ? fmt::format(", back after {} ms", f.length_ns / kNanosPerMilli) : std::string(", not restarted"));
         break;
       case FaultKind::kMasterKillJournal:

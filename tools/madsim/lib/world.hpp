@@ -16,7 +16,7 @@
 #include "lib/clients.hpp"
 #include "lib/runner.hpp"
 #include "node/fault_points.hpp"
-#include "node/internal_node.hpp"
+#include "node/control.hpp"
 #include "sim/fabric.hpp"
 #include "sim/faults/smp_loss.hpp"
 
@@ -51,7 +51,7 @@ class World {
     std::uint32_t node = 0;
     std::uint8_t priority = 0;
     std::string dir;
-    std::unique_ptr<madengine::node::InternalNode> n;
+    std::unique_ptr<madengine::node::ControlledNode> n;
     bool crash_pending = false;
     Nanos restart_at = -1;
     Nanos journal_written_ns = -1;  // sim time of its last complete journal write

@@ -235,8 +235,38 @@ struct Storm::Impl final : madengine::TxSink {
   void on_rx(const MadBuf& buf, Nanos now, std::uint32_t at) noexcept;
 
   // ---- the issue/receive loop (storm_loop.cpp) ----
+  // Where one run stands: its schedule, the query drawn but not yet issued,
+  // and when progress and device events are next due.
+  struct RunState {
+    Nanos start = 0;
+    Nanos measure_end = 0;  // 0: the run ends with the workload, not a duration
+    bool open_loop = false;
+    double period_ns = 0;   // open loop: between two scheduled queries
+    std::uint64_t issued_all = 0;  // warm-up included: the schedule's count
+    Query pending{};
+    bool have_pending = false, exhausted = false;
+    Nanos next_due = -1;    // the next scheduled query the schedule held back (-1: none)
+    Nanos next_progress = 0;
+    Nanos next_events_ns = 0;
+    std::uint64_t last_prog_answered = 0;
+    Nanos last_prog_ns = 0;
+  };
   StormResult run(const std::function<void(Nanos)>& idle, const std::function<void(const Progress&)>& progress,
                   Nanos progress_interval_ns, const std::atomic<bool>& stop_requested);
+  // Answers in bursts, then the RMPP receiver's timers.
+  std::size_t receive(Nanos now);
+  // Timeouts re-sent (same TID) or given up, BUSY back-offs asked again (new TID).
+  std::size_t expire(Nanos now);
+  // New queries, as the schedule and the windows allow.
+  std::size_t issue(RunState& r, Nanos now, const std::atomic<bool>& stop_requested);
+  // The query drawn into a free slot and sent (its schedule time `sched`).
+  void issue_one(RunState& r, Nanos sched, Nanos now);
+  void report_progress(RunState& r, Nanos now, Nanos progress_interval_ns,
+                       const std::function<void(const Progress&)>& progress);
+  // A lost device ends the issuing; what is in flight runs out its timers.
+  void watch_device(RunState& r, Nanos now);
+  // Nothing to do (or the transport full): the caller's idle until the next deadline.
+  void wait_idle(const RunState& r, Nanos now, const std::function<void(Nanos)>& idle);
 };
 
 }  // namespace madstorm
