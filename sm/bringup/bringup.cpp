@@ -373,7 +373,11 @@ class Programmer {
             if (k < pending->table.size()) pending->table[k] = blk->pkey(i);
           }
         }
-        if (--pending->left == 0 && !pending->failed) st_.pkeys[key] = std::move(pending->table);
+        if (--pending->left == 0 && !pending->failed) {
+          fabric::CowVector<std::uint16_t> table(std::move(pending->table));
+          pkey_tables_.intern(table);
+          st_.pkeys[key] = std::move(table);
+        }
       });
     }
   }
@@ -384,7 +388,7 @@ class Programmer {
     const auto key = port_key(n.node_guid, port);
     const auto have = st_.pkeys.find(key);
     if (have == st_.pkeys.end()) return;  // not read (an error was counted)
-    const std::vector<std::uint16_t>& cur = have->second;
+    const fabric::CowVector<std::uint16_t>& cur = have->second;
     for (std::size_t b = 0; b * wire::kPKeyBlockSize < want.size(); ++b) {
       wire::PKeyTableBlock blk{};
       bool same = true;
@@ -532,6 +536,7 @@ class Programmer {
   ProgrammedState& st_;
   BringupReport& rep_;
   std::vector<PortRef> ports_;
+  fabric::CowInterner<std::uint16_t> pkey_tables_;  // the tables read share a buffer when alike (most are)
   std::vector<PortRef> pkey_ports_;  // end ports, in fabric order
   std::size_t next_ = 0;  // the current stage's cursor
 };
