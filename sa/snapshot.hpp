@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "madengine/fabric/cow_vector.hpp"
 #include "madengine/fabric/fabric.hpp"
 #include "madengine/fabric/lft.hpp"
 #include "madengine/wire/smp/guid_info.hpp"
@@ -37,11 +38,12 @@ struct SmIdentity {
 
 // Per-port tables the SM read or programmed; empty vectors mean "not read"
 // (the SA then assumes the default partition, IBA 10.9.1.2, for P_Key checks).
+// Shared with the SM's caches and the epochs before (copy on write).
 struct PortTables {
-  std::vector<std::uint16_t> pkeys;              // the whole P_Key table, index order
-  std::vector<wire::Sl2VlTable> sl2vl;           // by input port (CAs: one entry, input port 0)
-  std::vector<wire::VlArbTableBlock> vl_arb;     // blocks 1..4 at [0..3]
-  std::vector<std::uint64_t> guids;              // GUIDInfo (alias GUIDs), index order
+  fabric::CowVector<std::uint16_t> pkeys;           // the whole P_Key table, index order
+  fabric::CowVector<wire::Sl2VlTable> sl2vl;        // by input port (CAs: one entry, input port 0)
+  fabric::CowVector<wire::VlArbTableBlock> vl_arb;  // blocks 1..4 at [0..3]
+  fabric::CowVector<std::uint64_t> guids;           // GUIDInfo (alias GUIDs), index order
 };
 
 // A switch's multicast forwarding table: per MLID (from 0xc000) the ports it forwards to.

@@ -8,6 +8,7 @@
 //     engines: comma list ("all": the default per table); min_hosts: skip
 //     smaller fabrics; full: no incremental passes; max_rss_mb: exit 1 when
 //     the peak RSS goes above it (printed with the row that crossed it)
+//   Each row ends with a digest of the full pass's LFTs and layers.
 #include <fmt/format.h>
 #include <sys/resource.h>
 
@@ -60,6 +61,20 @@ std::size_t blocks_changed(const sm::RoutingResult& a, const sm::RoutingResult& 
                ? 0
                : 1;
   return n;
+}
+
+// FNV-1a over every LFT entry and every (source switch, LID) layer: two
+// builds route alike when their digests match (printed in hex).
+std::uint64_t routes_digest(const sm::RoutingResult& r) {
+  std::uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](std::uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  for (const sm::Lft& l : r.lfts) {
+    mix(l.node);
+    for (const std::uint8_t p : l.ports) mix(p);
+  }
+  for (std::size_t s = 0; s < r.layers.switches(); ++s)
+    for (std::uint32_t lid = 0; lid <= r.layers.top_lid(); ++lid) mix(r.layers.at(s, static_cast<std::uint16_t>(lid)));
+  return h;
 }
 
 // The first switch-to-switch cable, cut on both ends.
@@ -115,9 +130,9 @@ int main(int argc, char** argv) {
        },
        any},
   };
-  fmt::print("{:<17} {:>6} {:>5} {:>7} {:>3} {:>9} {:>9} {:>8} {:>8} {:>8} {:>4} {:>8} {:>8} {:>9} {:>9} {:>8} {:>7} {:>6}\n",
+  fmt::print("{:<17} {:>6} {:>5} {:>7} {:>3} {:>9} {:>9} {:>8} {:>8} {:>8} {:>4} {:>8} {:>8} {:>9} {:>9} {:>8} {:>7} {:>6} {:>16}\n",
              "fabric", "hosts", "sw", "engine", "thr", "wall_ms", "cpu_ms", "hops_ms", "lfts_ms", "layer_ms", "VLs",
-             "maxload", "meanload", "same_ms", "cut_ms", "cut_lids", "cut_blk", "rss_MB");
+             "maxload", "meanload", "same_ms", "cut_ms", "cut_lids", "cut_blk", "rss_MB", "digest");
   for (const Case& c : cases) {
     if (c.hosts > max_hosts || c.hosts < min_hosts) continue;
     const fabric::Fabric f = c.build();
@@ -158,11 +173,11 @@ int main(int argc, char** argv) {
         cut_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
       }
       fmt::print("{:<17} {:>6} {:>5} {:>7} {:>3} {:>9.1f} {:>9.1f} {:>8.1f} {:>8.1f} {:>8.1f} {:>4} {:>8} {:>8} {:>9.1f} {:>9.1f} "
-                 "{:>8} {:>7} {:>6}\n",
+                 "{:>8} {:>7} {:>6} {:016x}\n",
                  c.name, c.hosts, f.switch_count(), sm::to_string(algo), threads, wall_ms, cpu_ms, r.hop_tables_s * 1e3,
                  r.lfts_s * 1e3, r.layers_s * 1e3, r.layers.count(), maxload, meanload, same_ms, cut_ms,
                  full_only ? "-" : after.ok() ? std::to_string(after.lids_rerouted) : "fail",
-                 full_only ? 0 : blocks_changed(r, after), peak_rss_mb());
+                 full_only ? 0 : blocks_changed(r, after), peak_rss_mb(), routes_digest(r));
       if (rss_max_mb != 0 && peak_rss_mb() > rss_max_mb) {
         fmt::print("{} {}: peak RSS {} MB above the bound of {} MB\n", c.name, sm::to_string(algo), peak_rss_mb(), rss_max_mb);
         rss_within = false;

@@ -127,7 +127,7 @@ void guid_info_records(const Snapshot& s, std::uint16_t lid, RecordSink& sink) {
       const PortTables* t = s.tables(n, p);
       std::vector<std::uint64_t> guids;
       if (t != nullptr && !t->guids.empty()) {
-        guids = t->guids;
+        guids = t->guids.vec();
       } else {
         // Not read: the port GUID at index 0 of a table GUIDCap long (IBA 14.2.5.11).
         guids.assign(std::max<std::size_t>(1, node.ports[p].info.guid_cap), 0);
@@ -155,7 +155,7 @@ void pkey_records(const Snapshot& s, std::uint16_t lid, RecordSink& sink) {
       const bool end_port = node.is_switch() ? p == 0 : node.ports[p].linked();
       const PortTables* t = s.tables(n, p);
       std::vector<std::uint16_t> keys;
-      if (t != nullptr && !t->pkeys.empty()) keys = t->pkeys;
+      if (t != nullptr && !t->pkeys.empty()) keys = t->pkeys.vec();
       else if (end_port) keys = {wire::kDefaultPKey};  // not read: the default partition
       else continue;
       for (std::size_t b = 0; b * wire::kPKeyBlockSize < keys.size() && !sink.full(); ++b) {

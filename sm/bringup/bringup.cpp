@@ -35,10 +35,11 @@ std::uint64_t block_hash(const wire::LftBlock& blk) noexcept {
 
 std::pair<std::uint64_t, std::uint8_t> port_key(std::uint64_t node_guid, std::uint8_t port) noexcept { return {node_guid, port}; }
 
+// A port bring-up programs; its directed route is looked up (path_of), not
+// kept: 65 bytes of 136 for each of 271 k ports at 43,904 hosts.
 struct PortRef {
   NodeId node;
   std::uint8_t port;
-  wire::DrPath path;
   wire::PortInfo want;
 };
 
@@ -139,6 +140,11 @@ class Programmer {
            SmpQueue::Done done) {
     ++rep_.smps;
     q_.submit(make_dr_request(wire::method::kSet, attr, mod, path, cfg_.port_num, data, cfg_.m_key), std::move(done));
+  }
+  // The directed route to a port: its switch's, or the CA port's own.
+  const wire::DrPath& path_of(const PortRef& ref) const {
+    const fabric::Node& n = d_.fabric.nodes[ref.node];
+    return n.is_switch() ? n.dr_path : d_.ca_port_paths[ref.node][ref.port];
   }
   void get(std::uint16_t attr, std::uint32_t mod, const wire::DrPath& path, SmpQueue::Done done) {
     ++rep_.smps;
@@ -373,7 +379,11 @@ class Programmer {
             if (k < pending->table.size()) pending->table[k] = blk->pkey(i);
           }
         }
-        if (--pending->left == 0 && !pending->failed) st_.pkeys[key] = std::move(pending->table);
+        if (--pending->left == 0 && !pending->failed) {
+          fabric::CowVector<std::uint16_t> table(std::move(pending->table));
+          pkey_tables_.intern(table);
+          st_.pkeys[key] = std::move(table);
+        }
       });
     }
   }
@@ -384,7 +394,7 @@ class Programmer {
     const auto key = port_key(n.node_guid, port);
     const auto have = st_.pkeys.find(key);
     if (have == st_.pkeys.end()) return;  // not read (an error was counted)
-    const std::vector<std::uint16_t>& cur = have->second;
+    const fabric::CowVector<std::uint16_t>& cur = have->second;
     for (std::size_t b = 0; b * wire::kPKeyBlockSize < want.size(); ++b) {
       wire::PKeyTableBlock blk{};
       bool same = true;
@@ -427,7 +437,7 @@ class Programmer {
     const std::vector<std::uint16_t> table =
         layout_pkey_table(wanted_pkeys(guid), have->second, pkey_cap(n, ref.port), cfg_.allow_both_pkeys, dropped);
     rep_.pkeys_dropped += static_cast<std::uint32_t>(dropped);
-    write_table(ref.node, ref.port, ref.path, table);
+    write_table(ref.node, ref.port, path_of(ref), table);
     if (n.is_switch() || !p.linked()) return;
     const fabric::Node& sw = d_.fabric.nodes[p.peer];
     const std::size_t cap = sw.switch_info.partition_enforcement_cap.get();
@@ -446,11 +456,11 @@ class Programmer {
         const fabric::Port& p = n.ports[port];
         if (!p.linked() && !(n.is_switch() && port == 0)) continue;
         if (!n.is_switch() && (p.guid == 0 || port >= d_.ca_port_paths[id].size())) continue;
-        PortRef ref{id, port, n.is_switch() ? n.dr_path : d_.ca_port_paths[id][port], desired(n, port)};
+        PortRef ref{id, port, desired(n, port)};
         ports_.push_back(ref);
         // P_Key tables of end ports (CA ports, a switch's port 0) and of
         // switch external ports: read once, written in the P_Key stage.
-        if (!st_.pkeys.contains(port_key(n.node_guid, port))) read_pkeys(id, port, ref.path);
+        if (!st_.pkeys.contains(port_key(n.node_guid, port))) read_pkeys(id, port, path_of(ref));
         if (!n.is_switch() || port == 0) pkey_ports_.push_back(ref);
         const auto w = st_.port_written.find(port_key(n.node_guid, port));
         const bool unchanged = p.info.lid == ref.want.lid && p.info.master_sm_lid == ref.want.master_sm_lid &&
@@ -464,7 +474,7 @@ class Programmer {
         wire::PortInfo payload = ref.want;
         if (arm_now) payload.set_state(wire::PortState::kArmed);
         const std::size_t idx = ports_.size() - 1;
-        set(wire::smp_attr::kPortInfo, wire::port_info_modifier(port, fabric::extended_speeds(n, port)), ref.path, wire::as_bytes(payload),
+        set(wire::smp_attr::kPortInfo, wire::port_info_modifier(port, fabric::extended_speeds(n, port)), path_of(ref), wire::as_bytes(payload),
             [this, idx, arm_now](const TxnResult& r) {
               on_port_set(idx, r, false);
               const fabric::Port& pp = d_.fabric.nodes[ports_[idx].node].ports[ports_[idx].port];
@@ -508,7 +518,7 @@ class Programmer {
       if (!p.linked() || p.state != static_cast<std::uint8_t>(from)) return false;
       wire::PortInfo payload = ref.want;
       payload.set_state(to);
-      set(wire::smp_attr::kPortInfo, wire::port_info_modifier(ref.port, fabric::extended_speeds(n, ref.port)), ref.path,
+      set(wire::smp_attr::kPortInfo, wire::port_info_modifier(ref.port, fabric::extended_speeds(n, ref.port)), path_of(ref),
           wire::as_bytes(payload),
           [this, idx, to, &counter](const TxnResult& r) {
             on_port_set(idx, r, true);
@@ -532,6 +542,7 @@ class Programmer {
   ProgrammedState& st_;
   BringupReport& rep_;
   std::vector<PortRef> ports_;
+  fabric::CowInterner<std::uint16_t> pkey_tables_;  // the tables read share a buffer when alike (most are)
   std::vector<PortRef> pkey_ports_;  // end ports, in fabric order
   std::size_t next_ = 0;  // the current stage's cursor
 };

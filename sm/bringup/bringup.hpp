@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/task.hpp"
+#include "madengine/fabric/cow_vector.hpp"
 #include "madengine/wire/smp/lft.hpp"
 #include "sm/discovery/discovery.hpp"
 #include "madengine/sm/port_settings.hpp"
@@ -63,7 +64,7 @@ struct ProgrammedState {
   // Whole P_Key tables (every block) as read or written, by (node GUID,
   // port): CA ports, switch port 0 and switch external ports (a switch's
   // ports share its GUID). A port not here is read before it is written.
-  std::map<std::pair<std::uint64_t, std::uint8_t>, std::vector<std::uint16_t>> pkeys;
+  std::map<std::pair<std::uint64_t, std::uint8_t>, fabric::CowVector<std::uint16_t>> pkeys;  // shared with the snapshots
   // The PortInfo last written and acknowledged, by (node GUID, port):
   // SMAs need not echo every field (ibsim keeps no SubnetTimeOut or
   // NeighborMTU), so "unchanged" is judged against what we wrote.

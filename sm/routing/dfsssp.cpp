@@ -191,7 +191,7 @@ bool route_dfsssp(const EngineInput& in, RoutingResult& res) {
     }
     dag.store_weights(weight);
     for (std::size_t k = 1; k < m; ++k) {
-      std::uint8_t* ports = res.lfts[dag.order[k]].ports.data();
+      std::uint8_t* ports = res.lfts[dag.order[k]].ports.mutable_data();
       for (std::size_t li = 0; li < lids; ++li) ports[group_lids[li]] = staged[k * lids + li];
     }
   }
@@ -209,7 +209,7 @@ bool route_dfsssp(const EngineInput& in, RoutingResult& res) {
 
   t0 = std::chrono::steady_clock::now();
   std::string error;
-  const bool ok = assign_layers(g, res.lfts, res.top_lid, in.vls, res.layers, error);
+  const bool ok = assign_layers(g, res.lfts, res.top_lid, in.vls, res.layers, error, in.threads);
   res.layers_s = seconds_since(t0);
   if (!ok) {
     res.error = error + ", the fabric offers " + std::to_string(in.vls) + " VLs";

@@ -21,6 +21,7 @@ struct Reuse {
   const HopTables* hops = nullptr;             // the new fabric's hop tables, already computed
   std::vector<const std::uint8_t*> prev_ports; // by SwIdx: the previous LFT (nullptr: a new switch)
   std::vector<std::size_t> prev_size;
+  std::vector<const Lft*> prev_lft;            // the same tables, to share when nothing is routed again
   bool keeps(std::uint16_t lid) const noexcept { return lid < keep_lid.size() && keep_lid[lid] != 0; }
   // The previous port at `s` for `lid`, kLftNoRoute if unknown.
   std::uint8_t prev(SwIdx s, std::uint16_t lid) const noexcept {
@@ -50,7 +51,10 @@ RoutingResult route_chain(const fabric::Fabric& fabric, const RoutingOptions& op
                           const Reuse* reuse, RoutingAlgo reuse_engine);
 
 // LFTs sized to the top LID, every entry "no route" except each switch's own
-// LIDs (its port 0 and the CAs it delivers to).
-void init_lfts(const SwitchGraph& g, RoutingResult& res);
+// LIDs (its port 0 and the CAs it delivers to). With `unchanged` (a pass
+// that routes no LID again), a switch whose previous table has that size
+// starts as that table, shared rather than copied: the new routes are the
+// old ones, and an unchanged re-sweep holds one set of tables, not two.
+void init_lfts(const SwitchGraph& g, RoutingResult& res, const Reuse* unchanged = nullptr);
 
 }  // namespace madengine::sm

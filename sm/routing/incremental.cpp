@@ -102,7 +102,9 @@ RoutingResult compute_routes(const fabric::Fabric& fabric, const RoutingOptions&
   reuse.keep_lid.assign(top + 1u, 0);
   reuse.prev_ports.resize(n);
   reuse.prev_size.resize(n);
+  reuse.prev_lft.resize(n);
   for (SwIdx s = 0; s < n; ++s) {
+    reuse.prev_lft[s] = old_lft[old_of[s]];
     reuse.prev_ports[s] = old_lft[old_of[s]]->ports.data();
     reuse.prev_size[s] = old_lft[old_of[s]]->ports.size();
   }

@@ -2,7 +2,9 @@
 #include "sm/routing/layering.hpp"
 
 #include <algorithm>
+#include <span>
 
+#include "engine/parallel_for.hpp"
 #include "sm/routing/cdg.hpp"
 
 namespace madengine::sm {
@@ -26,7 +28,7 @@ struct LftColumns {
       first = lid - lid % kLids;
       ports.assign(lfts.size() * kLids, fabric::kLftNoRoute);
       for (std::size_t s = 0; s < lfts.size(); ++s) {
-        const std::vector<std::uint8_t>& p = lfts[s].ports;
+        const fabric::CowVector<std::uint8_t>& p = lfts[s].ports;
         if (first < p.size())
           std::copy(p.begin() + first, p.begin() + std::min<std::size_t>(p.size(), first + kLids), ports.begin() + s * kLids);
       }
@@ -84,9 +86,9 @@ std::size_t max_degree(const SwitchGraph& g) {
 
 // The dependencies the routes to `lids` induce, as bytes
 // [c1 * degree + index of c2 among the links of c1's far switch].
-void collect_dependencies(const SwitchGraph& g, const std::vector<fabric::Lft>& lfts,
-                          const std::vector<std::uint16_t>& lids, const std::vector<SwIdx>& home, LidRoutes& routes,
-                          std::size_t degree, std::vector<std::uint8_t>& dep) {
+void collect_dependencies(const SwitchGraph& g, const std::vector<fabric::Lft>& lfts, std::span<const std::uint16_t> lids,
+                          const std::vector<SwIdx>& home, LidRoutes& routes, std::size_t degree,
+                          std::vector<std::uint8_t>& dep) {
   for (const std::uint16_t lid : lids) {
     if (home[lid] == kNoSwitch) continue;
     routes.load(g, lfts, lid, home[lid]);
@@ -97,6 +99,35 @@ void collect_dependencies(const SwitchGraph& g, const std::vector<fabric::Lft>& 
       dep[std::size_t{c1} * degree + (routes.next[q] - g.link_begin[q])] = 1;
     }
   }
+}
+
+// The same on `threads` threads, each on a run of LIDs (runs keep the LFT
+// columns' 64-LID reads whole) into a set of its own, merged after: a set
+// does not depend on the order it was filled in, so neither do the layers.
+void collect_dependencies(const SwitchGraph& g, const std::vector<fabric::Lft>& lfts,
+                          const std::vector<std::uint16_t>& lids, const std::vector<SwIdx>& home, LidRoutes& routes,
+                          std::size_t degree, std::vector<std::uint8_t>& dep, unsigned threads) {
+  constexpr std::size_t kLidsPerThreadMin = 1024;  // below: the threads' start and merge cost more than they save
+  const std::size_t runs = std::clamp<std::size_t>(lids.size() / kLidsPerThreadMin, 1, threads);
+  if (runs == 1) {
+    collect_dependencies(g, lfts, lids, home, routes, degree, dep);
+    return;
+  }
+  std::vector<std::vector<std::uint8_t>> own(runs - 1);
+  const std::size_t per = (lids.size() + runs - 1) / runs;
+  parallel_for(runs, static_cast<unsigned>(runs), [&](std::size_t r) {
+    const std::size_t first = std::min(lids.size(), r * per), last = std::min(lids.size(), first + per);
+    const std::span<const std::uint16_t> run(lids.data() + first, last - first);
+    if (r == 0) {
+      collect_dependencies(g, lfts, run, home, routes, degree, dep);
+      return;
+    }
+    LidRoutes mine;
+    own[r - 1].assign(dep.size(), 0);
+    collect_dependencies(g, lfts, run, home, mine, degree, own[r - 1]);
+  });
+  for (const std::vector<std::uint8_t>& o : own)
+    for (std::size_t i = 0; i < dep.size(); ++i) dep[i] |= o[i];
 }
 
 // An order of the channels close to topological for a dependency graph:
@@ -264,11 +295,14 @@ struct FirstFit {
   }
 };
 
+bool first_fit(const SwitchGraph& g, const std::vector<fabric::Lft>& lfts, std::uint16_t top_lid, unsigned vls,
+               fabric::PathLayers& out, std::string& error, unsigned threads);
+
 }  // namespace
 
 bool assign_layers(const SwitchGraph& g, const std::vector<fabric::Lft>& lfts, std::uint16_t top_lid, unsigned vls,
-                   fabric::PathLayers& out, std::string& error) {
-  if (assign_layers_first_fit(g, lfts, top_lid, vls, out, error)) return true;
+                   fabric::PathLayers& out, std::string& error, unsigned threads) {
+  if (first_fit(g, lfts, top_lid, vls, out, error, threads)) return true;
   if (g.size() * (top_lid + std::size_t{1}) > kCycleBreakingPathsMax) return false;
   std::string why;
   if (assign_layers_by_cycles(g, lfts, top_lid, vls, out, why)) return true;
@@ -411,6 +445,13 @@ bool assign_layers_by_cycles(const SwitchGraph& g, const std::vector<fabric::Lft
 
 bool assign_layers_first_fit(const SwitchGraph& g, const std::vector<fabric::Lft>& lfts, std::uint16_t top_lid,
                              unsigned vls, fabric::PathLayers& out, std::string& error) {
+  return first_fit(g, lfts, top_lid, vls, out, error, 1);
+}
+
+namespace {
+
+bool first_fit(const SwitchGraph& g, const std::vector<fabric::Lft>& lfts, std::uint16_t top_lid, unsigned vls,
+               fabric::PathLayers& out, std::string& error, unsigned threads) {
   const std::size_t n = g.size();
   // Every switch has a LID, so this never fires; the bound lets the optimiser
   // see that the sizes below cannot wrap (g++ 12 -O3 warns otherwise).
@@ -438,9 +479,9 @@ bool assign_layers_first_fit(const SwitchGraph& g, const std::vector<fabric::Lft
   const std::size_t degree = max_degree(g);
   std::vector<std::uint8_t> dep(g.channels() * degree, 0);
   std::vector<std::uint32_t> position;
-  collect_dependencies(g, lfts, ca, ff.home, ff.routes, degree, dep);
+  collect_dependencies(g, lfts, ca, ff.home, ff.routes, degree, dep, threads);
   if (!dependency_order(g, dep, degree, position)) {
-    collect_dependencies(g, lfts, rest, ff.home, ff.routes, degree, dep);
+    collect_dependencies(g, lfts, rest, ff.home, ff.routes, degree, dep, threads);
     dependency_order(g, dep, degree, position);
     std::vector<std::uint8_t>().swap(dep);
     ff.cdg.set_initial_order(position);
@@ -450,7 +491,7 @@ bool assign_layers_first_fit(const SwitchGraph& g, const std::vector<fabric::Lft
     return true;
   }
   std::vector<std::uint8_t> all = dep;
-  collect_dependencies(g, lfts, rest, ff.home, ff.routes, degree, all);
+  collect_dependencies(g, lfts, rest, ff.home, ff.routes, degree, all, threads);
   if (dependency_order(g, all, degree, position)) return true;
   std::vector<std::uint8_t>().swap(all);
   ff.cdg.set_initial_order(position);
@@ -461,5 +502,7 @@ bool assign_layers_first_fit(const SwitchGraph& g, const std::vector<fabric::Lft
     if (!ff.place(lid, out, error)) return false;
   return true;
 }
+
+}  // namespace
 
 }  // namespace madengine::sm

@@ -29,8 +29,9 @@
 
 namespace madengine::sm {
 
+// `threads`: first fit collects the routes' dependencies on that many threads.
 bool assign_layers(const SwitchGraph& g, const std::vector<fabric::Lft>& lfts, std::uint16_t top_lid, unsigned vls,
-                   fabric::PathLayers& out, std::string& error);
+                   fabric::PathLayers& out, std::string& error, unsigned threads = 1);
 bool assign_layers_first_fit(const SwitchGraph& g, const std::vector<fabric::Lft>& lfts, std::uint16_t top_lid,
                              unsigned vls, fabric::PathLayers& out, std::string& error);
 bool assign_layers_by_cycles(const SwitchGraph& g, const std::vector<fabric::Lft>& lfts, std::uint16_t top_lid,

@@ -129,7 +129,7 @@ std::size_t dmodk(std::uint32_t d, std::uint32_t level, std::size_t k) noexcept 
 
 }  // namespace
 
-void init_lfts(const SwitchGraph& g, RoutingResult& res) {
+void init_lfts(const SwitchGraph& g, RoutingResult& res, const Reuse* unchanged) {
   res.top_lid = 0;
   for (const LidTarget& t : g.targets)
     res.top_lid = std::max<std::uint16_t>(res.top_lid, static_cast<std::uint16_t>(t.base_lid + t.lid_count - 1));
@@ -137,10 +137,16 @@ void init_lfts(const SwitchGraph& g, RoutingResult& res) {
   for (SwIdx s = 0; s < g.size(); ++s) {
     Lft& lft = res.lfts[s];
     lft.node = g.node_of[s];
+    if (unchanged != nullptr && s < unchanged->prev_lft.size() && unchanged->prev_lft[s] != nullptr &&
+        unchanged->prev_lft[s]->ports.size() == res.top_lid + 1u) {
+      lft.ports = unchanged->prev_lft[s]->ports;
+      continue;
+    }
     lft.ports.assign(res.top_lid + 1u, kLftNoRoute);
+    std::uint8_t* const out = lft.ports.mutable_data();
     for (const std::uint32_t ti : g.targets_at(s)) {
       const LidTarget& t = g.targets[ti];
-      for (std::uint8_t i = 0; i < t.lid_count; ++i) lft.ports[t.base_lid + i] = t.exit_port;
+      for (std::uint8_t i = 0; i < t.lid_count; ++i) out[t.base_lid + i] = t.exit_port;
     }
   }
 }
@@ -165,7 +171,7 @@ bool route_minhop_family(const EngineInput& in, RoutingAlgo algo, RoutingResult&
   res.hop_tables_s = seconds_since(t0);
 
   t0 = std::chrono::steady_clock::now();
-  init_lfts(g, res);
+  init_lfts(g, res, reuse != nullptr && reuse->lids_to_route == 0 ? reuse : nullptr);
   const std::size_t n = g.size();
   std::vector<std::uint32_t> unreachable(n, 0);
   std::vector<std::uint8_t> max_hops(n, 0);
@@ -188,9 +194,10 @@ bool route_minhop_family(const EngineInput& in, RoutingAlgo algo, RoutingResult&
     std::vector<std::uint8_t> masks;
     if (reuse != nullptr && reuse->lids_to_route == 0 && reuse->prev_ports[s] != nullptr) {
       // Nothing to route again: the previous table (same LIDs, so its own
-      // LIDs' exits are the same too).
+      // LIDs' exits are the same too), shared by init_lfts when of one size.
       if (reuse->prev_size[s] == lft.ports.size()) {
-        std::memcpy(lft.ports.data(), reuse->prev_ports[s], lft.ports.size());
+        if (!lft.ports.shares(reuse->prev_lft[s]->ports))
+          std::memcpy(lft.ports.mutable_data(), reuse->prev_ports[s], lft.ports.size());
       } else {
         for (const LidTarget& t : g.targets)
           if (t.sw != s)
@@ -202,6 +209,7 @@ bool route_minhop_family(const EngineInput& in, RoutingAlgo algo, RoutingResult&
           max_hops[s] = std::max<std::uint8_t>(max_hops[s], hops.at(d, s) & kHopMask);
       return;
     }
+    std::uint8_t* const out = lft.ports.mutable_data();  // this switch's table is this thread's alone
     candidate_masks(g, hops, updn ? &ranking : nullptr, s, masks);
     const std::size_t groups = (links.size() + 7) / 8;
     std::vector<std::uint32_t> load(g.max_ports + 1u, 0);
@@ -212,7 +220,7 @@ bool route_minhop_family(const EngineInput& in, RoutingAlgo algo, RoutingResult&
         if (t.sw != s && reuse->keeps(t.base_lid))
           for (std::uint8_t i = 0; i < t.lid_count; ++i) {
             const std::uint8_t p = reuse->prev(s, static_cast<std::uint16_t>(t.base_lid + i));
-            lft.ports[t.base_lid + i] = p;
+            out[t.base_lid + i] = p;
             if (p != kLftNoRoute && p <= g.max_ports) ++load[p];
           }
     LeastUsed least(load);
@@ -264,7 +272,7 @@ bool route_minhop_family(const EngineInput& in, RoutingAlgo algo, RoutingResult&
             if (!least_ready) least.reset(cand, guid_rank[s]), least_ready = true;
             port = least.pick();
           }
-          lft.ports[t.base_lid + i] = port;
+          out[t.base_lid + i] = port;
         }
       }
     }

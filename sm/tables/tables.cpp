@@ -119,6 +119,7 @@ Task<TablesReport> read_port_tables(SmpQueue& q, const DiscoveryResult& d, Table
   Reader rd(q, opts, report);
   const fabric::Fabric& f = d.fabric;
   std::set<Key> present;
+  std::vector<Entry*> read;
   // An entry whose shape matches is kept; otherwise it is reset and read.
   auto entry_to_read = [&](const Key& k, const PortShape& shape) -> Entry* {
     present.insert(k);
@@ -129,6 +130,7 @@ Task<TablesReport> read_port_tables(SmpQueue& q, const DiscoveryResult& d, Table
     }
     e = Entry{.shape = shape, .tables = {}};
     ++report.ports_read;
+    read.push_back(&e);
     return &e;
   };
   // One node's reads at a time, whenever the queue runs dry: memory stays
@@ -188,6 +190,15 @@ Task<TablesReport> read_port_tables(SmpQueue& q, const DiscoveryResult& d, Table
   });
   co_await q.drained();
   q.set_feeder(nullptr);
+  // Nearly every port holds the same SL2VL and VLArb tables: one buffer for
+  // each kind of table, shared by the cache and the snapshots (GUIDInfo
+  // starts with the port's own GUID, so those stay apart).
+  fabric::CowInterner<wire::Sl2VlTable> sl2vl_tables;
+  fabric::CowInterner<wire::VlArbTableBlock> vl_arb_tables;
+  for (Entry* e : read) {
+    sl2vl_tables.intern(e->tables.sl2vl);
+    vl_arb_tables.intern(e->tables.vl_arb);
+  }
   std::erase_if(cache.ports, [&](const auto& kv) { return !present.contains(kv.first); });
   co_return report;
 }

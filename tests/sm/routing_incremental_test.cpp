@@ -129,6 +129,36 @@ TEST(RoutingIncremental, UnchangedFabricGivesTheSameLftsAndRewritesNoBlock) {
   }
 }
 
+// The min-hop family's unchanged pass holds the previous tables themselves
+// (one copy for two epochs); a write to either side leaves the other as it
+// was, and a pass after a change owns the tables it changed.
+TEST(RoutingIncremental, UnchangedMinHopPassSharesThePreviousTables) {
+  const Fabric ft = testing::with_lids(sim::make_fat_tree_3level({.k = 8, .pods = 4}));
+  for (auto algo : {RoutingAlgo::kMinHop, RoutingAlgo::kUpDown, RoutingAlgo::kFatTree}) {
+    SCOPED_TRACE(to_string(algo));
+    const RoutingResult first = full(ft, algo);
+    ASSERT_TRUE(first.ok()) << first.error;
+    RoutingResult second = again(ft, algo, first, ft);
+    ASSERT_TRUE(second.ok()) << second.error;
+    ASSERT_EQ(second.lfts.size(), first.lfts.size());
+    for (std::size_t s = 0; s < first.lfts.size(); ++s) EXPECT_TRUE(second.lfts[s].ports.shares(first.lfts[s].ports)) << s;
+    const std::uint8_t was = first.lfts[0].ports[1];
+    second.lfts[0].ports[1] = static_cast<std::uint8_t>(was ^ 1u);
+    EXPECT_EQ(first.lfts[0].ports[1], was);
+    EXPECT_FALSE(second.lfts[0].ports.shares(first.lfts[0].ports));
+    EXPECT_TRUE(second.lfts[1].ports.shares(first.lfts[1].ports));
+
+    Fabric cut = ft;
+    const auto [n, p] = some_switch_cable(cut, 0);
+    unlink(cut, n, p);
+    const RoutingResult after = again(cut, algo, first, ft);
+    ASSERT_TRUE(after.ok()) << after.error;
+    EXPECT_GT(after.lids_rerouted, 0u);
+    for (std::size_t s = 0; s < after.lfts.size(); ++s) EXPECT_FALSE(after.lfts[s].ports.shares(first.lfts[s].ports)) << s;
+    EXPECT_EQ(first.lfts[0].ports[1], was);
+  }
+}
+
 TEST(RoutingIncremental, LinkFailureReroutesOnlyWhatItTouches) {
   for (const Case& c : cases()) {
     for (unsigned skip : {0u, 5u, 17u}) {

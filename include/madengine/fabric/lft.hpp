@@ -5,15 +5,18 @@
 #include <cstdint>
 #include <vector>
 
+#include "madengine/fabric/cow_vector.hpp"
 #include "madengine/fabric/fabric.hpp"
 
 namespace madengine::fabric {
 
 inline constexpr std::uint8_t kLftNoRoute = 0xff;
 
+// Copies share the table until one is written: an epoch and the next hold
+// one table for each switch a re-sweep left as it was.
 struct Lft {
-  NodeId node = kNoNode;            // the switch
-  std::vector<std::uint8_t> ports;  // indexed by LID, kLftNoRoute where unrouted
+  NodeId node = kNoNode;           // the switch
+  CowVector<std::uint8_t> ports;  // indexed by LID, kLftNoRoute where unrouted
 };
 
 }  // namespace madengine::fabric
