@@ -360,7 +360,7 @@ bool decode_epoch(std::span<const std::uint8_t> bytes, Snapshot& out, FabricIden
     for (fabric::Lft& l : s.lfts)
       if (!r.pod(l.node) || l.node >= s.fabric.nodes.size() || !r.vec(l.ports)) ok = false;
   }
-  ok = ok && PathDbCodec::get(r, s.paths) && s.paths.attach(0).lid_count == 0 && get_port_tables(r, s.port_tables) &&
+  ok = ok && PathDbCodec::get(r, s.paths) && get_port_tables(r, s.port_tables) &&
        r.vec(s.partitions) && r.pod(has_policy);
   if (ok && has_policy) {
     auto policy = std::make_shared<QosPolicyView>();
