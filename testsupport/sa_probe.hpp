@@ -6,10 +6,13 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <optional>
 #include <span>
 #include <vector>
@@ -29,6 +32,26 @@ struct SaProbeAnswer {
   std::array<std::uint8_t, wire::kSaDataSize> data{};
   bool operator==(const SaProbeAnswer&) const noexcept = default;
 };
+
+// "status 0x0000 vs 0x0000; bytes 12 (0x01 vs 0x02), ..." (test messages).
+inline std::string differences(const SaProbeAnswer& a, const SaProbeAnswer& b) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "status 0x%04x vs 0x%04x; bytes", a.status, b.status);
+  std::string out = buf;
+  for (std::size_t i = 0; i < a.data.size(); ++i)
+    if (a.data[i] != b.data[i]) {
+      std::snprintf(buf, sizeof buf, " %zu (0x%02x vs 0x%02x)", i, a.data[i], b.data[i]);
+      out += buf;
+    }
+  return out;
+}
+
+// The bytes a Get's answer of this attribute carries (the whole data field for others).
+inline std::size_t record_bytes(std::uint16_t attr) noexcept {
+  if (attr == wire::sa_attr::kPathRecord) return sizeof(wire::PathRecord);
+  if (attr == wire::sa_attr::kNodeRecord) return sizeof(wire::NodeRecord);
+  return wire::kSaDataSize;
+}
 
 inline wire::SaMad path_record_get(std::uint16_t slid, std::uint16_t dlid) {
   wire::PathRecord pr{};
@@ -70,7 +93,7 @@ class SaProbe {
     do {
       pollfd p{t_.fd(), POLLIN, 0};
       ::poll(&p, 1, 1);
-      std::array<MadBuf, 8> rx;
+      std::array<MadBuf, 8> rx{};
       std::array<MadBuf*, 8> rxp;
       for (std::size_t i = 0; i < rx.size(); ++i) rxp[i] = &rx[i];
       const std::size_t n = t_.rx_burst(std::span<MadBuf*>(rxp.data(), rxp.size()));
@@ -82,7 +105,10 @@ class SaProbe {
         std::memcpy(&m, rx[i].mad.bytes.data(), sizeof m);
         SaProbeAnswer a;
         a.status = h.status.get();
-        a.data = m.data;
+        // The record only: past it a MAD through the shim may carry bytes
+        // the SA never wrote (umad2sim hands on less than 256 bytes).
+        const std::size_t rec = std::min(record_bytes(h.attr_id.get()), std::size_t{rx[i].len > wire::kSaHeaderSize ? rx[i].len - wire::kSaHeaderSize : 0});
+        std::memcpy(a.data.data(), m.data.data(), rec);
         if (tid != nullptr) *tid = got;
         return a;
       }

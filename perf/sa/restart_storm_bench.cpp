@@ -337,14 +337,15 @@ int main(int argc, char** argv) {
   };
   const auto t0 = Mono::now();
   Spawned sm = start_daemon(1);
-  if (sm.pid <= 0 || !wait_file(dir + "/madengine-1.log", "sm: subnet up", 900s) ||
-      !wait_file(dir + "/madengine-1.log", "sa epoch " + dir + "/sa-epoch: epoch", 120s)) {
-    std::fprintf(stderr, "madengine: no subnet up or no epoch written; see %s\n", dir.c_str());
+  if (sm.pid <= 0 || !wait_file(dir + "/madengine-1.log", "sm: subnet up", 900s)) {
+    std::fprintf(stderr, "madengine: no subnet up; see %s\n", dir.c_str());
     sigkill(sm);
     return 1;
   }
-  std::printf("madengine: subnet up and epoch written %.1f s after its start (wall)\n",
-              std::chrono::duration<double>(Mono::now() - t0).count());
+  // A build without the persisted epoch (MADENGINE_BIN, a before figure) writes none.
+  const bool epoch = wait_file(dir + "/madengine-1.log", "sa epoch " + dir + "/sa-epoch: epoch", 60s);
+  std::printf("madengine: subnet up %.1f s after its start (wall); %s\n",
+              std::chrono::duration<double>(Mono::now() - t0).count(), epoch ? "epoch written" : "no epoch written");
   const std::string madstorm = std::string(MADSTORM_BIN) + " -p random --no-progress --seed 7";
   const auto hosts_of = [&](const std::string& tag) {
     const std::string hosts = dir + "/hosts-" + tag;

@@ -79,7 +79,11 @@ TEST(RestartEpochIbsim, RestartAnswersAsBeforeTheKillBeforeItsFirstSweepPublishe
   ASSERT_TRUE(sm.start(fabric, hosts[0].c_str()));
   std::chrono::steady_clock::time_point at{};
   std::uint64_t wrong = 0, not_ready = 0;
-  ASSERT_TRUE(testing::wait_for_answer(probe, path, *path_before, 2ms, 60s, at, wrong, not_ready)) << sm.log();
+  if (!testing::wait_for_answer(probe, path, *path_before, 2ms, 60s, at, wrong, not_ready)) {
+    const auto now = probe.ask(path);
+    FAIL() << wrong << " answers differed, " << not_ready << " were errors; now "
+           << (now ? testing::differences(*now, *path_before) : std::string("no answer")) << "\n" << sm.log();
+  }
   const std::string answered_at = log_stamp(std::chrono::system_clock::now());
   const auto node_after = probe.ask(node);
   ASSERT_TRUE(node_after.has_value());
