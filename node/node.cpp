@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <stdexcept>
 #include <thread>
@@ -139,6 +140,10 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   auto p_ = std::make_unique<Node::Parts>();  // named as the member it becomes
   validate(cfg);
   p_->cfg = cfg;
+  // The last run's epoch (tens of MB at 11,664 hosts) is read while the transport opens.
+  std::future<EpochLoad> epoch_load;
+  if (cfg.transport.kind != TransportKind::kSim && in.sim_fabric == nullptr)
+    epoch_load = std::async(std::launch::async, [&cfg] { return load_epoch(cfg); });
   for (const VendorClassHandler& v : hooks.vendor_classes)
     if (!is_vendor_class(v.mgmt_class) || !v.handler)
       throw ConfigError(fmt::format("vendor class 0x{:02x}: not a vendor-specific class (0x09, 0x30-0x4f) or no handler",
@@ -189,7 +194,6 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
     spdlog::warn("sm.ha_poll_interval_ms x ha_poll_retries is under 1 s with engine.idle = \"block\": on a loaded "
                  "machine a sleeping core may answer SMInfo polls too late; consider engine.idle = \"spin\"");
   make_parent_dir(cfg.sm.guid2lid);
-  spdlog::info("TIMING {}", 0);
   make_parent_dir(cfg.sm.guid2mkey);
   EngineConfig engine_cfg{
       .cores = static_cast<std::uint16_t>(cfg.engine.cores), .pin = cfg.engine.pin && !p_->fabric, .clock = clock};
@@ -198,7 +202,6 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   engine_cfg.backoff.spin_loops_min = cfg.engine.idle_spin_loops_min;
   p_->engine = std::make_unique<Engine>(engine_cfg);
   p_->engine->add_transport(*p_->transport, 0);
-  spdlog::info("TIMING {}", 1);
   if (!hooks.vendor_classes.empty())
     p_->vendor = std::make_unique<VendorMads>(*p_->engine, std::move(hooks.vendor_classes));
 
@@ -210,15 +213,13 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   sac.gid_traps_from_epochs = false;  // the SM sends traps 64/65 (on_notice below)
   if (in.sa) in.sa(sac);
   p_->sa = std::make_unique<sa::SaServer>(*p_->engine, p_->store, sac);
-  spdlog::info("TIMING {}", 2);
 
   make_parent_dir(cfg.sa.journal);
   const sa::FabricIdentity fabric{.sm_port_guid = p_->transport->local_port().port_guid,
                                   .subnet_prefix = cfg.sm.ports.subnet_prefix};
   const bool journal_fresh = restore_journal(cfg.sa, *p_->sa, clock->now_ns(), fabric);
-  spdlog::info("TIMING {}", 3);
   // The last run's epoch: the SA answers from it as soon as the engine runs.
-  const std::shared_ptr<sa::Snapshot> restored = p_->fabric ? nullptr : restore_epoch(cfg, fabric);
+  const std::shared_ptr<sa::Snapshot> restored = epoch_load.valid() ? vouch_epoch(cfg, epoch_load.get(), fabric) : nullptr;
   if (restored) p_->store.publish(restored);
 
   const bool threaded = !p_->fabric;
@@ -250,7 +251,6 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   smc.routing_hook = std::move(hooks.routing);
   if (in.sm) in.sm(smc);
   p_->sm = std::make_unique<sm::SubnetManager>(*p_->engine, *p_->transport, smc, p_->store);
-  spdlog::info("TIMING {}", 4);
   p_->events->attach(*p_->sm);
   MadHandler* sm_hook = p_->engine->dispatcher().response_hook(smc.core);
   // The performance manager on the last core (beside the SA's queries, away
@@ -326,7 +326,6 @@ void Node::start() {
                                              [p] { return p->pump(10 * kNanosPerMicro); });
   } else {
     p_->engine->start();
-    spdlog::info("TIMING engine started");
     p_->engine_running = true;
   }
   p_->events->start();

@@ -82,32 +82,51 @@ std::string lid_disagreement(const sa::Snapshot& snap, const sm::Guid2Lid& map) 
 
 }  // namespace
 
-std::shared_ptr<sa::Snapshot> restore_epoch(const NodeConfig& cfg, const sa::FabricIdentity& fabric) {
-  const std::string path = epoch_file_path(cfg);
-  if (path.empty()) return nullptr;
+EpochLoad load_epoch(const NodeConfig& cfg) {
+  EpochLoad l;
+  l.path = epoch_file_path(cfg);
+  if (l.path.empty()) return l;
   const auto t0 = std::chrono::steady_clock::now();
   std::error_code ec;
-  const auto written = std::filesystem::last_write_time(path, ec);
+  const auto written = std::filesystem::last_write_time(l.path, ec);
   if (ec) {
-    spdlog::info("sa epoch {}: none yet: the SA answers after the first sweep", path);
-    return nullptr;
+    l.refusal = "none yet";
+    return l;
   }
-  const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(std::filesystem::file_time_type::clock::now() - written);
-  if (age.count() < 0 || age.count() > static_cast<std::int64_t>(cfg.sa.epoch_fresh_ms)) {
-    spdlog::info("sa epoch {}: not published: stale (the master last vouched for it {} ms ago, more than "
-                 "sa.epoch_fresh_ms = {}); the SA answers after the first sweep",
-                 path, age.count(), cfg.sa.epoch_fresh_ms);
-    return nullptr;
+  l.age_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::filesystem::file_time_type::clock::now() - written).count();
+  if (l.age_ms < 0 || l.age_ms > static_cast<std::int64_t>(cfg.sa.epoch_fresh_ms)) {
+    l.refusal = fmt::format("not published: stale (the master last vouched for it {} ms ago, more than "
+                            "sa.epoch_fresh_ms = {})", l.age_ms, cfg.sa.epoch_fresh_ms);
+    return l;
   }
   auto snap = std::make_shared<sa::Snapshot>();
-  sa::FabricIdentity written_for;
   bool found = false;
   std::string err;
-  if (!sa::read_epoch_file(path, *snap, written_for, found, err) || !found) {
-    spdlog::warn("sa epoch {}: not published: {}; the SA answers after the first sweep", path,
-                 found ? err : std::string("it vanished while read"));
+  if (!sa::read_epoch_file(l.path, *snap, l.written_for, found, err) || !found) {
+    l.refusal = "not published: " + (found ? err : std::string("it vanished while read"));
+    l.damaged = true;
+    return l;
+  }
+  l.snap = std::move(snap);
+  l.read_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return l;
+}
+
+std::shared_ptr<sa::Snapshot> restore_epoch(const NodeConfig& cfg, const sa::FabricIdentity& fabric) {
+  return vouch_epoch(cfg, load_epoch(cfg), fabric);
+}
+
+std::shared_ptr<sa::Snapshot> vouch_epoch(const NodeConfig& cfg, EpochLoad l, const sa::FabricIdentity& fabric) {
+  const std::string& path = l.path;
+  if (path.empty()) return nullptr;
+  if (l.snap == nullptr) {
+    if (l.damaged) spdlog::warn("sa epoch {}: {}; the SA answers after the first sweep", path, l.refusal);
+    else spdlog::info("sa epoch {}: {}; the SA answers after the first sweep", path, l.refusal);
     return nullptr;
   }
+  const std::shared_ptr<sa::Snapshot> snap = std::move(l.snap);
+  const sa::FabricIdentity& written_for = l.written_for;
+  const auto age = std::chrono::milliseconds(l.age_ms);
   const auto t1 = std::chrono::steady_clock::now();
   if (written_for != fabric) {
     spdlog::warn("sa epoch {}: not published: written for {}, this is {}; the SA answers after the first sweep", path,
@@ -132,7 +151,7 @@ std::shared_ptr<sa::Snapshot> restore_epoch(const NodeConfig& cfg, const sa::Fab
   spdlog::info("sa epoch {}: epoch {} of the last run published ({} nodes, top LID {}; the master vouched for it {} "
                "ms ago; read and indexed in {:.1f} ms, LIDs checked against guid2lid in {:.1f} ms): the SA answers "
                "from it until the first sweep publishes",
-               path, snap->epoch, snap->fabric.nodes.size(), snap->top_lid, age.count(), ms(t0, t1),
+               path, snap->epoch, snap->fabric.nodes.size(), snap->top_lid, age.count(), l.read_ms,
                ms(t1, std::chrono::steady_clock::now()));
   return snap;
 }

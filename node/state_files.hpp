@@ -155,6 +155,21 @@ std::string epoch_file_path(const NodeConfig& cfg);
 // epoch's answers would not be the fabric's).
 std::shared_ptr<sa::Snapshot> restore_epoch(const NodeConfig& cfg, const sa::FabricIdentity& fabric);
 
+// restore_epoch() in two steps, so the file is read while the transport
+// opens (the fabric identity needs the port): what load_epoch() read, and
+// vouch_epoch(), which checks it against the fabric and guid2lid and logs.
+struct EpochLoad {
+  std::string path;
+  std::shared_ptr<sa::Snapshot> snap;  // null: refused (`refusal`) or none configured (empty path)
+  sa::FabricIdentity written_for;
+  std::string refusal;
+  bool damaged = false;
+  std::int64_t age_ms = 0;
+  double read_ms = 0;
+};
+EpochLoad load_epoch(const NodeConfig& cfg);
+std::shared_ptr<sa::Snapshot> vouch_epoch(const NodeConfig& cfg, EpochLoad load, const sa::FabricIdentity& fabric);
+
 // The master writes each epoch it publishes (and an MFT view that changed
 // inside one) through the I/O pool, at most every interval_ms, and touches
 // the file's time at that pace while no heavy sweep runs: the time says the
