@@ -115,7 +115,7 @@ std::uint64_t RmppKeyIndex::hash_of(const RmppKey& k) noexcept {
 RmppSender::RmppSender(const Clock& clock, TxSink& tx, RmppConfig cfg)
     : clock_(clock), tx_(tx), cfg_((validate_config(cfg), cfg)), seg_data_(wire::kMadSize - cfg.data_offset),
       payload_max_(std::size_t{cfg.segments_max} * seg_data_), transfers_(cfg.transfers_max),
-      buffers_(std::size_t{cfg.transfers_max} * payload_max_), index_(cfg.transfers_max),
+      buffers_(new std::uint8_t[std::size_t{cfg.transfers_max} * payload_max_]), index_(cfg.transfers_max),
       timers_(cfg.transfers_max) {
   for (std::uint32_t i = 0; i < cfg.transfers_max; ++i)
     transfers_[i].next_free = i + 1 < cfg.transfers_max ? i + 1 : kNone;
@@ -348,7 +348,7 @@ RmppReceiver::RmppReceiver(const Clock& clock, TxSink& tx, RmppRecvCallback cb, 
       seg_data_(wire::kMadSize - cfg.data_offset),
       class_hdr_(cfg.data_offset - kRmppOffset - wire::kRmppHeaderSize),
       payload_max_(std::size_t{cfg.segments_max} * seg_data_), transfers_(cfg.transfers_max),
-      buffers_(std::size_t{cfg.transfers_max} * payload_max_), index_(cfg.transfers_max),
+      buffers_(new std::uint8_t[std::size_t{cfg.transfers_max} * payload_max_]), index_(cfg.transfers_max),
       timers_(cfg.transfers_max) {
   for (std::uint32_t i = 0; i < cfg.transfers_max; ++i)
     transfers_[i].next_free = i + 1 < cfg.transfers_max ? i + 1 : kNone;

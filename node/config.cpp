@@ -182,6 +182,8 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     s.get("journal", c.sa.journal);
     s.get("journal_interval_ms", c.sa.journal_interval_ms, 10, 3'600'000);
     s.get("journal_fresh_ms", c.sa.journal_fresh_ms, 0, 86'400'000);
+    s.get("epoch_restore", c.sa.epoch_restore);
+    s.get("epoch_fresh_ms", c.sa.epoch_fresh_ms, 0, 86'400'000);
     s.reject_unknown();
   }
   {

@@ -104,6 +104,8 @@ std::vector<Key> make_keys() {
       {"sa.journal", [](const NodeConfig& c) { return c.sa.journal; }},
       {"sa.journal_interval_ms", [](const NodeConfig& c) { return text(c.sa.journal_interval_ms); }},
       {"sa.journal_fresh_ms", [](const NodeConfig& c) { return text(c.sa.journal_fresh_ms); }},
+      {"sa.epoch_restore", [](const NodeConfig& c) { return text(c.sa.epoch_restore); }},
+      {"sa.epoch_fresh_ms", [](const NodeConfig& c) { return text(c.sa.epoch_fresh_ms); }},
       {"log.level", [](const NodeConfig& c) { return c.log.level; }},
       {"log.file", [](const NodeConfig& c) { return c.log.file; }},
   };

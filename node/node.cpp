@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <stdexcept>
 #include <thread>
@@ -21,6 +22,7 @@
 #include "node/internal_node.hpp"
 #include "node/parts.hpp"
 #include "node/sim_driver.hpp"
+#include "node/state_files.hpp"
 #include "node/vendor_mads.hpp"
 #include "sa/server/response_chain.hpp"
 #include "sa/server/sa_server.hpp"
@@ -113,174 +115,6 @@ std::shared_ptr<const sm::PartitionConfig> load_partitions(const std::string& pa
   return std::make_shared<const sm::PartitionConfig>(std::move(*cfg));
 }
 
-}  // namespace
-
-// The master journals the SA's state (docs/ha.md, warm restart): the SM's
-// core notices, at most every interval_ms, that state_generation moved and
-// hands a copy of the state to the I/O pool, which writes it (an fsync per
-// write never holds the MAD core). Writes keep their order: the I/O pool
-// has one thread. Only a master whose SA holds the clients' registrations
-// (SmStatus::sa_state_current) writes. A standby removes the journal (the
-// master's SA takes registrations from then on), and so does a master
-// whose clients are still to be asked to reregister: a restart must not
-// vouch with a state the clients have moved on from.
-class JournalWriter final : public Poller {
- public:
-  JournalWriter(const std::string& path, const sa::FabricIdentity& fabric, std::uint32_t interval_ms, sa::SaServer& sa,
-                sm::SubnetManager& sm, const Clock& clock, ComputePool& io)
-      : path_(path),
-        fabric_(fabric),
-        interval_ns_(Nanos{interval_ms} * kNanosPerMilli),
-        sa_(sa),
-        sm_(sm),
-        clock_(clock),
-        io_(io) {}
-  std::size_t poll(Nanos now_ns) noexcept override {
-    if (now_ns < next_ns_) return 0;
-    next_ns_ = now_ns + interval_ns_;
-    const sm::SmStatus st = sm_.status();
-    const bool vouches = st.state == wire::SmState::kMaster && st.sa_state_current;
-    if (!vouches && (st.state == wire::SmState::kStandby || st.state == wire::SmState::kMaster)) {
-      if (withdrawn_) return 0;
-      withdraw();
-      return 1;
-    }
-    if (!vouches || sa_.state_generation() == queued_) return 0;
-    write();
-    return 1;
-  }
-  JournalCounters counters() const noexcept {
-    return {written_.load(std::memory_order_relaxed), failed_.load(std::memory_order_relaxed)};
-  }
-  // Writes now when we are master (shutdown), on this thread, from the
-  // state the SA last published (any thread may read it): the file's time
-  // then says the state was current until this moment. Once per shutdown.
-  void write_final() noexcept {
-    if (final_written_) return;
-    final_written_ = true;
-    const sm::SmStatus st = sm_.status();
-    if (st.state != wire::SmState::kMaster || !st.sa_state_current) {
-      spdlog::info("sa journal {}: not written at shutdown: this SM is not a master vouching for the SA state", path_);
-      return;
-    }
-    try {
-      std::string err;
-      if (sa::write_journal_file(path_, sa_.capture_state(), clock_.now_ns(), err, fabric_))
-        spdlog::info("sa journal {}: written at shutdown", path_);
-      else
-        spdlog::warn("sa journal {}: not written at shutdown: {}", path_, err);
-    } catch (const std::exception& e) {
-      spdlog::warn("sa journal {}: not written at shutdown: {}", path_, e.what());
-    }
-  }
-
- private:
-  void withdraw() noexcept {
-    withdrawn_ = true;
-    queued_ = ~std::uint64_t{0};  // a later mastership writes its state anew
-    try {
-      const bool queued = io_.submit([path = path_] {
-        std::error_code ec;
-        if (std::filesystem::remove(path, ec))
-          spdlog::info("sa journal {}: removed: it no longer holds every client's registrations", path);
-        else if (ec)
-          spdlog::warn("sa journal {}: not removed: {}", path, ec.message());
-      });
-      if (!queued) withdrawn_ = false;  // tried again at the next poll
-    } catch (const std::exception& e) {
-      spdlog::warn("sa journal {}: not removed: {}", path_, e.what());
-    }
-  }
-
-  void write() noexcept {
-    withdrawn_ = false;
-    const std::uint64_t g = sa_.state_generation();
-    try {
-      const bool queued = io_.submit([this, path = path_, image = sa_.capture_state(), now = clock_.now_ns()] {
-        std::string err;
-        if (sa::write_journal_file(path, image, now, err, fabric_)) {
-          written_.fetch_add(1, std::memory_order_relaxed);
-        } else {
-          failed_.fetch_add(1, std::memory_order_relaxed);
-          spdlog::warn("sa journal {}: not written: {}", path, err);
-        }
-      });
-      if (queued) queued_ = g;
-      else spdlog::warn("sa journal {}: not written: the I/O queue is full (retried)", path_);
-    } catch (const std::exception& e) {
-      spdlog::warn("sa journal {}: not written: {}", path_, e.what());
-    }
-  }
-
-  std::atomic<std::uint64_t> written_{0}, failed_{0};  // by the I/O thread
-
-  std::string path_;
-  sa::FabricIdentity fabric_;
-  Nanos interval_ns_;
-  sa::SaServer& sa_;
-  sm::SubnetManager& sm_;
-  const Clock& clock_;
-  ComputePool& io_;
-  Nanos next_ns_ = 0;
-  std::uint64_t queued_ = ~std::uint64_t{0};
-  bool final_written_ = false;
-  bool withdrawn_ = false;  // removed since our last write
-};
-
-namespace {
-
-// Restores the journal into the SA (applied by its state core before it
-// answers) when it vouches for the clients' state: written at most fresh_ms
-// ago (by a master running until then) for this fabric (`fabric`: our SM
-// port and subnet prefix) and read whole. A bad, stale or foreign file is
-// logged with the reason and ignored (a stale one is not read). Returns
-// whether it was restored.
-bool restore_journal(const SaSection& c, sa::SaServer& sa, Nanos now_ns, const sa::FabricIdentity& fabric) {
-  if (c.journal.empty()) return false;
-  std::error_code ec;
-  const auto written = std::filesystem::last_write_time(c.journal, ec);
-  if (ec) {
-    spdlog::info("sa journal {}: none yet", c.journal);
-    return false;
-  }
-  const auto age = std::chrono::duration_cast<std::chrono::milliseconds>(std::filesystem::file_time_type::clock::now() - written);
-  if (age.count() < 0 || age.count() > static_cast<std::int64_t>(c.journal_fresh_ms)) {
-    // Clients may have changed their registrations since (another master, or
-    // changes this one did not live to journal): start clean and ask them.
-    spdlog::info("sa journal {}: written {} ms ago (more than {} ms): stale, ignored; clients will be asked to reregister",
-                 c.journal, age.count(), c.journal_fresh_ms);
-    return false;
-  }
-  // Leases were written as time left then: they ran on while the daemon was down.
-  const Nanos written_ns = now_ns - Nanos{age.count()} * kNanosPerMilli;
-  sa::SaStateImage img;
-  sa::FabricIdentity written_for;
-  bool found = false;
-  std::string err;
-  if (!sa::read_journal_file(c.journal, written_ns, img, found, err, &written_for) || !found) {
-    spdlog::warn("sa journal {}: ignored: {}; clients will be asked to reregister", c.journal,
-                 found ? err : std::string("it vanished while read"));
-    return false;
-  }
-  // Another port's or fabric's records would be served, and vouched for, as ours.
-  if (!written_for.known()) {
-    spdlog::warn("sa journal {}: not restored: it does not name the fabric it describes (written by an earlier "
-                 "version); this is {}; clients will be asked to reregister",
-                 c.journal, sa::to_string(fabric));
-    return false;
-  }
-  if (written_for != fabric) {
-    spdlog::warn("sa journal {}: not restored: written for {}, this is {}; clients will be asked to reregister",
-                 c.journal, sa::to_string(written_for), sa::to_string(fabric));
-    return false;
-  }
-  spdlog::info("sa journal {}: {} services, {} groups, {} subscriptions restored; written {} ms ago: fresh, clients "
-               "keep their registrations",
-               c.journal, img.services.size(), img.groups.size(), img.subscriptions.size(), age.count());
-  sa.restore_state(std::move(img));
-  return true;
-}
-
 // The folder of a state file (guid2lid, SA journal); a failure shows later
 // as the file's own write error, with its path.
 void make_parent_dir(const std::string& file) {
@@ -306,6 +140,10 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   auto p_ = std::make_unique<Node::Parts>();  // named as the member it becomes
   validate(cfg);
   p_->cfg = cfg;
+  // The last run's epoch (tens of MB at 11,664 hosts) is read while the transport opens.
+  std::future<EpochLoad> epoch_load;
+  if (cfg.transport.kind != TransportKind::kSim && in.sim_fabric == nullptr)
+    epoch_load = std::async(std::launch::async, [&cfg] { return load_epoch(cfg); });
   for (const VendorClassHandler& v : hooks.vendor_classes)
     if (!is_vendor_class(v.mgmt_class) || !v.handler)
       throw ConfigError(fmt::format("vendor class 0x{:02x}: not a vendor-specific class (0x09, 0x30-0x4f) or no handler",
@@ -392,6 +230,9 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   const sa::FabricIdentity fabric{.sm_port_guid = p_->transport->local_port().port_guid,
                                   .subnet_prefix = cfg.sm.ports.subnet_prefix};
   const bool journal_fresh = restore_journal(cfg.sa, *p_->sa, clock->now_ns(), fabric);
+  // The last run's epoch: the SA answers from it as soon as the engine runs.
+  const std::shared_ptr<sa::Snapshot> restored = epoch_load.valid() ? vouch_epoch(cfg, epoch_load.get(), fabric) : nullptr;
+  if (restored) p_->store.publish(restored);
 
   smc.compute = p_->compute.get();
   smc.io = p_->io.get();
@@ -412,6 +253,7 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   smc.partitions = load_partitions(cfg.sm.partition_config);
   smc.qos_policy = load_policy(cfg.sm);
   smc.sa_state_restored = journal_fresh;
+  smc.first_epoch = restored ? restored->epoch : 0;
   smc.routing_hook = std::move(hooks.routing);
   if (in.sm) in.sm(smc);
   p_->sm = std::make_unique<sm::SubnetManager>(*p_->engine, *p_->transport, smc, p_->store);
@@ -449,6 +291,11 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
     p_->journal =
         std::make_unique<JournalWriter>(cfg.sa.journal, fabric, cfg.sa.journal_interval_ms, *p_->sa, *p_->sm, *clock, *p_->io);
     p_->engine->add_poller(smc.core, *p_->journal);
+  }
+  if (const std::string path = epoch_file_path(cfg); !path.empty() && !p_->fabric) {
+    p_->epoch_writer = std::make_unique<EpochWriter>(path, fabric, cfg.sa.journal_interval_ms, p_->store, *p_->sm, *p_->io,
+                                                     restored ? restored->epoch : 0);
+    p_->engine->add_poller(smc.core, *p_->epoch_writer);
   }
   return p_;
 }

@@ -23,6 +23,7 @@
 namespace madengine::node {
 
 class EventHub;
+class EpochWriter;
 class JournalWriter;
 class SimDriver;
 class VendorMads;
@@ -53,6 +54,7 @@ struct Node::Parts {
   std::unique_ptr<MadHandler> perf_hook;  // class 0x04 responses, then the SM's
   std::vector<std::unique_ptr<sa::ResponseChain>> chains;
   std::unique_ptr<JournalWriter> journal;
+  std::unique_ptr<EpochWriter> epoch_writer;  // the persisted epoch (sa.epoch_restore)
   std::unique_ptr<SimDriver> driver;
   // One per engine core: work another thread runs there (InternalNode::post).
   std::vector<std::unique_ptr<CommandMailbox>> mailboxes;

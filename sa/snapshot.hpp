@@ -145,6 +145,16 @@ class SnapshotStore {
     epoch_.store(e, std::memory_order_release);
     return old;
   }
+  // Takes the epoch `epoch` back (nothing published then) unless another
+  // was published since: a restarted daemon's persisted epoch when its SM
+  // turns out not to be the master. Any thread; false: not current.
+  bool withdraw(std::uint64_t epoch) noexcept {
+    std::shared_ptr<const Snapshot> cur = current_.load(std::memory_order_acquire);
+    if (cur == nullptr || cur->epoch != epoch) return false;
+    if (!current_.compare_exchange_strong(cur, nullptr, std::memory_order_acq_rel)) return false;
+    epoch_.compare_exchange_strong(epoch, 0, std::memory_order_acq_rel);  // a publication since keeps its own
+    return true;
+  }
   std::shared_ptr<const Snapshot> current() const noexcept { return current_.load(std::memory_order_acquire); }
   // A cheap check for readers that cache the pointer: reload when it changes.
   std::uint64_t epoch() const noexcept { return epoch_.load(std::memory_order_acquire); }

@@ -100,6 +100,7 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
   if (cfg_.ha_poll_interval_ms == 0 || cfg_.ha_poll_retries == 0)
     throw std::invalid_argument("SmConfig.ha_poll_interval_ms and ha_poll_retries must be >= 1");
   fabric_ = sa::FabricIdentity{.sm_port_guid = transport.local_port().port_guid, .subnet_prefix = cfg_.ports.subnet_prefix};
+  epoch_ = cfg_.first_epoch;
   if (!cfg_.guid2lid_path.empty()) {
     Guid2LidError err;
     sa::FabricIdentity written_for;

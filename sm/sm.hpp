@@ -145,6 +145,10 @@ struct SmConfig {
   std::uint32_t ha_replica_interval_ms = 1000;
   std::uint32_t ha_replica_max_age_ms = 0;
   bool sa_state_restored = false;
+  // The epoch the owner published before start (a persisted epoch of the
+  // last run, docs/ha.md): ours are numbered after it, so the SA's cores,
+  // which reload a snapshot when the epoch number changes, see each of ours.
+  std::uint64_t first_epoch = 0;
   // An embedder's routing (madengine/sm/routing_hook.hpp) in place of
   // `routing`: called on the compute pool with each heavy sweep's fabric.
   RoutingHook routing_hook;

@@ -115,6 +115,7 @@ class PathDb {
   std::size_t palette_size() const noexcept { return palette_count_; }
 
  private:
+  friend struct PathDbCodec;  // the persisted epoch (sa/state/epoch_file.cpp)
   struct Exception {
     std::uint32_t switch_index;
     PathAttrs attrs;

@@ -125,6 +125,13 @@ struct SaSection {
   std::string journal;  // empty: none; the daemon defaults it like sm.guid2lid
   unsigned journal_interval_ms = 1000;
   unsigned journal_fresh_ms = 60000;
+  // The last epoch the master published, kept beside the journal
+  // (`sa-epoch`; docs/ha.md, warm restart): a restart publishes it before
+  // its first sweep when the master vouched for it (file time, touched every
+  // journal_interval_ms while no sweep runs) at most epoch_fresh_ms ago, for
+  // this SM port and subnet prefix, with every LID as guid2lid gives it.
+  bool epoch_restore = true;
+  unsigned epoch_fresh_ms = 60000;
 };
 
 struct LogSection {
