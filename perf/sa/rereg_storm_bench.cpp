@@ -9,7 +9,9 @@
 // unless madengine finished the storm sooner than OpenSM with every query
 // answered right.
 //
-//   rereg_storm_bench [FABRIC=ft2:36] [REQUESTERS=4] [MADENGINE_BIN]
+//   rereg_storm_bench [FABRIC=ft2:36] [REQUESTERS=4] [MADENGINE_BIN] [ENGINE_CORES]
+//
+// ENGINE_CORES: the daemon's [engine] cores (default: its own default, 2).
 //
 // Results: docs/perf/sa-rereg.md.
 #include <unistd.h>
@@ -96,7 +98,8 @@ void print_storm(const char* sa, const char* what, const Storm& s) {
 
 // One SA on a fresh ibsim: brought up, hosts found, groups joined, then the storm.
 Storm run_sa(const std::string& sa, const testing::StormFabric& sf, const std::string& topo_path,
-             const std::string& dir, const std::vector<std::string>& at, const std::string& madengine_bin) {
+             const std::string& dir, const std::vector<std::string>& at, const std::string& madengine_bin,
+             unsigned engine_cores) {
   ibsim::IbsimFabric fabric(topo_path, {.start_timeout = std::chrono::seconds(60)});
   if (!fabric.ok()) {
     std::fprintf(stderr, "ibsim: %s\n", fabric.error().c_str());
@@ -111,7 +114,8 @@ Storm run_sa(const std::string& sa, const testing::StormFabric& sf, const std::s
       return {};
     }
   } else {
-    std::ofstream(sa_dir + "/madengine.toml") << "[transport]\nkind = \"umad\"\n[sm]\nguid2lid = \"" << sa_dir
+    std::ofstream(sa_dir + "/madengine.toml") << (engine_cores != 0 ? "[engine]\ncores = " + std::to_string(engine_cores) + "\n" : "")
+                                               << "[transport]\nkind = \"umad\"\n[sm]\nguid2lid = \"" << sa_dir
                                                << "/guid2lid\"\n[sa]\njournal = \"\"\n[log]\nlevel = \"info\"\nfile = \""
                                                << sa_dir << "/madengine.log\"\n";
     daemon = std::make_unique<testing::DaemonOnIbsim>(fabric, madengine_bin, sa_dir, sa_dir + "/madengine.toml",
@@ -154,7 +158,8 @@ Storm run_sa(const std::string& sa, const testing::StormFabric& sf, const std::s
 int main(int argc, char** argv) {
   const std::string spec = argc > 1 ? argv[1] : "ft2:36";
   const unsigned requesters = argc > 2 ? static_cast<unsigned>(std::max(1, std::atoi(argv[2]))) : 4u;
-  const std::string madengine_bin = argc > 3 ? argv[3] : MADENGINE_BIN;
+  const std::string madengine_bin = argc > 3 && *argv[3] != 0 ? argv[3] : MADENGINE_BIN;
+  const unsigned engine_cores = argc > 4 ? static_cast<unsigned>(std::max(0, std::atoi(argv[4]))) : 0u;
   testing::StormFabric sf;
   if (!testing::parse_storm_fabric(spec, sf) || requesters > 8) {
     std::fprintf(stderr, "usage: rereg_storm_bench [ft2:K|ft3:K:PODS] [requesters, 1-8] [madengine binary]\n");
@@ -174,8 +179,8 @@ int main(int argc, char** argv) {
   std::printf("rereg storm on %s, %u requesters, load %s", spec.c_str(), requesters,
               testing::slurp("/proc/loadavg").c_str());
   std::printf("| SA | storm | wall s | issued | answered | timeouts | BUSY+errors | p99 ms | max ms |\n|---|---|---|---|---|---|---|---|---|\n");
-  const Storm osm = run_sa("opensm", sf, topo_path, dir, at, madengine_bin);
-  const Storm me = run_sa("madengine", sf, topo_path, dir, at, madengine_bin);
+  const Storm osm = run_sa("opensm", sf, topo_path, dir, at, madengine_bin, engine_cores);
+  const Storm me = run_sa("madengine", sf, topo_path, dir, at, madengine_bin, engine_cores);
   if (!osm.ok || !me.ok || me.wall_s <= 0) {
     std::printf("a storm failed; see %s\n", dir.c_str());
     return 1;
