@@ -462,10 +462,11 @@ Task<void> SubnetManager::sweep_programming(HeavySweep& h) {
   st.tables_ports_read = h.tables.ports_read;
   const Nanos t5 = clock.now_ns();
   st.discovery_smps += h.recheck->smps;  // the clears and their re-reads belong to discovery
-  if (h.recheck->moved) {
+  if (h.recheck->moved || st.bringup.links_lost != 0) {
     // A link changed while we swept, and the clear erased its bit: no light
     // sweep would see it. Sweep again at once.
-    spdlog::info("sm: {} since discovery read it: heavy sweep", h.recheck->what);
+    spdlog::info("sm: {} since discovery read it: heavy sweep",
+                 h.recheck->moved ? h.recheck->what : fmt::format("{} links went down", st.bringup.links_lost));
     walk_reason_ = "a port moved during the sweep";
     heavy_requested_.store(true, std::memory_order_relaxed);
   }

@@ -23,6 +23,12 @@ namespace {
 
 constexpr std::size_t kChangedSwitchesMax = 64;  // switches noted between heavy sweeps
 constexpr Nanos kIdleStepNs = 20 * kNanosPerMilli;  // how often the idle loop looks for traps and requests
+// Multicast groups that keep changing (a reregistration storm: every host
+// leaves and joins again) are programmed once they were quiet for an idle
+// step, or this long after the first change: one pass of MFT writes for
+// the storm, not one an idle step, each rewriting what the next undoes
+// while its SMPs queue ahead of the SA's answers in the fabric.
+constexpr Nanos kMcastSettleMaxNs = 200 * kNanosPerMilli;
 
 }  // namespace
 
@@ -132,7 +138,8 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
                         .window_per_dest_max = cfg_.window_per_dest_max,
                         .queue_max = cfg_.window_smps_max});
   queue_ = std::make_unique<SmpQueue>(*txn_, cfg_.window_smps_max,
-                                      RequestOptions{.timeout_ms = cfg_.timeout_ms, .retries = cfg_.retries});
+                                      RequestOptions{.timeout_ms = cfg_.timeout_ms, .retries = cfg_.retries},
+                                      cfg_.window_per_dest_max);
   if (cfg_.restore_sa_state) {
     if (cfg_.ha_replica_interval_ms == 0) throw std::invalid_argument("SmConfig.ha_replica_interval_ms must be >= 1");
     replica_ = std::make_unique<ha::ReplicaClient>(core.clock(), core, cfg_.core);
@@ -347,6 +354,7 @@ Task<void> SubnetManager::run() {
   const Nanos local_ns = Nanos{cfg_.local_port_check_ms} * kNanosPerMilli;
   Nanos next_warm = 0;
   bool refresh_warm = false;
+  Nanos mcast_changed_since = -1;  // the first group change not programmed yet
   const auto turn = [this] { loop_turns_.store(loop_turns_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); };
   for (;;) {
     turn();
@@ -380,7 +388,11 @@ Task<void> SubnetManager::run() {
       if (ha_->machine().awaiting_handover()) continue;  // a lower master hands its part over first
       if (heavy_requested_.load(std::memory_order_relaxed)) break;
       if (current_ == nullptr) break;  // the last heavy sweep failed: try again
-      if (mcast_dirty_.exchange(false, std::memory_order_relaxed)) {
+      const Nanos now = sched_->clock().now_ns();
+      const bool changed_now = mcast_dirty_.exchange(false, std::memory_order_relaxed);
+      if (changed_now && mcast_changed_since < 0) mcast_changed_since = now;
+      if (mcast_changed_since >= 0 && (!changed_now || now - mcast_changed_since >= kMcastSettleMaxNs)) {
+        mcast_changed_since = -1;
         const std::uint32_t n = co_await program_mcast(current_->fabric);
         if (n != 0) {
           // The SA's MFTRecords follow at once; the epoch stays (nothing unicast changed).

@@ -39,6 +39,14 @@ constexpr int kDefaultPortsMax = 13312;
 
 std::atomic<unsigned> g_fabric_seq{0};
 
+// Libraries to preload before the shim (and the RMPP layer) in every program
+// on ibsim, e.g. libmad_count.so to count each SM's SMPs: from
+// MADENGINE_IBSIM_PRELOAD, with a trailing space when set.
+std::string extra_preload() {
+  const char* extra = std::getenv("MADENGINE_IBSIM_PRELOAD");
+  return extra != nullptr && *extra != 0 ? std::string(extra) + " " : std::string();
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream s;
@@ -282,7 +290,8 @@ std::vector<std::string> IbsimFabric::client_env(std::string_view sim_host) cons
   // SIM_HOST is always set, empty for the default node, so a value the test
   // process gave itself (attach_self) does not leak into its children.
   // The layer goes first: it wraps libibumad calls the shim then serves.
-  const std::string preload = options_.rmpp_layer ? std::string(kRmppLayerPath) + " " + kShimPath : kShimPath;
+  const std::string preload =
+      extra_preload() + (options_.rmpp_layer ? std::string(kRmppLayerPath) + " " + kShimPath : kShimPath);
   return {"LD_PRELOAD=" + preload, "IBSIM_SOCKNAME=" + sockname_,
           "SIM_HOST=" + std::string(sim_host)};
 }
@@ -445,7 +454,7 @@ void reexec_with_shim(int argc, char** argv, bool with_layer) {
     std::fprintf(stderr, "ibsim harness: %s missing (apt-get install libumad2sim0)\n", kShimPath);
     return;
   }
-  const std::string preload = with_layer ? std::string(kRmppLayerPath) + " " + kShimPath : kShimPath;
+  const std::string preload = extra_preload() + (with_layer ? std::string(kRmppLayerPath) + " " + kShimPath : kShimPath);
   setenv("LD_PRELOAD", preload.c_str(), 1);
   setenv("MADENGINE_IBSIM_REEXEC", "1", 1);
   // Sanitizer builds: ASan insists on being first in the link order, which a

@@ -10,6 +10,10 @@
 //     (routing and path-db threads, routing chain; with "resweep", a second
 //     heavy sweep of the unchanged fabric follows subnet up on the sim: it
 //     re-routes incrementally and should write no LFT block)
+//   bringup_bench ibsim both ft3:36:36 [6]
+//     (OpenSM on one ibsim, then madengine on a fresh ibsim of the same
+//     fabric, in this one invocation; exits 1 unless OpenSM's time over
+//     madengine's is at least the ratio given, 6 by default)
 //   bringup_bench sim madengine ft3:56:56 2 minhop resweep 500
 //     (the same, and exits 1 when the peak RSS after bring-up or after the
 //     re-sweep is above 500 MB; "once" instead of "resweep": no re-sweep)
@@ -76,41 +80,66 @@ void print_madengine(const char* where, const Spec& spec, double wall_s, const s
               static_cast<double>(rss_kb) / 1024.0, h.bringup.errors + h.discovery_errors);
 }
 
-int run_ibsim(const std::string& sm_name, const Spec& spec, const sm::SmConfig& cfg) {
+// A fresh ibsim of the spec's fabric (nullptr, with a message, if it did not start).
+std::unique_ptr<ibsim::IbsimFabric> start_fabric(const Spec& spec) {
   const std::string path = std::filesystem::temp_directory_path() / ("bringup-" + std::to_string(::getpid()) + ".topo");
   sim::save_topology(spec.topo, path);
-  ibsim::IbsimFabric fabric(path, {.start_timeout = std::chrono::seconds(120)});
+  auto fabric = std::make_unique<ibsim::IbsimFabric>(path, ibsim::IbsimFabric::Options{.start_timeout = std::chrono::seconds(120)});
   std::filesystem::remove(path);
-  if (!fabric.ok()) {
-    std::fprintf(stderr, "ibsim: %s\n", fabric.error().c_str());
-    return 1;
+  if (!fabric->ok()) {
+    std::fprintf(stderr, "ibsim: %s\n", fabric->error().c_str());
+    return nullptr;
   }
-  if (sm_name == "opensm") {
-    // --once: one sweep to subnet up, then exit; /usr/bin/time reports the
-    // wall time and OpenSM's own peak RSS.
-    const auto r = fabric.run("OSM_TMP_DIR=. OSM_CACHE_DIR=. /usr/bin/time -f 'TIME %e %M' opensm --once -f osm.log -s 0; "
-                              "grep -q 'SUBNET UP' osm.log && echo OPENSM_SUBNET_UP",
-                              spec.sm_host, std::chrono::minutes(30));
-    const auto pos = r.err.rfind("TIME ");
-    double wall = 0;
-    long rss = 0;
-    if (pos == std::string::npos || std::sscanf(r.err.c_str() + pos, "TIME %lf %ld", &wall, &rss) != 2) {
-      std::fprintf(stderr, "opensm run failed (exit %d): %s\n", r.exit_code, r.err.c_str());
-      return 1;
-    }
-    const bool up = r.out.find("OPENSM_SUBNET_UP") != std::string::npos;
-    std::printf("ibsim  %-10s %-10s | subnet up %.3f s (start to exit, --once) | peak RSS %.1f MB | %s\n", "opensm",
-                spec.text.c_str(), wall, static_cast<double>(rss) / 1024.0, up ? "SUBNET UP logged" : "NO SUBNET UP");
-    if (!up) return 1;
-    return 0;
+  return fabric;
+}
+
+// With MAD_COUNT_OUT set (and libmad_count.so preloaded through
+// MADENGINE_IBSIM_PRELOAD), each SM's SMP counts go to MAD_COUNT_OUT.SM.
+std::string count_file(const char* sm_name) {
+  const char* base = std::getenv("MAD_COUNT_OUT");
+  return base != nullptr && *base != 0 ? std::string(base) + "." + sm_name : std::string();
+}
+
+// OpenSM --once on a fresh ibsim: one sweep to subnet up, then exit;
+// /usr/bin/time reports the wall time and OpenSM's own peak RSS. The wall
+// time (start to exit), or a negative value on failure.
+double run_opensm(const Spec& spec) {
+  const auto fabric = start_fabric(spec);
+  if (fabric == nullptr) return -1;
+  const std::string counts = count_file("opensm");
+  const std::string env = counts.empty() ? std::string() : "MAD_COUNT_OUT=" + counts + " ";
+  const auto r = fabric->run(env + "OSM_TMP_DIR=. OSM_CACHE_DIR=. /usr/bin/time -f 'TIME %e %M' opensm --once -f osm.log -s 0; "
+                                   "grep -q 'SUBNET UP' osm.log && echo OPENSM_SUBNET_UP",
+                             spec.sm_host, std::chrono::minutes(30));
+  const auto pos = r.err.rfind("TIME ");
+  double wall = 0;
+  long rss = 0;
+  if (pos == std::string::npos || std::sscanf(r.err.c_str() + pos, "TIME %lf %ld", &wall, &rss) != 2) {
+    std::fprintf(stderr, "opensm run failed (exit %d): %s\n", r.exit_code, r.err.c_str());
+    return -1;
   }
+  const bool up = r.out.find("OPENSM_SUBNET_UP") != std::string::npos;
+  std::printf("ibsim  %-10s %-10s | subnet up %.3f s (start to exit, --once) | peak RSS %.1f MB | %s\n", "opensm",
+              spec.text.c_str(), wall, static_cast<double>(rss) / 1024.0, up ? "SUBNET UP logged" : "NO SUBNET UP");
+  std::fflush(stdout);
+  return up ? wall : -1;
+}
+
+// madengine in this process on a fresh ibsim: the wall time from opening the
+// transport to subnet up, or a negative value on failure. Once per process:
+// the shim attaches a process to one ibsim.
+double run_madengine_ibsim(const Spec& spec, const sm::SmConfig& cfg) {
+  const auto fabric_ptr = start_fabric(spec);
+  if (fabric_ptr == nullptr) return -1;
+  ibsim::IbsimFabric& fabric = *fabric_ptr;
+  if (const std::string counts = count_file("madengine"); !counts.empty()) setenv("MAD_COUNT_OUT", counts.c_str(), 1);
   fabric.attach_self(spec.sm_host);
   const auto t0 = std::chrono::steady_clock::now();
   SteadyClock clock;
   UmadTransport transport({}, clock);
   if (!transport.open(AgentSpec{.smi = true, .is_sm = true})) {
     std::fprintf(stderr, "umad: %s\n", std::string(transport.last_error()).c_str());
-    return 1;
+    return -1;
   }
   Engine engine(EngineConfig{.cores = 1, .pin = false});
   engine.add_transport(transport, 0);
@@ -122,10 +151,25 @@ int run_ibsim(const std::string& sm_name, const Spec& spec, const sm::SmConfig& 
   engine.stop();
   if (!up) {
     std::fprintf(stderr, "madengine: no subnet up: %s\n", sm.status().last_heavy.error.c_str());
-    return 1;
+    return -1;
   }
   print_madengine("ibsim", spec, wall, sm.status(), peak_rss_kb());
-  return 0;
+  const auto& h = sm.status().last_heavy;
+  if (h.bringup.errors + h.discovery_errors != 0) return -1;
+  return wall;
+}
+
+// OpenSM, then madengine, each on a fresh ibsim of the same fabric; exits 1
+// when OpenSM's time is less than `min_ratio` times madengine's.
+int run_both(const Spec& spec, const sm::SmConfig& cfg, double min_ratio) {
+  const double osm = run_opensm(spec);
+  if (osm < 0) return 1;
+  const double me = run_madengine_ibsim(spec, cfg);
+  if (me <= 0) return 1;
+  const double ratio = osm / me;
+  std::printf("ibsim  ratio      %-10s | OpenSM %.3f s / madengine %.3f s = %.2fx (wanted %.1fx) %s\n", spec.text.c_str(),
+              osm, me, ratio, min_ratio, ratio >= min_ratio ? "ok" : "MISSED");
+  return ratio >= min_ratio ? 0 : 1;
 }
 
 // False, with a message, when the peak RSS is above `max_mb` (0: no bound).
@@ -180,19 +224,20 @@ int main(int argc, char** argv) {
   if (argc < 4 || argc > 8) {
     std::fprintf(stderr,
                  "usage: %s ibsim|sim madengine|opensm ft2:K|ft3:K:PODS [threads] [routing chain] [resweep|once] "
-                 "[max RSS MB]\n",
-                 argv[0]);
+                 "[max RSS MB]\n       %s ibsim both ft2:K|ft3:K:PODS [min ratio, 6]\n",
+                 argv[0], argv[0]);
     return 2;
   }
   sm::SmConfig cfg;
-  if (argc > 4) cfg.routing_threads = cfg.path_db_threads = static_cast<unsigned>(std::max(1, std::atoi(argv[4])));
+  const bool both = argc > 2 && std::string(argv[2]) == "both";
+  if (argc > 4 && !both) cfg.routing_threads = cfg.path_db_threads = static_cast<unsigned>(std::max(1, std::atoi(argv[4])));
   if (argc > 5 && !sm::parse_routing_chain(argv[5], cfg.routing_chain)) {
     std::fprintf(stderr, "bad routing chain %s\n", argv[5]);
     return 2;
   }
   const std::string mode = argv[1], sm_name = argv[2];
   Spec spec;
-  if (!parse_spec(argv[3], spec) || (sm_name != "madengine" && sm_name != "opensm")) {
+  if (!parse_spec(argv[3], spec) || (sm_name != "madengine" && sm_name != "opensm" && sm_name != "both")) {
     std::fprintf(stderr, "bad arguments\n");
     return 2;
   }
@@ -200,6 +245,8 @@ int main(int argc, char** argv) {
   const long rss_max_mb = argc > 7 ? std::atol(argv[7]) : 0;
   if (mode == "sim") return sm_name == "madengine" ? run_sim(std::move(spec), cfg, resweep, rss_max_mb) : 2;
   if (mode != "ibsim") return 2;
-  if (sm_name == "madengine") ibsim::reexec_with_shim(argc, argv);
-  return run_ibsim(sm_name, spec, cfg);
+  if (sm_name == "opensm") return run_opensm(spec) < 0 ? 1 : 0;
+  ibsim::reexec_with_shim(argc, argv);
+  if (sm_name == "both") return run_both(spec, cfg, argc > 4 ? std::atof(argv[4]) : 6.0);
+  return run_madengine_ibsim(spec, cfg) < 0 ? 1 : 0;
 }

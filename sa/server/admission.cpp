@@ -156,6 +156,13 @@ std::size_t SaServer::CoreWorker::poll(Nanos now_ns) noexcept {
   if (queue_len_ != 0) {
     refresh_snapshot();
     prefetch_paths();
+    // The state core's joins, leaves and subscriptions of this burst are
+    // published once, after it and before its answers go out (flush_tx).
+    const bool state_core = txn_ != nullptr;
+    if (state_core) {
+      server_.groups_.hold();
+      server_.subs_.hold();
+    }
     for (std::uint32_t i = 0; i < cfg_.burst_max && queue_len_ != 0; ++i, ++work) {
       MadBuf& req = *queue_[queue_head_];
       kept_req_ = &req != &copies_[queue_head_] ? &req : nullptr;
@@ -168,6 +175,17 @@ std::size_t SaServer::CoreWorker::poll(Nanos now_ns) noexcept {
       // Answered by a copy (tables, RMPP) or not at all: its buffer is done.
       if (kept_req_ != nullptr) core_.free_kept(*kept_req_);
       kept_req_ = nullptr;
+    }
+    if (state_core) {
+      // Out of memory copying a view: its change stays due for the next burst.
+      try {
+        server_.groups_.release();
+      } catch (...) {
+      }
+      try {
+        server_.subs_.release();
+      } catch (...) {
+      }
     }
   }
   work += sender_.poll(now_ns);

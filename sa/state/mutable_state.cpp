@@ -208,7 +208,18 @@ std::size_t McastStore::restore(std::vector<McGroupEntry> groups) {
   return dropped;
 }
 
+void McastStore::release() {
+  held_ = false;
+  if (!due_) return;
+  publish();
+  due_ = false;  // after the copy: a failed one is tried again at the next release
+}
+
 void McastStore::publish() {
+  if (held_) {
+    due_ = true;
+    return;
+  }
   pub_.store(groups_);
   generation_.fetch_add(1, std::memory_order_acq_rel);  // pairs with the acquire in generation()
 }
@@ -414,7 +425,20 @@ bool InformStore::covers(const wire::InformInfo& info, std::uint16_t trap, std::
   return true;
 }
 
-void InformStore::publish() { pub_.store(subs_); }
+void InformStore::release() {
+  held_ = false;
+  if (!due_) return;
+  publish();
+  due_ = false;
+}
+
+void InformStore::publish() {
+  if (held_) {
+    due_ = true;
+    return;
+  }
+  pub_.store(subs_);
+}
 
 void InformStore::restore(std::vector<Subscription> subs) {
   subs_ = std::move(subs);

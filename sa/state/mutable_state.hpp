@@ -143,6 +143,13 @@ class McastStore {
   // Returns how many groups were created.
   std::size_t set_well_known(const std::vector<wire::McMemberRecord>& groups);
   bool well_known(const wire::Gid& mgid) const noexcept;
+  // Changes between hold() and release() are published once, at release():
+  // the SA's state core holds the view over one burst of requests and
+  // releases it before the burst's answers are sent, so a requester that has
+  // its answer reads its change. Published per change, every join copied
+  // every group and member (a reregistration storm: O(members) a join).
+  void hold() noexcept { held_ = true; }
+  void release();
 
  private:
   void publish();
@@ -157,6 +164,8 @@ class McastStore {
   std::uint64_t mgid_counter_ = 0;
   std::vector<wire::McMemberRecord> well_known_;
   std::atomic<std::uint64_t> generation_{0};
+  bool held_ = false;
+  bool due_ = false;  // a change made while held, not published yet
 };
 
 // The record the SA answers for one member of a group.
@@ -181,12 +190,17 @@ class InformStore {
   // Whether a subscription covers a generic notice.
   static bool covers(const wire::InformInfo& info, std::uint16_t trap, std::uint8_t type, std::uint32_t producer,
                      std::uint16_t issuer_lid) noexcept;
+  // As McastStore's: one publication for the changes of a burst.
+  void hold() noexcept { held_ = true; }
+  void release();
 
  private:
   void publish();
   std::vector<Subscription> subs_;
   Published<Subscription> pub_;
   std::uint16_t next_enum_ = 0;
+  bool held_ = false;
+  bool due_ = false;
 };
 
 wire::InformInfoRecord inform_record(const Subscription& s) noexcept;

@@ -496,6 +496,9 @@ class Programmer {
     if (!state_change) ++rep_.port_info_sets;
     st_.port_written[port_key(n.node_guid, ref.port)] = ref.want;
     fabric::Port& p = n.ports[ref.port];
+    // The link went down since discovery read the port (its PortStateChange
+    // bit may be cleared already): only a new sweep sees the fabric as it is.
+    if (p.linked() && got->port_state() == static_cast<std::uint8_t>(wire::PortState::kDown)) ++rep_.links_lost;
     p.info = *got;
     p.state = got->port_state();
   }

@@ -85,6 +85,7 @@ struct BringupReport {
   std::uint32_t client_reregisters = 0;  // PortInfo Sets with ClientReregister, after the publication (client_reregister.hpp)
   std::uint32_t rekeyed = 0;             // end ports given the SM's M_Key (or its protection) this bring-up
   std::uint32_t errors = 0;  // failed Sets or read-backs that disagree
+  std::uint32_t links_lost = 0;  // PortInfo Sets answered DOWN on a port discovery saw linked: sweep again
   std::uint64_t smps = 0;
 };
 

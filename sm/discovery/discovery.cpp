@@ -261,6 +261,12 @@ Task<DiscoveryResult> discover(SmpQueue& q, DiscoveryOptions opts) {
   co_return std::move(*out);
 }
 
+namespace {
+bool was_linked_in(const std::pair<bool, std::uint8_t>& seen, wire::PortState s) noexcept {
+  return seen.first && seen.second == static_cast<std::uint8_t>(s);
+}
+}  // namespace
+
 std::shared_ptr<PortStateRecheck> clear_port_state_changes(SmpQueue& q, const DiscoveryResult& d,
                                                            const DiscoveryOptions& opts) {
   auto out = std::make_shared<PortStateRecheck>();
@@ -284,7 +290,14 @@ std::shared_ptr<PortStateRecheck> clear_port_state_changes(SmpQueue& q, const Di
                // one since discovery's read shows here. Bring-up may already
                // move ports forward (INIT -> ARMED -> ACTIVE); only a link
                // gained or lost, or a state gone back (a retrain), moved.
+               // A linked port in INIT or ARMED needs no read: bring-up Sets
+               // it (to ARMED, then ACTIVE) after this clear was answered
+               // (its first stage waits for the queue to drain), and the
+               // Set's answer shows a link lost (BringupReport.links_lost).
                for (std::uint8_t p = 1; p < seen.size(); ++p) {
+                 const bool set_by_bringup =
+                     was_linked_in(seen[p], wire::PortState::kInit) || was_linked_in(seen[p], wire::PortState::kArmed);
+                 if (set_by_bringup) continue;
                  ++out->smps;
                  q.submit(make_dr_request(wire::method::kGet, wire::smp_attr::kPortInfo, wire::port_info_modifier(p, true),
                                           path, opts.port_num, {}, opts.m_key),

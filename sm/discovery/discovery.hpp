@@ -78,6 +78,8 @@ struct PortStateRecheck {
 // Clears the PortStateChange bits `d` found (submitted on `q`, not awaited),
 // then reads each cleared switch's ports again: a link that changed between
 // discovery's read and the clear left no bit behind, so only the ports tell.
+// Linked ports in INIT or ARMED are not read: bring-up's PortInfo Set to
+// each, after the clears, answers with its state (OpenSM reads none again).
 // The result fills in as the answers arrive (once `q` drained, it is final).
 std::shared_ptr<PortStateRecheck> clear_port_state_changes(SmpQueue& q, const DiscoveryResult& d,
                                                            const DiscoveryOptions& opts);

@@ -43,7 +43,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--sa-lid", o.sa_lid, "SA LID (default: the port's SM LID)")->check(CLI::Range(0, 0xbfff));
   app.add_option("--sl", o.sl, "SL to reach the SA")->check(CLI::Range(0, 15));
   app.add_option("--pattern,-p", o.pattern,
-                 "job-start | restart | random | hotspot | gettable | noderecord | mcast | mix")
+                 "job-start | restart | random | hotspot | gettable | noderecord | mcast | mix | rereg-join | rereg")
       ->capture_default_str();
   app.add_flag("--by-gid", o.by_gid, "name hosts by GID in PathRecords (default: by LID)");
   app.add_option("--hosts-file", o.hosts_file, "LID PORT_GUID [NODE_GUID] lines instead of asking the SA");

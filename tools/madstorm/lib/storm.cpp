@@ -8,6 +8,7 @@
 
 #include "lib/storm_impl.hpp"
 #include "madengine/wire/codec.hpp"
+#include "madengine/wire/sa/inform_info.hpp"
 #include "madengine/wire/sa/get_table.hpp"
 
 namespace madstorm {
@@ -90,14 +91,38 @@ void Storm::build_request(const StormConfig& cfg, std::span<const Host> hosts, c
     case QueryKind::kMcLeave: {
       wire::McMemberRecord mc{};
       const bool mgid_set = cfg.sa.mgid.prefix.get() != 0 || cfg.sa.mgid.guid.get() != 0;
-      mc.mgid = mgid_set ? cfg.sa.mgid : ipoib_broadcast_mgid();
+      mc.mgid = q.group == 0 && mgid_set ? cfg.sa.mgid : ipoib_group_mgid(q.group, src.port_guid);
       mc.port_gid = gid_of(prefix, src.port_guid);
       mc.set_join_state(wire::join_state::kFullMember);
       // The requester stands in for the host whose PortGID it names (IBA 15.2.5.17: ProxyJoin).
       mc.set_proxy_join(true);
-      sa.comp_mask = wire::be64::from(wire::mc_member_record_cm::kMGid | wire::mc_member_record_cm::kPortGid |
-                                      wire::mc_member_record_cm::kJoinState);
+      std::uint64_t cm = wire::mc_member_record_cm::kMGid | wire::mc_member_record_cm::kPortGid |
+                         wire::mc_member_record_cm::kJoinState;
+      if (q.kind == QueryKind::kMcJoin && q.group != 0) {
+        // A group its first joiner creates: the components a create needs
+        // (IBA o15-0.2.x; OpenSM's REQUIRED_MC_CREATE_COMP_MASK), as IPoIB
+        // sends them, with the default partition and IPoIB's Q_Key.
+        mc.qkey = wire::be32::from(kIpoibQkey);
+        mc.pkey = wire::be16::from(0xffff);
+        cm |= wire::mc_member_record_cm::kQKey | wire::mc_member_record_cm::kTClass | wire::mc_member_record_cm::kPKey |
+              wire::mc_member_record_cm::kFlowLabel | wire::mc_member_record_cm::kSl;
+      }
+      sa.comp_mask = wire::be64::from(cm);
       wire::encode(mc, std::span<std::uint8_t>(sa.data));
+      break;
+    }
+    case QueryKind::kInformSub: {
+      // The SA client's subscription, Set again on reregistration: traps 64
+      // (GID in service) about the host's own port, reported to the requester.
+      wire::InformInfo ii{};
+      ii.gid = gid_of(prefix, src.port_guid);
+      ii.lid_range_begin = wire::be16::from(wire::kInformAllLids);
+      ii.is_generic = 1;
+      ii.subscribe = 1;
+      ii.type = wire::be16::from(wire::inform_type::kSubnetMgmt);
+      ii.set_trap_number(64);
+      ii.set_producer_type(wire::inform_type::kSubnetMgmt);
+      wire::encode(ii, std::span<std::uint8_t>(sa.data));
       break;
     }
   }

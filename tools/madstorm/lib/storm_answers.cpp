@@ -7,6 +7,7 @@
 #include "lib/storm_impl.hpp"
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/sa/get_table.hpp"
+#include "madengine/wire/sa/inform_info.hpp"
 
 namespace madstorm {
 
@@ -55,6 +56,13 @@ std::optional<ErrorKind> Storm::Impl::check_record(const Slot& s, std::span<cons
       // A join answers with the group (MLID set) and our join state (IBA 15.2.5.17.1).
       if (s.q.kind == QueryKind::kMcJoin &&
           (mc->mlid.get() < 0xc000 || (mc->join_state() & wire::join_state::kFullMember) == 0))
+        return ErrorKind::kWrongRecord;
+      return std::nullopt;
+    }
+    case QueryKind::kInformSub: {
+      // The SA answers a subscription with the InformInfo it took (IBA 13.4.8.3).
+      const auto ii = wire::decode<wire::InformInfo>(rec);
+      if (!ii || ii->subscribe != 1 || !gid_is(ii->gid, src.port_guid) || ii->trap_number() != 64)
         return ErrorKind::kWrongRecord;
       return std::nullopt;
     }

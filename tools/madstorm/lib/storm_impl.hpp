@@ -15,6 +15,7 @@
 #include "engine/rmpp.hpp"
 #include "engine/tx_sink.hpp"
 #include "lib/requester_ports.hpp"
+#include "madengine/wire/sa/inform_info.hpp"
 #include "lib/storm.hpp"
 #include "madengine/wire/sa.hpp"
 #include "madengine/wire/sa/mc_member_record.hpp"
@@ -50,12 +51,39 @@ inline constexpr Nanos kTxStallBackoffNs = 50 * madengine::kNanosPerMicro;
 // fall back to short naps, spinning while it waits for an answer.
 inline constexpr Nanos kIdleWaitMaxNs = 10 * madengine::kNanosPerMilli;
 
+// The Q_Key IPoIB gives the groups it creates (OpenSM's default for the
+// broadcast group; Linux IPoIB copies the broadcast group's).
+inline constexpr std::uint32_t kIpoibQkey = 0x0b1b;
+
 // IPoIB broadcast group of the default partition (RFC 4391): ff12:401b:ffff::ffff:ffff.
 inline wire::Gid ipoib_broadcast_mgid() noexcept {
   wire::Gid g{};
   g.prefix = wire::be64::from(0xff12401bffff0000ull);
   g.guid = wire::be64::from(0x00000000ffffffffull);
   return g;
+}
+
+// Group `group` (kReregGroups) of the host with port GUID `guid`: the
+// broadcast group, IPv4 all-hosts ff12:401b:ffff::1, IPv6 all-nodes
+// ff12:601b:ffff::1 and the solicited-node group ff12:601b:ffff::1:ffXX:XXXX
+// of the host's low 24 GUID bits (RFC 4391, RFC 4291).
+inline wire::Gid ipoib_group_mgid(std::uint8_t group, std::uint64_t guid) noexcept {
+  wire::Gid g{};
+  switch (group) {
+    case 0: return ipoib_broadcast_mgid();
+    case 1:
+      g.prefix = wire::be64::from(0xff12401bffff0000ull);
+      g.guid = wire::be64::from(1);
+      return g;
+    case 2:
+      g.prefix = wire::be64::from(0xff12601bffff0000ull);
+      g.guid = wire::be64::from(1);
+      return g;
+    default:
+      g.prefix = wire::be64::from(0xff12601bffff0000ull);
+      g.guid = wire::be64::from(0x00000001ff000000ull | (guid & 0xffffff));
+      return g;
+  }
 }
 
 inline wire::Gid gid_of(std::uint64_t prefix, std::uint64_t guid) noexcept {
@@ -70,6 +98,7 @@ inline std::uint8_t method_of(QueryKind k) noexcept {
     case QueryKind::kPathTable: return wire::method::kGetTable;
     case QueryKind::kMcJoin: return wire::method::kSet;
     case QueryKind::kMcLeave: return wire::method::kDelete;
+    case QueryKind::kInformSub: return wire::method::kSet;
     default: return wire::method::kGet;
   }
 }
@@ -79,6 +108,7 @@ inline std::uint16_t attr_of(QueryKind k) noexcept {
     case QueryKind::kNodeRecord: return wire::sa_attr::kNodeRecord;
     case QueryKind::kMcJoin:
     case QueryKind::kMcLeave: return wire::sa_attr::kMcMemberRecord;
+    case QueryKind::kInformSub: return wire::sa_attr::kInformInfo;
     default: return wire::sa_attr::kPathRecord;
   }
 }
@@ -93,6 +123,7 @@ inline std::size_t record_size(QueryKind k) noexcept {
     case QueryKind::kNodeRecord: return sizeof(wire::NodeRecord);
     case QueryKind::kMcJoin:
     case QueryKind::kMcLeave: return sizeof(wire::McMemberRecord);
+    case QueryKind::kInformSub: return sizeof(wire::InformInfo);
     default: return sizeof(wire::PathRecord);
   }
 }

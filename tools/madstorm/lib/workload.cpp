@@ -10,7 +10,7 @@ namespace madstorm {
 
 namespace {
 constexpr std::array<const char*, kPatternCount> kPatternNames = {
-    "job-start", "restart", "random", "hotspot", "gettable", "noderecord", "mcast", "mix"};
+    "job-start", "restart", "random", "hotspot", "gettable", "noderecord", "mcast", "mix", "rereg-join", "rereg"};
 }
 
 const char* to_string(Pattern p) noexcept { return kPatternNames[static_cast<std::size_t>(p)]; }
@@ -28,6 +28,7 @@ const char* to_string(QueryKind k) noexcept {
     case QueryKind::kNodeRecord: return "node_record";
     case QueryKind::kMcJoin: return "mc_join";
     case QueryKind::kMcLeave: return "mc_leave";
+    case QueryKind::kInformSub: return "inform_sub";
   }
   return "unknown";
 }
@@ -111,6 +112,14 @@ Workload::Workload(const WorkloadConfig& cfg, std::span<const Host> hosts)
       break;
     }
     case Pattern::kMcastJoin: total_ = 2 * s; break;
+    case Pattern::kReregJoin:
+      per_source_total_ = kReregGroups + 1u;
+      total_ = s * per_source_total_;
+      break;
+    case Pattern::kRereg:
+      per_source_total_ = 2u * kReregGroups + 1u;
+      total_ = s * per_source_total_;
+      break;
     case Pattern::kGetTable:
       per_source_total_ = 1;
       total_ = s;
@@ -137,7 +146,27 @@ std::uint32_t Workload::random_peer(std::uint32_t src, std::uint32_t n) noexcept
 }
 
 bool Workload::per_source() const noexcept {
-  return cfg_.pattern == Pattern::kJobStart || cfg_.pattern == Pattern::kRestart || cfg_.pattern == Pattern::kGetTable;
+  return cfg_.pattern == Pattern::kJobStart || cfg_.pattern == Pattern::kRestart || cfg_.pattern == Pattern::kGetTable ||
+         cfg_.pattern == Pattern::kReregJoin || cfg_.pattern == Pattern::kRereg;
+}
+
+// A host's reregistration as IPoIB and the SA client make it: every group
+// left, then joined again in order, then the subscription Set again
+// (rereg-join: the joins and the subscription alone). One query at a time
+// per host (--window-per-host 1) keeps a group's leave before its join.
+void Workload::rereg_query(std::uint64_t m, Query& q) const noexcept {
+  q.dst = q.src;
+  const bool leaves = cfg_.pattern == Pattern::kRereg;
+  const std::uint64_t joins_from = leaves ? kReregGroups : 0;
+  if (m < joins_from) {
+    q.kind = QueryKind::kMcLeave;
+    q.group = static_cast<std::uint8_t>(m);
+  } else if (m < joins_from + kReregGroups) {
+    q.kind = QueryKind::kMcJoin;
+    q.group = static_cast<std::uint8_t>(m - joins_from);
+  } else {
+    q.kind = QueryKind::kInformSub;
+  }
 }
 
 void Workload::query_of(std::uint32_t t, std::uint64_t m, Query& q) const noexcept {
@@ -155,6 +184,10 @@ void Workload::query_of(std::uint32_t t, std::uint64_t m, Query& q) const noexce
       q.dst = (q.src + 1 + step) % hosts_;
       return;
     }
+    case Pattern::kReregJoin:
+    case Pattern::kRereg:
+      rereg_query(m, q);
+      return;
     default:  // kGetTable
       q.kind = QueryKind::kPathTable;
       q.dst = q.src;
@@ -203,6 +236,12 @@ bool Workload::next(Query& q) noexcept {
       q.kind = QueryKind::kPathTable;
       q.src = sources_[static_cast<std::size_t>(i % s)];
       q.dst = q.src;
+      return true;
+    case Pattern::kReregJoin:
+    case Pattern::kRereg:
+      // Round m: every host's m-th query.
+      q.src = sources_[static_cast<std::size_t>(i % s)];
+      rereg_query(i / s, q);
       return true;
     case Pattern::kNodeRecord:
       q.kind = QueryKind::kNodeRecord;

@@ -33,19 +33,28 @@ enum class Pattern : std::uint8_t {
   kNodeRecord,   // NodeRecord Get by LID
   kMcastJoin,    // MCMemberRecord join (Set) by every host, then leave (Delete)
   kMix,          // record types drawn by weight
+  kReregJoin,    // every host joins its groups and subscribes: what clients hold before a reregistration
+  kRereg,        // every host leaves each of its groups, joins it again and subscribes again (ClientReregister)
 };
-inline constexpr std::size_t kPatternCount = 8;
+inline constexpr std::size_t kPatternCount = 10;
 const char* to_string(Pattern p) noexcept;
 std::optional<Pattern> pattern_from_string(std::string_view s) noexcept;
 
-enum class QueryKind : std::uint8_t { kPathRecord, kPathTable, kNodeRecord, kMcJoin, kMcLeave };
-inline constexpr std::size_t kQueryKindCount = 5;
+enum class QueryKind : std::uint8_t { kPathRecord, kPathTable, kNodeRecord, kMcJoin, kMcLeave, kInformSub };
+inline constexpr std::size_t kQueryKindCount = 6;
+
+// The groups an IPoIB host is a member of (RFC 4391), in the order it joins
+// them: 0 the broadcast group, 1 IPv4 all-hosts, 2 IPv6 all-nodes, 3 the
+// host's IPv6 solicited-node group. The broadcast group is the SA's; the
+// others are created by their first joiner.
+inline constexpr std::uint8_t kReregGroups = 4;
 const char* to_string(QueryKind k) noexcept;
 
 struct Query {
   QueryKind kind = QueryKind::kPathRecord;
   std::uint32_t src = 0;  // index into the host set (requester, SGID/SLID)
   std::uint32_t dst = 0;  // index into the host set (DGID/DLID, NodeRecord LID)
+  std::uint8_t group = 0; // multicast: which of the host's groups (kReregGroups); 0 the broadcast group
   bool barrier = false;   // issue only when nothing is in flight (leaves after joins)
 };
 
@@ -98,6 +107,7 @@ class Workload {
   void query_of(std::uint32_t t, std::uint64_t m, Query& q) const noexcept;
 
  private:
+  void rereg_query(std::uint64_t m, Query& q) const noexcept;
   std::uint32_t random_below(std::uint32_t n) noexcept;
   std::uint32_t random_source() noexcept { return sources_[random_below(static_cast<std::uint32_t>(sources_.size()))]; }
   std::uint32_t random_peer(std::uint32_t src, std::uint32_t n) noexcept;
