@@ -372,7 +372,6 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   sac.requester_queued_max = cfg.sa.requester_share_max;
   sac.consolidate_ipv6_snm_req = cfg.sm.consolidate_ipv6_snm_req;
   sac.install_response_hooks = false;
-  sac.gid_traps_from_epochs = false;  // the SM sends traps 64/65 (on_notice below)
   if (in.sa) in.sa(sac);
   p_->sa = std::make_unique<sa::SaServer>(*p_->engine, p_->store, sac);
 
@@ -393,8 +392,9 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   p_->events = std::make_unique<EventHub>(std::move(hooks.events), p_->store);
   sa::SaServer* sa = p_->sa.get();
   EventHub* events = p_->events.get();
-  // Traps the SM receives or raises reach InformInfo subscribers as Reports,
-  // and the embedder's notice callback.
+  // Traps the SM receives reach InformInfo subscribers as Reports, and the
+  // embedder's notice callback. Traps 64/65 reach both from the store's
+  // epoch changes (sa/epoch_change.hpp), not from the SM.
   smc.on_notice = [sa, events](const wire::Notice& n) {
     sa->forward_notice(n);
     events->push_notice(n);
