@@ -27,6 +27,7 @@
 #include "sim/fabric.hpp"
 #include "sim/sim_transport.hpp"
 #include "node/qos_keys.hpp"
+#include "node/routing_keys.hpp"
 #include "sm/qos/qos_options.hpp"
 #include "sm/sm.hpp"
 
@@ -43,9 +44,7 @@ sm::SmConfig sm_config(const NodeConfig& c) {
   s.retries = static_cast<std::uint8_t>(c.sm.transaction_retries);
   s.guid2lid_path = c.sm.guid2lid;
   s.lmc = static_cast<std::uint8_t>(c.sm.lmc);
-  std::string why;
-  if (!sm::parse_routing_chain(c.sm.routing, s.routing_chain, &why)) throw ConfigError("sm.routing: " + why);
-  s.routing = s.routing_chain.front();
+  s.routing_chain = routing_chain(c.sm);
   s.root_guids = c.sm.roots;
   // Routing uses every CPU (on the compute pool, beside the cores).
   const unsigned threads = c.sm.routing_threads ? c.sm.routing_threads : std::max(1u, std::thread::hardware_concurrency());

@@ -26,7 +26,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 RoutingOptions SubnetManager::routing_options() const {
   RoutingOptions ropts;
-  ropts.algo = cfg_.routing;
   ropts.chain = cfg_.routing_chain;
   ropts.root_guids = cfg_.root_guids;
   ropts.threads = std::max(1u, cfg_.routing_threads);

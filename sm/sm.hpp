@@ -63,8 +63,7 @@ struct SmConfig {
   std::uint8_t retries = 3;
   std::string guid2lid_path;               // empty: LIDs are not persisted
   std::uint8_t lmc = 0;
-  RoutingAlgo routing = RoutingAlgo::kMinHop;
-  std::vector<RoutingAlgo> routing_chain;  // non-empty: engines tried in order, replacing `routing` (sm/routing)
+  std::vector<RoutingAlgo> routing_chain{RoutingAlgo::kMinHop};  // engines tried in order (sm/routing)
   std::vector<std::uint64_t> root_guids;   // up/down roots (empty: detected)
   unsigned routing_threads = 1;
   unsigned path_db_threads = 1;
