@@ -13,12 +13,23 @@
 #include "node/perfmgr_keys.hpp"
 #include "node/port_keys.hpp"
 #include "node/qos_keys.hpp"
+#include "node/routing_keys.hpp"
 #include "node/toml_section.hpp"
 #include "sm/qos/qos_options.hpp"
 #include "sm/routing/routing.hpp"
 #include "sm/routing/switch_graph.hpp"
 
 namespace madengine::node {
+
+std::vector<sm::RoutingAlgo> routing_chain(const SmSection& c) {
+  std::vector<sm::RoutingAlgo> chain;
+  std::string why;
+  if (!sm::parse_routing_chain(c.routing, chain, &why))
+    throw ConfigError("sm.routing must be an engine or a chain of them, tried in order (e.g. \"dfsssp,updn,minhop\"): " + why);
+  return chain;
+}
+
+std::string routing_engine_names(std::string_view sep) { return sm::routing_engine_names(sep); }
 
 const char* to_string(TransportKind k) noexcept { return k == TransportKind::kUmad ? "umad" : "sim"; }
 
@@ -105,10 +116,11 @@ NodeConfig parse_config(const std::string& text, const std::string& name) {
     s.get("lmc", c.sm.lmc, 0, 7);
     s.get("routing", c.sm.routing);
     std::vector<sm::RoutingAlgo> chain;
-    if (!sm::parse_routing_chain(c.sm.routing, chain))
-      toml_fail(name, *root["sm"]["routing"].node(),
-           "sm.routing must be an engine or a chain of them, tried in order: minhop, updn, ftree, dfsssp, nue, dor "
-           "(e.g. \"dfsssp,updn,minhop\")");
+    try {
+      chain = routing_chain(c.sm);
+    } catch (const ConfigError& e) {
+      toml_fail(name, *root["sm"]["routing"].node(), e.what());
+    }
     s.guids("roots", c.sm.roots);
     s.get("sweep_interval_ms", c.sm.sweep_interval_ms, 100, 3'600'000);
     s.get("local_port_check_ms", c.sm.local_port_check_ms, 10, 60'000);

@@ -4,41 +4,13 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <map>
-#include <tuple>
 #include <utility>
-#include <vector>
 
 #include "sm/sm.hpp"
 
 namespace madengine::node {
 
 namespace {
-
-// Ports by (node GUID, port number): what a PortChange compares.
-struct PortSeen {
-  std::uint64_t port_guid = 0;
-  std::uint16_t lid = 0;
-  std::uint8_t state = 0;
-  bool is_switch = false;
-};
-using PortKey = std::pair<std::uint64_t, std::uint8_t>;
-
-std::map<PortKey, PortSeen> ports_of(const sa::Snapshot& s) {
-  std::map<PortKey, PortSeen> out;
-  const fabric::Fabric& f = s.fabric;
-  for (fabric::NodeId id = 0; id < f.nodes.size(); ++id) {
-    const fabric::Node& n = f.nodes[id];
-    const std::uint8_t first = n.is_switch() ? 0 : 1;
-    for (std::uint8_t p = first; p <= n.num_ports() && p < n.ports.size(); ++p) {
-      const fabric::Port& port = n.ports[p];
-      if (!n.is_switch() && !port.linked()) continue;  // a CA port nobody reached
-      const std::uint16_t lid = n.is_switch() ? (p == 0 ? n.base_lid : 0) : f.lid_of({id, p});
-      out[{n.node_guid, p}] = PortSeen{port.guid, lid, port.state, n.is_switch()};
-    }
-  }
-  return out;
-}
 
 // A callback that throws must not end the event thread.
 template <typename Fn, typename... Args>
@@ -54,7 +26,9 @@ void call(const char* what, const Fn& fn, Args&&... args) noexcept {
 
 }  // namespace
 
-EventHub::EventHub(NodeEvents events, const sa::SnapshotStore& store) : ev_(std::move(events)), store_(store) {}
+EventHub::EventHub(NodeEvents events, const sa::SnapshotStore& store) : ev_(std::move(events)) {
+  if (ev_.notice || ev_.port_change) changes_ = store.subscribe();
+}
 
 EventHub::~EventHub() { stop(); }
 
@@ -165,38 +139,33 @@ std::size_t EventHub::deliver() {
       ++n;
     }
   }
-  if (const auto snap = store_.current(); snap && snap != last_) {
-    if (last_ && ev_.port_change) n += port_changes(*snap);
-    last_ = snap;
-  }
+  if (changes_ && changes_->pending())
+    for (const auto& change : changes_->take()) n += epoch_change(*change);
   return n;
 }
 
-std::size_t EventHub::port_changes(const sa::Snapshot& now) {
-  const auto before = ports_of(*last_);
-  const auto after = ports_of(now);
+// Traps 64/65 and port changes as the store derived them at publication.
+std::size_t EventHub::epoch_change(const sa::EpochChange& c) {
   std::size_t n = 0;
-  auto report = [&](const PortKey& k, const PortSeen* was, const PortSeen* is) {
-    const PortSeen& any = is != nullptr ? *is : *was;
-    const PortChange c{.node_guid = k.first,
-                       .port_guid = any.port_guid,
-                       .port_num = k.second,
-                       .is_switch = any.is_switch,
-                       .old_lid = was != nullptr ? was->lid : std::uint16_t{0},
-                       .new_lid = is != nullptr ? is->lid : std::uint16_t{0},
-                       .old_state = was != nullptr ? was->state : std::uint8_t{0},
-                       .new_state = is != nullptr ? is->state : std::uint8_t{0},
-                       .epoch = now.epoch};
-    call("port_change", ev_.port_change, c);
-    ++n;
-  };
-  for (const auto& [k, was] : before) {
-    const auto it = after.find(k);
-    if (it == after.end()) report(k, &was, nullptr);
-    else if (it->second.lid != was.lid || it->second.state != was.state) report(k, &was, &it->second);
-  }
-  for (const auto& [k, is] : after)
-    if (!before.contains(k)) report(k, nullptr, &is);
+  if (ev_.notice)
+    for (const wire::Notice& trap : c.gid_traps) {
+      call("notice", ev_.notice, trap);
+      ++n;
+    }
+  if (ev_.port_change)
+    for (const sa::PortDelta& d : c.ports) {
+      const PortChange pc{.node_guid = d.node_guid,
+                          .port_guid = d.port_guid,
+                          .port_num = d.port_num,
+                          .is_switch = d.is_switch,
+                          .old_lid = d.old_lid,
+                          .new_lid = d.new_lid,
+                          .old_state = d.old_state,
+                          .new_state = d.new_state,
+                          .epoch = c.epoch};
+      call("port_change", ev_.port_change, pc);
+      ++n;
+    }
   return n;
 }
 

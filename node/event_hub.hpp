@@ -1,8 +1,9 @@
 // The node's events on their way to the embedder (NodeEvents): the SM's core
 // queues notices and SMInfo state changes here (bounded; more are dropped
 // and counted); the event thread, or dispatch() for a node nobody started,
-// adds subnet up and the ports that changed between published epochs, and
-// calls the callbacks one at a time, in order, off every MAD core.
+// adds subnet up and each published epoch's change (traps 64/65 and port
+// changes, from the store's feed), and calls the callbacks one at a time,
+// in order, off every MAD core.
 #pragma once
 
 #include <atomic>
@@ -43,7 +44,9 @@ class EventHub {
   using AlarmFn = std::function<void(const perfmgr::PortAlarm&)>;
   void set_port_alarm(AlarmFn on_alarm) { on_alarm_ = std::move(on_alarm); }
   void push_port_alarm(const perfmgr::PortAlarm& a) noexcept;
-  std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+  std::uint64_t dropped() const noexcept {
+    return dropped_.load(std::memory_order_relaxed) + (changes_ ? changes_->dropped() : 0);
+  }
 
   // The event thread (only when a callback is set). stop() joins it, except
   // when called from it (a callback): then it only asks it to end.
@@ -67,11 +70,11 @@ class EventHub {
   void push(const Item& item) noexcept;
   void run();
   std::size_t deliver();  // the thread or dispatch(); never both
-  std::size_t port_changes(const sa::Snapshot& now);
+  std::size_t epoch_change(const sa::EpochChange& c);
 
   NodeEvents ev_;
   AlarmFn on_alarm_;
-  const sa::SnapshotStore& store_;
+  std::shared_ptr<sa::EpochFeed> changes_;  // with a notice or port_change callback
   const sm::SubnetManager* sm_ = nullptr;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -83,7 +86,6 @@ class EventHub {
   std::atomic<std::thread::id> thread_id_{};
   // Owned by whoever delivers.
   bool was_up_ = false;
-  std::shared_ptr<const sa::Snapshot> last_;
 };
 
 }  // namespace madengine::node

@@ -29,6 +29,7 @@
 #include "sim/fabric.hpp"
 #include "sim/sim_transport.hpp"
 #include "node/qos_keys.hpp"
+#include "node/routing_keys.hpp"
 #include "sm/qos/qos_options.hpp"
 #include "sm/sm.hpp"
 
@@ -45,9 +46,7 @@ sm::SmConfig sm_config(const NodeConfig& c) {
   s.retries = static_cast<std::uint8_t>(c.sm.transaction_retries);
   s.guid2lid_path = c.sm.guid2lid;
   s.lmc = static_cast<std::uint8_t>(c.sm.lmc);
-  std::string why;
-  if (!sm::parse_routing_chain(c.sm.routing, s.routing_chain, &why)) throw ConfigError("sm.routing: " + why);
-  s.routing = s.routing_chain.front();
+  s.routing_chain = routing_chain(c.sm);
   s.root_guids = c.sm.roots;
   // Routing uses every CPU (on the compute pool, beside the cores).
   const unsigned threads = c.sm.routing_threads ? c.sm.routing_threads : std::max(1u, std::thread::hardware_concurrency());
@@ -222,7 +221,6 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   sac.requester_queued_max = cfg.sa.requester_share_max;
   sac.consolidate_ipv6_snm_req = cfg.sm.consolidate_ipv6_snm_req;
   sac.install_response_hooks = false;
-  sac.gid_traps_from_epochs = false;  // the SM sends traps 64/65 (on_notice below)
   if (in.sa) in.sa(sac);
   p_->sa = std::make_unique<sa::SaServer>(*p_->engine, p_->store, sac);
 
@@ -240,8 +238,9 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   p_->events = std::make_unique<EventHub>(std::move(hooks.events), p_->store);
   sa::SaServer* sa = p_->sa.get();
   EventHub* events = p_->events.get();
-  // Traps the SM receives or raises reach InformInfo subscribers as Reports,
-  // and the embedder's notice callback.
+  // Traps the SM receives reach InformInfo subscribers as Reports, and the
+  // embedder's notice callback. Traps 64/65 reach both from the store's
+  // epoch changes (sa/epoch_change.hpp), not from the SM.
   smc.on_notice = [sa, events](const wire::Notice& n) {
     sa->forward_notice(n);
     events->push_notice(n);

@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "madengine/wire/smp/pkey_table.hpp"
 #include "madengine/wire/smp/sl2vl.hpp"
 #include "madengine/wire/smp/vl_arb.hpp"
+#include "sa/epoch_change.hpp"
 #include "sa/guid_index.hpp"
 #include "sa/partition_index.hpp"
 #include "sa/paths/path_db.hpp"
@@ -134,17 +137,53 @@ struct Snapshot {
   }
 };
 
-// Where the SM publishes and the SA reads. Readers keep the shared_ptr for
-// the duration of a query (or a batch), so an epoch outlives its readers.
+// A consumer's queue of EpochChanges, filled by the store at each
+// publication and emptied by its one consumer (bounded: beyond `max` the
+// oldest is dropped and counted). Holding a feed costs the store a push
+// per publication; drop it to unsubscribe.
+class EpochFeed {
+ public:
+  explicit EpochFeed(std::size_t max) : max_(max) {}
+  // A cheap check before take(): changes are waiting.
+  bool pending() const noexcept { return pending_.load(std::memory_order_acquire); }
+  // The changes published since the last take, oldest first.
+  std::vector<std::shared_ptr<const EpochChange>> take();
+  std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+
+ private:
+  friend class SnapshotStore;
+  void push(const std::shared_ptr<const EpochChange>& c) noexcept;
+
+  const std::size_t max_;
+  std::mutex mu_;
+  std::deque<std::shared_ptr<const EpochChange>> q_;  // guarded by mu_
+  std::atomic<bool> pending_{false};
+  std::atomic<std::uint64_t> dropped_{0};
+};
+
+// Where the SM (or an embedder's own SM) publishes and the SA reads.
+// Readers keep the shared_ptr for the duration of a query (or a batch), so
+// an epoch outlives its readers.
+//
+// Every publication passes here, whoever makes it, so the store is the one
+// producer of what changed between epochs (EpochChange: end ports gained
+// and lost, traps 64/65, port changes): the SA and the node's events read
+// it from their feeds, and no publisher or reader diffs epochs itself. An
+// SA without our SM still reports traps 64/65, and with it each change is
+// reported once.
 class SnapshotStore {
  public:
-  // Returns the epoch it replaces, for its owner to free where it chooses.
-  std::shared_ptr<const Snapshot> publish(std::shared_ptr<const Snapshot> s) noexcept {
-    const std::uint64_t e = s ? s->epoch : 0;
-    auto old = current_.exchange(std::move(s), std::memory_order_acq_rel);  // pairs with the acquire in current()
-    epoch_.store(e, std::memory_order_release);
-    return old;
-  }
+  static constexpr std::size_t kFeedMax = 1024;
+
+  // Makes `s` (indexed, its epoch set) current and hands each feed its
+  // change from the epoch before. `prepared` is that change when it was
+  // computed against the epoch still current (off the publisher's core);
+  // otherwise it is derived here, on the caller's thread. One publisher at
+  // a time. Returns the change (null if it could not be built: out of memory).
+  // `replaced`, when given, receives the epoch replaced, for its owner to
+  // free where it chooses (a large one takes milliseconds to free).
+  std::shared_ptr<const EpochChange> publish(std::shared_ptr<const Snapshot> s, PreparedChange prepared = {},
+                                             std::shared_ptr<const Snapshot>* replaced = nullptr) noexcept;
   // Takes the epoch `epoch` back (nothing published then) unless another
   // was published since: a restarted daemon's persisted epoch when its SM
   // turns out not to be the master. Any thread; false: not current.
@@ -158,10 +197,14 @@ class SnapshotStore {
   std::shared_ptr<const Snapshot> current() const noexcept { return current_.load(std::memory_order_acquire); }
   // A cheap check for readers that cache the pointer: reload when it changes.
   std::uint64_t epoch() const noexcept { return epoch_.load(std::memory_order_acquire); }
+  // A feed of the changes published from now on. Any thread.
+  std::shared_ptr<EpochFeed> subscribe(std::size_t max = kFeedMax) const;
 
  private:
   std::atomic<std::shared_ptr<const Snapshot>> current_;
   std::atomic<std::uint64_t> epoch_{0};
+  mutable std::mutex feeds_mu_;
+  mutable std::vector<std::weak_ptr<EpochFeed>> feeds_;  // guarded by feeds_mu_
 };
 
 }  // namespace madengine::sa

@@ -7,6 +7,9 @@
 # them, madengine refuses a file it was told to read and cannot. A value
 # madengine cannot take is left out with a warning on stderr. The priority
 # is always written: OpenSM's default is 0, madengine's 15.
+# The routing engines madengine has (sm/routing's names; the test
+# OpensmOptions.EnginesAreMadengines holds this list to them).
+BEGIN { engines_known = "minhop,updn,ftree,dfsssp,nue,dor" }
 function readable(f) { return system("test -r '" f "'") == 0 }
 function warn(what) { print "opensm_options_to_toml: " what > "/dev/stderr" }
 function toml(v) {
@@ -72,8 +75,8 @@ $1 == "routing_engine" {
   n = split($2, engines, ",")
   chain = ""
   for (i = 1; i <= n; ++i) {
-    if (engines[i] ~ /^(minhop|updn|ftree|dfsssp|nue|dor)$/) chain = chain (chain == "" ? "" : ",") engines[i]
-    else warn("routing_engine " engines[i] ": madengine has no such engine (minhop, updn, ftree, dfsssp, nue, dor): left out")
+    if (index("," engines_known ",", "," engines[i] ",") != 0) chain = chain (chain == "" ? "" : ",") engines[i]
+    else warn("routing_engine " engines[i] ": madengine has no such engine (" engines_known "): left out")
   }
   if (chain != "") emit("routing", "\"" chain "\"")
   next

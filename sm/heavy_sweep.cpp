@@ -347,8 +347,6 @@ Task<bool> SubnetManager::sweep_routing(HeavySweep& h) {
                routes.lfts_s, routes.layers_s);
   sm_lid_ = h.fab->lid_of(fabric::EndPort{h.d.local_node, h.d.local_port});
   local_port_ = h.d.local_port;
-  h.snap = std::make_shared<sa::Snapshot>();
-  h.snap->paths = std::move(h.routed->paths);
   h.t4 = sched_->clock().now_ns();
   co_return true;
 }
@@ -363,20 +361,16 @@ Task<bool> SubnetManager::sweep_early_publication(HeavySweep& h) {
   if (current_ == nullptr && ha_->state() == wire::SmState::kMaster && lids.assigned_new == 0 && lids.conflicts == 0 &&
       lids.exhausted == 0) {
     const RoutingResult& routes = h.routed->routes;
-    auto pre = std::make_shared<sa::Snapshot>();
-    pre->paths = h.snap->paths;
-    pre->lfts = routes.lfts;
-    pre->top_lid = routes.top_lid;
-    pre->sm = sm_identity(h.lp, sm_lid_, ha_->state(), ha_->act_count());
-    pre->subnet_prefix = cfg_.ports.subnet_prefix;
-    Task<void> filling = fill_tables(*h.fab, *pre);
-    co_await filling;
-    pre->fabric = *h.fab;
-    Task<bool> indexing = index_snapshot(pre);
-    if (const bool ok = co_await indexing; !ok) co_return false;
-    pre->epoch = ++epoch_;
-    make_current(pre);
+    Task<std::optional<AssembledSnapshot>> assembling =
+        assemble_snapshot(SnapshotParts{.fabric = *h.fab,
+                                        .lfts = routes.lfts,
+                                        .top_lid = routes.top_lid,
+                                        .paths = h.routed->paths,
+                                        .sm = sm_identity(h.lp, sm_lid_, ha_->state(), ha_->act_count())});
+    std::optional<AssembledSnapshot> pre = co_await assembling;
+    if (!pre) co_return false;
     current_routes_.reset();  // its routing joins it at the final publication
+    h.st.gid_traps += publish(std::move(*pre));
     spdlog::info("sm: LIDs unchanged: SA answering from epoch {} while the fabric is programmed", epoch_);
     const std::uint64_t e = epoch_;
     update_status([e](SmStatus& s) {
@@ -483,25 +477,22 @@ Task<void> SubnetManager::sweep_programming(HeavySweep& h) {
 }
 
 // Publication: the snapshot with its routes and tables, indexed off this
-// core, becomes the SA's epoch; traps 64/65 for end ports gained and lost.
-// False: cancelled.
+// core, becomes the SA's epoch; the store derives its change (traps 64/65
+// for end ports gained and lost). False: cancelled.
 Task<bool> SubnetManager::sweep_publication(HeavySweep& h) {
-  sa::Snapshot& snap = *h.snap;
   RoutingResult& routes = h.routed->routes;
-  snap.lfts = std::move(routes.lfts);
-  snap.top_lid = routes.top_lid;
-  auto next_routes = std::make_shared<const RoutingResult>(std::move(routes));  // without its LFTs, which snap holds
-  snap.sm = sm_identity(h.lp, sm_lid_, ha_->state(), ha_->act_count());
-  snap.subnet_prefix = cfg_.ports.subnet_prefix;
-  Task<void> filling = fill_tables(h.d.fabric, snap);
-  co_await filling;
-  snap.fabric = std::move(h.d.fabric);
-  Task<bool> indexing = index_snapshot(h.snap);
-  if (const bool ok = co_await indexing; !ok) co_return false;
-  snap.epoch = ++epoch_;
-  make_current(h.snap);
+  SnapshotParts parts{.fabric = std::move(h.d.fabric),
+                      .lfts = std::move(routes.lfts),
+                      .top_lid = routes.top_lid,
+                      .paths = std::move(h.routed->paths),
+                      .sm = sm_identity(h.lp, sm_lid_, ha_->state(), ha_->act_count())};
+  auto next_routes = std::make_shared<const RoutingResult>(std::move(routes));  // without its LFTs, which the snapshot holds
+  Task<std::optional<AssembledSnapshot>> assembling = assemble_snapshot(std::move(parts));
+  std::optional<AssembledSnapshot> a = co_await assembling;
+  if (!a) co_return false;
+  h.snap = a->snap;
   current_routes_ = std::move(next_routes);
-  h.st.gid_traps = report_gid_changes(snap);
+  h.st.gid_traps += publish(std::move(*a));
   phase(SmPhase::kPublished);
   co_return true;
 }

@@ -1,11 +1,11 @@
 // What the SM hands the SA (see sm.hpp): routes and the path database built
-// on the compute pool, snapshots assembled and published, a standby's
-// prepared snapshot, traps 64/65 for subscribers, the MFT view.
+// on the compute pool, snapshots assembled (one function for every kind)
+// and published through the store, a standby's prepared snapshot, notices
+// for subscribers, the MFT view.
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "engine/offload.hpp"
 #include "sa/paths/path_db.hpp"
@@ -26,7 +26,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 RoutingOptions SubnetManager::routing_options() const {
   RoutingOptions ropts;
-  ropts.algo = cfg_.routing;
   ropts.chain = cfg_.routing_chain;
   ropts.root_guids = cfg_.root_guids;
   ropts.threads = std::max(1u, cfg_.routing_threads);
@@ -80,22 +79,42 @@ Task<std::optional<Routed>> SubnetManager::route(std::shared_ptr<const fabric::F
   co_return std::move(*r.value);
 }
 
-Task<bool> SubnetManager::index_snapshot(std::shared_ptr<sa::Snapshot> snap) {
-  auto job = offload(*compute_, mailbox_, [snap] {
+Task<std::optional<AssembledSnapshot>> SubnetManager::assemble_snapshot(SnapshotParts parts) {
+  auto snap = std::make_shared<sa::Snapshot>();
+  snap->paths = std::move(parts.paths);
+  snap->lfts = std::move(parts.lfts);
+  snap->top_lid = parts.top_lid;
+  snap->sm = parts.sm;
+  snap->subnet_prefix = cfg_.ports.subnet_prefix;
+  snap->fabric = std::move(parts.fabric);
+  Task<void> filling = fill_tables(snap->fabric, *snap);
+  co_await filling;
+  auto job = offload(*compute_, mailbox_, [snap, base = store_.current()] {
     snap->index();
-    return true;
+    return sa::prepare_change(base, *snap);
   });
   auto r = co_await job;
-  co_return r.value.has_value();
+  if (!r.value) co_return std::nullopt;
+  co_return AssembledSnapshot{std::move(snap), std::move(*r.value)};
 }
 
-// The SA answers from `snap` from now on. The epoch it replaces is freed on
-// the compute pool: at 13,000 nodes freeing one holds a core 10-15 ms.
-void SubnetManager::make_current(std::shared_ptr<const sa::Snapshot> snap) {
-  std::shared_ptr<const sa::Snapshot> mine = std::exchange(current_, snap);
-  std::shared_ptr<const sa::Snapshot> store = store_.publish(std::move(snap));
+std::uint32_t SubnetManager::publish(AssembledSnapshot a) {
+  a.snap->epoch = ++epoch_;
+  std::shared_ptr<const sa::Snapshot> mine = std::exchange(current_, a.snap);
+  std::shared_ptr<const sa::Snapshot> replaced;
+  const auto change = store_.publish(std::move(a.snap), std::move(a.change), &replaced);
+  retire(std::move(mine), std::move(replaced));
+  if (change == nullptr || change->gid_traps.empty()) return 0;
+  spdlog::info("sm: epoch {}: {} end ports in service, {} out of service (traps 64/65 for subscribers)", epoch_,
+               change->gained.size(), change->lost.size());
+  return static_cast<std::uint32_t>(change->gid_traps.size());
+}
+
+// An epoch the SA answered from may hold the last reference: at 13,000
+// nodes freeing one holds a core 10-15 ms, so the compute pool does it.
+void SubnetManager::retire(std::shared_ptr<const sa::Snapshot> a, std::shared_ptr<const sa::Snapshot> b) noexcept {
   try {
-    (void)compute_->submit([a = std::move(mine), b = std::move(store)]() mutable {
+    (void)compute_->submit([a = std::move(a), b = std::move(b)]() mutable {
       a.reset();
       b.reset();
     });
@@ -122,6 +141,7 @@ sa::SmIdentity SubnetManager::sm_identity(const LocalPort& lp, std::uint16_t lid
 // answers its master's polls meanwhile.
 Task<void> SubnetManager::prepare_warm(fabric::Fabric f, std::vector<std::uint16_t> current_lids, LocalPort lp) {
   warm_.reset();
+  warm_change_ = {};
   master_lids_.clear();  // this reading only: an older one may predate a renumbering
   const auto ends = f.end_ports();
   for (std::size_t i = 0; i < ends.size() && i < current_lids.size(); ++i)
@@ -137,19 +157,18 @@ Task<void> SubnetManager::prepare_warm(fabric::Fabric f, std::vector<std::uint16
   Task<std::optional<Routed>> routing = route(fab, false);
   std::optional<Routed> routed = co_await routing;
   if (!routed || !routed->routes.ok()) co_return;
-  auto snap = std::make_shared<sa::Snapshot>();
-  snap->paths = std::move(routed->paths);
-  snap->lfts = std::move(routed->routes.lfts);
-  snap->top_lid = routed->routes.top_lid;
-  warm_routes_ = std::make_shared<const RoutingResult>(std::move(routed->routes));
-  snap->subnet_prefix = cfg_.ports.subnet_prefix;
-  snap->sm = sm_identity(lp, lp.lid, wire::SmState::kMaster, 0);
-  Task<void> filling = fill_tables(*fab, *snap);
-  co_await filling;
-  snap->fabric = std::move(*fab);
-  Task<bool> indexing = index_snapshot(snap);
-  if (const bool ok = co_await indexing; !ok) co_return;
-  warm_ = std::move(snap);
+  RoutingResult& routes = routed->routes;
+  SnapshotParts parts{.fabric = std::move(*fab),
+                      .lfts = std::move(routes.lfts),
+                      .top_lid = routes.top_lid,
+                      .paths = std::move(routed->paths),
+                      .sm = sm_identity(lp, lp.lid, wire::SmState::kMaster, 0)};
+  warm_routes_ = std::make_shared<const RoutingResult>(std::move(routes));  // without its LFTs, which the snapshot holds
+  Task<std::optional<AssembledSnapshot>> assembling = assemble_snapshot(std::move(parts));
+  std::optional<AssembledSnapshot> a = co_await assembling;
+  if (!a) co_return;
+  warm_ = std::move(a->snap);
+  warm_change_ = std::move(a->change);
   update_status([](SmStatus& s) { ++s.prepared_snapshots; });
   spdlog::info("sm: standby prepared a snapshot of the master's fabric ({} nodes, top LID {})",
                warm_->fabric.nodes.size(), warm_->top_lid);
@@ -170,12 +189,11 @@ bool SubnetManager::publish_warm(const fabric::Fabric& f, const std::vector<std:
     const auto it = warm_lids.find(f.nodes[ends[i].node].ports[ends[i].port].guid);
     if (it == warm_lids.end() || current_lids[i] == 0 || it->second != current_lids[i]) return false;
   }
-  warm_->epoch = ++epoch_;
   warm_->sm.act_count = ha_->act_count();
-  make_current(warm_);
   current_routes_ = std::move(warm_routes_);
+  publish(AssembledSnapshot{std::move(warm_), std::move(warm_change_)});
   spdlog::info("sm: takeover: LIDs as prepared, SA answering from epoch {} while routing and programming run", epoch_);
-  warm_.reset();
+  warm_change_ = {};
   return true;
 }
 
@@ -188,36 +206,6 @@ void SubnetManager::notify(const wire::Notice& n) noexcept {
   } catch (...) {
     spdlog::warn("sm: notice for trap {} not passed on (out of memory)", n.trap_number.get());
   }
-}
-
-// Traps 64/65 (IBA 13.4.8.2, as OpenSM's port and drop managers send them):
-// end ports in this publication and not the last one, and the reverse. The
-// first publication of this SM reports nothing: it knows of no change.
-std::uint32_t SubnetManager::report_gid_changes(const sa::Snapshot& snap) {
-  std::unordered_set<std::uint64_t> now;
-  now.reserve(snap.by_port_guid.size());
-  for (const auto& [guid, e] : snap.by_port_guid) now.insert(guid);
-  std::uint32_t n = 0;
-  auto trap = [&](std::uint16_t number, std::uint64_t guid) {
-    wire::Notice notice = wire::make_generic_notice(wire::notice_type::kSubnetManagement,
-                                                    wire::notice_producer::kClassManager, number, snap.sm.lid);
-    wire::NoticeDetailsGid d{};
-    d.gid = {wire::be64::from(snap.subnet_prefix), wire::be64::from(guid)};
-    notice.set_details(d);
-    notice.issuer_gid = {wire::be64::from(snap.subnet_prefix), wire::be64::from(snap.sm.port_guid)};
-    notify(notice);
-    ++n;
-  };
-  if (in_service_known_) {
-    for (const std::uint64_t g : now)
-      if (!in_service_.contains(g)) trap(wire::trap::kGidInService, g);
-    for (const std::uint64_t g : in_service_)
-      if (!now.contains(g)) trap(wire::trap::kGidOutOfService, g);
-  }
-  in_service_.swap(now);
-  in_service_known_ = true;
-  if (n != 0) spdlog::info("sm: {} GID in/out of service traps for subscribers", n);
-  return n;
 }
 
 // ---- tables -----------------------------------------------------------------------

@@ -63,8 +63,7 @@ struct SmConfig {
   std::uint8_t retries = 3;
   std::string guid2lid_path;               // empty: LIDs are not persisted
   std::uint8_t lmc = 0;
-  RoutingAlgo routing = RoutingAlgo::kMinHop;
-  std::vector<RoutingAlgo> routing_chain;  // non-empty: engines tried in order, replacing `routing` (sm/routing)
+  std::vector<RoutingAlgo> routing_chain{RoutingAlgo::kMinHop};  // engines tried in order (sm/routing)
   std::vector<std::uint64_t> root_guids;   // up/down roots (empty: detected)
   unsigned routing_threads = 1;
   unsigned path_db_threads = 1;
@@ -126,9 +125,10 @@ struct SmConfig {
   // see sm/tables). End ports' tables and GUIDInfo are always read.
   bool read_switch_port_tables = false;
   // Notices for the SA's InformInfo subscribers (IBA 13.4.8, 14.2.5.1): every
-  // trap an SMA sends us (after we repress it) and traps 64/65 for end ports
-  // that a sweep finds in or out of service. Called on the SM's core; the
+  // trap an SMA sends us (after we repress it). Called on the SM's core; the
   // daemon sets it to SaServer::forward_notice (the SM does not link the SA).
+  // Traps 64/65 are not among them: the store derives them from each
+  // publication (sa/epoch_change.hpp), whoever publishes.
   std::function<void(const wire::Notice&)> on_notice;
   // HA state handed on (docs/ha.md). With restore_sa_state set (the
   // daemon passes SaServer::restore_state; the SM does not know the SA), a
@@ -167,7 +167,7 @@ struct SweepStats {
   std::uint64_t discovery_smps = 0;
   std::uint64_t tables_smps = 0;       // SL2VL, VLArb, GUIDInfo reads (sm/tables)
   std::uint32_t tables_ports_read = 0; // ports whose tables were (re-)read
-  std::uint32_t gid_traps = 0;         // traps 64/65 passed to on_notice by this sweep
+  std::uint32_t gid_traps = 0;         // traps 64/65 of this sweep's publications (the store's changes)
   std::uint32_t nodes = 0, switches = 0, cas = 0, links = 0;
   std::uint32_t new_nodes = 0, vanished_nodes = 0;
   std::uint32_t lids_new = 0;
@@ -192,6 +192,22 @@ struct Routed {
   RoutingResult routes;
   sa::PathDb paths;
   double routing_s = 0, path_db_s = 0;  // wall time on the compute thread
+};
+
+// What a routing pass gives an epoch's snapshot (SubnetManager::assemble_snapshot).
+struct SnapshotParts {
+  fabric::Fabric fabric;
+  std::vector<fabric::Lft> lfts;
+  std::uint16_t top_lid = 0;
+  sa::PathDb paths;
+  sa::SmIdentity sm;  // the master as the SA reports it
+};
+
+// A snapshot assembled and indexed, with its change from the epoch the store
+// held while it was prepared; not yet published.
+struct AssembledSnapshot {
+  std::shared_ptr<sa::Snapshot> snap;
+  sa::PreparedChange change;
 };
 
 // The publication a sweep re-routes from (incremental routing, path
@@ -348,8 +364,14 @@ class SubnetManager {
   RoutingOptions routing_options() const;
   // Routes and the path database of `f`, computed on the compute pool.
   Task<std::optional<Routed>> route(std::shared_ptr<const fabric::Fabric> f, bool incremental);
-  // snap->index() on the compute pool; false when cancelled.
-  Task<bool> index_snapshot(std::shared_ptr<sa::Snapshot> snap);
+  // The one assembly of an epoch's snapshot (a sweep's early and final
+  // publications, a standby's prepared one): `parts` and the tables as
+  // programmed, on this core; its indexes and its change from the store's
+  // current epoch on the compute pool. Nullopt: cancelled.
+  Task<std::optional<AssembledSnapshot>> assemble_snapshot(SnapshotParts parts);
+  // `a` becomes the next epoch through the store, which derives its change
+  // (traps 64/65 included) for the SA and the node; returns its traps 64/65.
+  std::uint32_t publish(AssembledSnapshot a);
   sa::SmIdentity sm_identity(const LocalPort& lp, std::uint16_t lid, wire::SmState state, std::uint32_t act_count) const noexcept;
   void save_guid2lid_async();
   // M_Keys (sm_mkeys.cpp): the book from guid2mkey, what discovery learned,
@@ -401,8 +423,8 @@ class SubnetManager {
   // notes logged and its groups handed on when they change.
   const PartitionPlan& plan_partitions_for(const fabric::Fabric& f, std::uint64_t sm_port_guid);
   std::vector<sa::SwitchMft> mft_view(const fabric::Fabric& f) const;  // what mft_programmed_ holds, by node
-  std::uint32_t report_gid_changes(const sa::Snapshot& snap);
-  void make_current(std::shared_ptr<const sa::Snapshot> snap);
+  // Frees epochs the SA no longer answers from on the compute pool.
+  void retire(std::shared_ptr<const sa::Snapshot> a, std::shared_ptr<const sa::Snapshot> b) noexcept;
   void notify(const wire::Notice& n) noexcept;
   void phase(SmPhase p) const {
     if (cfg_.on_phase) cfg_.on_phase(p);
@@ -453,14 +475,12 @@ class SubnetManager {
   void fill_qos(const fabric::Fabric& f, sa::Snapshot& snap);
   std::vector<wire::McMemberRecord> groups_sent_;
   bool groups_sent_once_ = false;
-  // End-port GUIDs of the last heavy sweep's publication (traps 64/65).
-  std::unordered_set<std::uint64_t> in_service_;
-  bool in_service_known_ = false;
   std::shared_ptr<const sa::Snapshot> current_;
   // STANDBY: a snapshot computed from our own sweep of the master's fabric
   // (its LIDs, our routes), published the moment a takeover sweep finds the
   // same LIDs, so the SA answers before routing is recomputed.
   std::shared_ptr<sa::Snapshot> warm_;
+  sa::PreparedChange warm_change_;  // warm_'s change from the epoch current when it was prepared
   // The routing of current_ (and of warm_) without its LFTs, which the
   // snapshot holds: the next sweep re-routes incrementally from them (null:
   // it routes everything).

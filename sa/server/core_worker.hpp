@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <unordered_set>
 #include <vector>
 
 #include "madengine/wire/class_port_info.hpp"
@@ -208,9 +207,9 @@ class SaServer::CoreWorker final : public Poller {
   // replicated subscription carries the LID its subscriber had then; the
   // current snapshot's LID of its GID wins (unknown GIDs keep theirs).
   void refresh_report_targets(const Snapshot& snap);
-  // Traps 64/65 (IBA 13.4.8.2): end ports that came or went between epochs.
-  std::size_t epoch_traps();
-  std::size_t gid_trap(const Snapshot& snap, std::uint16_t trap, std::uint64_t guid);
+  // Traps 64/65 (IBA 13.4.8.2) of the epochs published since the last
+  // poll, as the store derived them (EpochChange).
+  std::size_t report_epoch_changes();
   // One Report per covering subscription, retried until its ReportResp (IBA 13.4.8.3).
   void report(const wire::Notice& n) noexcept;
   static void on_report_done(void* user, const TxnResult& r) noexcept;
@@ -242,9 +241,7 @@ class SaServer::CoreWorker final : public Poller {
   std::uint64_t snap_epoch_ = 0;
   bool mc_defaults_valid_ = false;
   std::uint8_t mc_mtu_ = 4, mc_rate_ = 3;
-  std::uint64_t trap_epoch_ = 0;
-  bool have_ports_ = false;
-  std::unordered_set<std::uint64_t> known_ports_;
+  std::uint64_t targets_epoch_ = 0;  // the epoch Report targets were last refreshed from
   std::uint64_t mc_generation_ = 0;
   AtomicCounters counters_;
 };

@@ -153,7 +153,7 @@ class SaServer::Provider final : public McGroupProvider {
 void SaServer::notify_mcast_change() noexcept { provider_->notify(); }
 
 SaServer::SaServer(Engine& engine, const SnapshotStore& store, SaServerConfig cfg)
-    : store_(store), cfg_(cfg), groups_(cfg.mc_groups_max, cfg.consolidate_ipv6_snm_req) {
+    : store_(store), epoch_feed_(store.subscribe()), cfg_(cfg), groups_(cfg.mc_groups_max, cfg.consolidate_ipv6_snm_req) {
   if (engine.running()) throw std::invalid_argument("SaServer: the engine is already running");
   if (cfg_.state_core >= engine.cores()) throw std::invalid_argument("SaServer: state_core out of range");
   if (cfg_.queue_max == 0 || cfg_.burst_max == 0 || cfg_.requester_queued_max == 0)

@@ -1,9 +1,11 @@
 // The Subnet Administrator server: registers MadHandlers for class 0x03
 // (SubnAdm) on an Engine and answers Get, GetTable, GetMulti, Set and Delete
 // from the SnapshotStore's current epoch and the SA's mutable state; sends
-// Reports to InformInfo subscribers. Each core admits queries into a bounded
-// queue (BUSY beyond it, and beyond a requester's share), answers a retried
-// TID once, and sends multi-MAD answers with its own RMPP sender.
+// Reports to InformInfo subscribers: the notices forwarded to it and traps
+// 64/65 of each epoch change the store publishes (epoch_change.hpp). Each
+// core admits queries into a bounded queue (BUSY beyond it, and beyond a
+// requester's share), answers a retried TID once, and sends multi-MAD
+// answers with its own RMPP sender.
 #pragma once
 
 #include <array>
@@ -42,10 +44,6 @@ struct SaServerConfig {
   std::uint32_t mc_groups_max = 16384;
   bool consolidate_ipv6_snm_req = false;  // OpenSM's option: solicited-node groups share an MLID (mutable_state.hpp)
   bool install_response_hooks = true;
-  // Traps 64/65 from the difference between published epochs. An owner whose
-  // SM sends them through forward_notice (SmConfig::on_notice) turns this off
-  // so subscribers get each once.
-  bool gid_traps_from_epochs = true;
   // One-segment GetTable answers carry an RMPP DATA header (First|Last), as
   // OpenSM's do; false sends them as plain MADs (RMPP inactive).
   bool rmpp_one_segment = true;       // false: the owner calls on_response() from its own hook
@@ -176,6 +174,7 @@ class SaServer {
   class Provider;
 
   const SnapshotStore& store_;
+  std::shared_ptr<EpochFeed> epoch_feed_;  // the store's changes: traps 64/65 (the state core reads it)
   SaServerConfig cfg_;
   std::vector<std::unique_ptr<CoreWorker>> workers_;
   std::unique_ptr<Handler> handler_;

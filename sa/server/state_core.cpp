@@ -1,9 +1,8 @@
 // The SA's state core (see core_worker.hpp): service leases, traps 64/65
-// from epoch changes, forwarded notices, Reports with retries, and the
+// of the store's epoch changes, forwarded notices, Reports with retries, and the
 // images and partition groups other threads leave for it.
 #include <cstring>
 #include <mutex>
-#include <unordered_set>
 
 #include "sa/server/core_worker.hpp"
 
@@ -17,14 +16,11 @@ std::size_t SaServer::CoreWorker::state_poll(Nanos now_ns) noexcept {
       server_.bump_state_generation();
       ++work;
     }
-    if (server_.store_.epoch() != trap_epoch_) {
-      if (server_.cfg_.gid_traps_from_epochs) {
-        work += epoch_traps();
-      } else {
-        trap_epoch_ = server_.store_.epoch();  // the SM sends traps 64/65 (SmConfig::on_notice)
-      }
+    if (server_.store_.epoch() != targets_epoch_) {
+      targets_epoch_ = server_.store_.epoch();
       if (const auto snap = server_.store_.current()) refresh_report_targets(*snap);
     }
+    if (server_.epoch_feed_->pending()) work += report_epoch_changes();
     if (server_.notices_pending_.load(std::memory_order_acquire)) {  // pairs with the release in forward_notice
       std::vector<wire::Notice> pending;
       {
@@ -92,33 +88,13 @@ void SaServer::CoreWorker::refresh_report_targets(const Snapshot& snap) {
   server_.bump_state_generation();
 }
 
-std::size_t SaServer::CoreWorker::epoch_traps() {
-  const auto snap = server_.store_.current();
-  trap_epoch_ = server_.store_.epoch();
-  if (snap == nullptr) return 0;
-  std::unordered_set<std::uint64_t> now;
-  for (const auto& [guid, e] : snap->by_port_guid) now.insert(guid);
+std::size_t SaServer::CoreWorker::report_epoch_changes() {
   std::size_t n = 0;
-  if (have_ports_) {
-    for (const std::uint64_t g : now)
-      if (!known_ports_.contains(g)) n += gid_trap(*snap, wire::trap::kGidInService, g);
-    for (const std::uint64_t g : known_ports_)
-      if (!now.contains(g)) n += gid_trap(*snap, wire::trap::kGidOutOfService, g);
+  for (const auto& change : server_.epoch_feed_->take()) {
+    for (const wire::Notice& trap : change->gid_traps) report(trap);
+    n += change->gid_traps.size() + 1;
   }
-  known_ports_.swap(now);
-  have_ports_ = true;
   return n;
-}
-
-std::size_t SaServer::CoreWorker::gid_trap(const Snapshot& snap, std::uint16_t trap, std::uint64_t guid) {
-  wire::Notice n = wire::make_generic_notice(wire::notice_type::kSubnetManagement,
-                                             wire::notice_producer::kClassManager, trap, snap.sm.lid);
-  wire::NoticeDetailsGid d{};
-  d.gid = {wire::be64::from(snap.subnet_prefix), wire::be64::from(guid)};
-  n.set_details(d);
-  n.issuer_gid = {wire::be64::from(snap.subnet_prefix), wire::be64::from(snap.sm.port_guid)};
-  report(n);
-  return 1;
 }
 
 void SaServer::CoreWorker::report(const wire::Notice& n) noexcept {

@@ -61,6 +61,15 @@ bool parse_routing_algo(const std::string& s, RoutingAlgo& out) noexcept {
   return false;
 }
 
+std::string routing_engine_names(std::string_view sep) {
+  std::string out;
+  for (const RoutingAlgo a : kAllAlgos) {
+    if (!out.empty()) out += sep;
+    out += to_string(a);
+  }
+  return out;
+}
+
 bool parse_routing_chain(std::string_view s, std::vector<RoutingAlgo>& out, std::string* error) {
   std::vector<RoutingAlgo> chain;
   auto fail = [&](std::string msg) {
@@ -73,7 +82,7 @@ bool parse_routing_chain(std::string_view s, std::vector<RoutingAlgo>& out, std:
     RoutingAlgo a;
     if (name.empty()) return fail("empty engine name in routing chain");
     if (!parse_routing_algo(name, a))
-      return fail("unknown routing engine \"" + name + "\" (minhop, updn, ftree, dfsssp, nue, dor)");
+      return fail("unknown routing engine \"" + name + "\" (" + routing_engine_names() + ")");
     if (std::find(chain.begin(), chain.end(), a) != chain.end())
       return fail("routing engine \"" + name + "\" named twice in the chain");
     chain.push_back(a);

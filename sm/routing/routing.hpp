@@ -33,6 +33,9 @@ bool parse_routing_algo(const std::string& s, RoutingAlgo& out) noexcept;
 // commas (spaces allowed), tried in order until one succeeds. False, with a
 // message in `error`, on an empty chain, an unknown or a repeated name.
 bool parse_routing_chain(std::string_view s, std::vector<RoutingAlgo>& out, std::string* error = nullptr);
+// Every engine's name, in the order above, separated by `sep`: what
+// messages and help text list (they name no engine of their own).
+std::string routing_engine_names(std::string_view sep = ", ");
 std::string to_string(const std::vector<RoutingAlgo>& chain);
 
 using fabric::kLftNoRoute;

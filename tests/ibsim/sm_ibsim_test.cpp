@@ -191,7 +191,7 @@ void bring_up_and_check(const std::string& topo, const char* sm_host, sm::Routin
   fabric.attach_self(sm_host);
   SmRig rig;
   sm::SmConfig cfg;
-  cfg.routing = algo;
+  cfg.routing_chain = {algo};
   cfg.guid2lid_path = fabric.work_dir() + "/guid2lid";
   cfg.timeout_ms = 1000;  // a loaded shared machine can delay ibsim well past 200 ms
   ASSERT_TRUE(rig.start(cfg)) << rig.transport.last_error();

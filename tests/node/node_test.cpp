@@ -2,7 +2,8 @@
 // events (SM state changes, subnet up, port changes, notices), the routing
 // hook (its LFTs programmed into the simulated switches and followed by the
 // SA's paths, again at every heavy sweep; a failing or malformed hook
-// programs nothing), vendor-class
+// programs nothing), traps 64/65 reported once each (to an InformInfo
+// subscriber and the notice callback), vendor-class
 // MADs answered on the engine core, FabricView and path().
 #include <gtest/gtest.h>
 
@@ -16,7 +17,10 @@
 #include "madengine/node/node.hpp"
 #include "node/internal_node.hpp"
 #include "madengine/wire/mad.hpp"
+#include "madengine/wire/sa_records.hpp"
+#include "madengine/wire/smp/notice.hpp"
 #include "sim/fabric.hpp"
+#include "sim/host.hpp"
 #include "sim/sim_transport.hpp"
 #include "sm/sm.hpp"
 
@@ -115,6 +119,76 @@ TEST(Node, EventsInOrderAndPortChangesBetweenEpochs) {
   ASSERT_NE(out, seen.end()) << ::testing::PrintToString(seen);
   EXPECT_NE(std::find(out, seen.end(), "trap 64"), seen.end()) << ::testing::PrintToString(seen);
   EXPECT_EQ(n.status().events_dropped, 0u);
+}
+
+wire::InformInfo subscribe_all_traps() {
+  wire::InformInfo i{};
+  i.lid_range_begin = wire::be16::from(wire::kInformAllLids);
+  i.is_generic = 1;
+  i.subscribe = 1;
+  i.type = wire::be16::from(wire::inform_type::kAll);
+  i.set_trap_number(wire::kInformAllTraps);
+  i.set_producer_type(wire::kInformAllProducers);
+  return i;
+}
+
+// Reports of trap `trap` for the port GID with this GUID.
+std::size_t gid_reports(const std::vector<MadBuf>& reports, std::uint16_t trap, std::uint64_t guid) {
+  std::size_t n = 0;
+  for (const MadBuf& b : reports) {
+    const auto& sa = b.as<wire::SaMad>();
+    if (sa.hdr.attr_id.get() != wire::sa_attr::kNotice) continue;
+    wire::Notice notice;
+    std::memcpy(&notice, sa.data.data(), sizeof notice);
+    if (notice.trap_number.get() == trap && notice.details<wire::NoticeDetailsGid>().gid.guid.get() == guid) ++n;
+  }
+  return n;
+}
+
+// Traps 64/65 have one producer, the store's epoch change: with our SM a
+// host's link going down and coming back gives a subscriber one Report of
+// each and the notice callback one of each, and later sweeps of the
+// unchanged fabric none.
+TEST(Node, EachGidChangeReportedOnceToSubscribersAndCallback) {
+  std::vector<std::pair<std::uint16_t, std::uint64_t>> notices;  // trap, GUID of traps 64/65
+  NodeHooks hooks;
+  hooks.events.notice = [&](const wire::Notice& n) {
+    const std::uint16_t t = n.trap_number.get();
+    if (t == wire::trap::kGidInService || t == wire::trap::kGidOutOfService)
+      notices.emplace_back(t, n.details<wire::NoticeDetailsGid>().gid.guid.get());
+  };
+  InternalNode n(star_config(), std::move(hooks));
+  ASSERT_TRUE(run_until(n, [&] { return n.status().subnet_up; }, 10'000));
+  sim::Fabric& f = *n.fabric();
+  sim::Host sub(f, f.find_node("H2"));
+  const wire::InformInfo ii = subscribe_all_traps();
+  const auto tid = sub.query(wire::method::kSet, wire::sa_attr::kInformInfo, 0,
+                             std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(&ii), sizeof ii));
+  ASSERT_TRUE(tid.has_value());
+  std::optional<MadBuf> resp;
+  ASSERT_TRUE(run_until(n, [&] { return sub.poll(), (resp = sub.take_response(*tid)).has_value(); }, 1'000));
+  ASSERT_EQ(resp->as<wire::SaMad>().hdr.status.get(), 0);
+
+  const sim::PortIdx h3 = f.port(f.find_node("H3"), 1);
+  const std::uint64_t guid = f.port_guid(h3);
+  auto count = [&](std::uint16_t trap) {
+    return std::count(notices.begin(), notices.end(), std::make_pair(trap, guid));
+  };
+  f.link_down(h3);
+  ASSERT_TRUE(run_until(n, [&] { return sub.poll(), gid_reports(sub.reports(), wire::trap::kGidOutOfService, guid) > 0; },
+                        10'000));
+  f.link_up(h3);
+  ASSERT_TRUE(run_until(n, [&] { return sub.poll(), gid_reports(sub.reports(), wire::trap::kGidInService, guid) > 0; },
+                        10'000));
+  // Several sweeps (200 ms apart) of the unchanged fabric: nothing more.
+  const std::uint64_t sweeps = n.status().light_sweeps + n.status().heavy_sweeps;
+  ASSERT_TRUE(run_until(n, [&] { return sub.poll(), n.status().light_sweeps + n.status().heavy_sweeps >= sweeps + 5; },
+                        10'000));
+  EXPECT_EQ(gid_reports(sub.reports(), wire::trap::kGidOutOfService, guid), 1u);
+  EXPECT_EQ(gid_reports(sub.reports(), wire::trap::kGidInService, guid), 1u);
+  EXPECT_EQ(count(wire::trap::kGidOutOfService), 1);
+  EXPECT_EQ(count(wire::trap::kGidInService), 1);
+  EXPECT_EQ(notices.size(), 2u);
 }
 
 TEST(Node, RoutingHookLftsAreProgrammedAndPathsFollowThem) {

@@ -177,6 +177,7 @@ class SaHarness : public TxSink {
   ~SaHarness() override { engine_->quiesce(); }
 
   void publish(std::shared_ptr<const Snapshot> s) { store_.publish(std::move(s)); }
+  SnapshotStore& store() { return store_; }
   bool inject(const MadBuf& b) { return lo_.inject(b); }
   // Client side TxSink: the receiver's ACKs go back to the SA.
   bool send(const MadBuf& b) noexcept override { return lo_.inject(b); }

@@ -1,7 +1,8 @@
 // SA server, mutable state: ServiceRecord Set/Get/Delete with lease expiry
 // on a ManualClock and the ownership rule; MCMemberRecord create (MGID and
 // MLID allocation), join, leave and the IPoIB broadcast group; InformInfo
-// subscribe and Reports (traps 64/65 from epoch changes, forwarded traps)
+// subscribe and Reports (traps 64/65 of the store's epoch changes, each
+// once; forwarded traps)
 // re-sent until the ReportResp; the multicast provider for the SM.
 #include <gtest/gtest.h>
 
@@ -415,6 +416,54 @@ TEST_F(SaState, InformInfoReportsRetriedUntilAcknowledged) {
   un.subscribe = 0;
   EXPECT_EQ(ask(m::kSet, a::kInformInfo, 0, un, lids_[2])->status(), 0);
   EXPECT_EQ(h_.server().subscriptions().size(), 1u);
+}
+
+// An SA without our SM (an embedder publishing snapshots itself): the
+// store derives each publication's traps 64/65, and each reaches the
+// subscriber once, even when two epochs are published between the state
+// core's polls (a host gained in one and lost in the next: both reported,
+// not merged into "no change").
+TEST_F(SaState, EpochChangesReportedOnceEach) {
+  ASSERT_EQ(ask(m::kSet, a::kInformInfo, 0, subscribe_all(wire::kInformAllTraps), lids_[1])->status(), 0);
+  const auto feed = h_.store().subscribe();
+  auto f = built_.snap->fabric;
+  const auto leaf = f.nodes[f.end_ports().front().node].is_switch() ? f.end_ports().front().node : 0;
+  const std::uint8_t free_port = static_cast<std::uint8_t>(f.nodes[leaf].ports.size());
+  f.nodes[leaf].ports.resize(free_port + 1u);
+  const auto host = madengine::testing::add_ca(f, 0xabc000);
+  f.link(leaf, free_port, host, 1);
+  auto gained = build_snapshot(f, 2);
+  f.nodes[leaf].ports[free_port].peer = fabric::kNoNode;
+  f.nodes[host].ports[1].peer = fabric::kNoNode;
+  auto lost = build_snapshot(f, 3);
+  h_.publish(gained.snap);
+  h_.publish(lost.snap);
+  h_.pump();
+  std::vector<std::uint16_t> traps;
+  for (const MadBuf& b : h_.others()) {
+    const auto& rep = b.as<wire::SaMad>();
+    ASSERT_EQ(rep.hdr.method, m::kReport);
+    wire::Notice n;
+    std::memcpy(&n, rep.data.data(), sizeof(n));
+    EXPECT_EQ(n.details<wire::NoticeDetailsGid>().gid.guid.get(), 0xabc001u);
+    EXPECT_EQ(n.issuer_gid.guid.get(), lost.snap->sm.port_guid);
+    traps.push_back(n.trap_number.get());
+  }
+  EXPECT_EQ(traps, (std::vector<std::uint16_t>{wire::trap::kGidInService, wire::trap::kGidOutOfService}));
+  // The store's feed to any other reader (the node's events) holds the same two changes.
+  const auto changes = feed->take();
+  ASSERT_EQ(changes.size(), 2u);
+  EXPECT_EQ(changes[0]->epoch, 2u);
+  EXPECT_EQ(changes[0]->gained, std::vector<std::uint64_t>{0xabc001u});
+  EXPECT_TRUE(changes[0]->lost.empty());
+  EXPECT_EQ(changes[1]->from_epoch, 2u);
+  EXPECT_EQ(changes[1]->lost, std::vector<std::uint64_t>{0xabc001u});
+  // The same fabric published again: no change, no Report.
+  auto again = build_snapshot(f, 4);
+  h_.publish(again.snap);
+  h_.pump();
+  EXPECT_EQ(h_.others().size(), 2u);
+  ASSERT_EQ(feed->take().size(), 1u);
 }
 
 // A Set from a LID the subnet does not give (its port missed by the last

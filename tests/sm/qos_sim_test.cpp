@@ -152,7 +152,6 @@ TEST(QosSim, LayeredRoutingWritesSl2VlWithoutQos) {
   const auto g = sim::make_torus({.dims = {5, 5, 1}, .wrap = {true, true, false}, .hosts_per_switch = 1});
   testing::SimSaRig rig(g.topo, 5);
   auto& node = rig.add(rig.fabric.find_node("host-0-0-0-0"), [](sm::SmConfig& c) {
-    c.routing = sm::RoutingAlgo::kDor;
     c.routing_chain = {sm::RoutingAlgo::kDor};
   });
   ASSERT_TRUE(rig.run_until([&] { return node.sm().status().subnet_up; }, 30'000));

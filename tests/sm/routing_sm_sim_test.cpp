@@ -62,7 +62,6 @@ sm::SmConfig chain(const char* engines) {
   sm::SmConfig cfg;
   cfg.light_sweep_interval_ms = 100;
   EXPECT_TRUE(sm::parse_routing_chain(engines, cfg.routing_chain));
-  cfg.routing = cfg.routing_chain.front();
   return cfg;
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "node/config_diff.hpp"
+#include "node/routing_keys.hpp"
 
 namespace madengine::node {
 namespace {
@@ -88,6 +89,8 @@ TEST(Config, BadInputNamesTheLine) {
   expect_error("[engine]\nidle = \"nap\"\n", "bad.toml:2: engine.idle must be block or spin");
   expect_error("[sm]\nrouting = \"lash\"\n", "bad.toml:2: sm.routing must be");
   expect_error("[sm]\nrouting = \"dfsssp,,minhop\"\n", "bad.toml:2: sm.routing must be");
+  expect_error("[sm]\nrouting = \"updn,lash\"\n", "unknown routing engine \"lash\" (minhop, updn, ftree, dfsssp, nue, dor)");
+  expect_error("[sm]\nrouting = \"updn,updn\"\n", "named twice");
   expect_error("[sm]\nroots = [\"zz\"]\n", "bad.toml:2: sm.roots: not a GUID");
   expect_error("[sm]\npriority = \"high\"\n", "bad.toml:2: sm.priority must be an integer");
   expect_error("[nonsense]\n", "bad.toml:1: unknown section [nonsense]");
@@ -268,6 +271,16 @@ TEST(Config, OpenSmOptionsFileConverted) {
 
 // The file OpenSM itself writes (opensm -c), with a site's priority,
 // routing and sweep interval edited in, converts to a file madengine takes.
+// The converter keeps the engines of an OpenSM chain madengine has: its
+// list is sm/routing's, which owns the names.
+TEST(OpensmOptions, EnginesAreMadengines) {
+  std::ifstream f(MADENGINE_OPENSM_OPTIONS_TO_TOML);
+  const std::string awk((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(awk, m, std::regex("engines_known = \"([a-z,]+)\"")));
+  EXPECT_EQ(m[1].str(), routing_engine_names(","));
+}
+
 TEST(Config, OpenSmWrittenOptionsFileConverted) {
   if (std::system("command -v opensm >/dev/null 2>&1") != 0) {
     const char* ci = std::getenv("CI");

@@ -7,6 +7,7 @@
 
 #include "cli/command_line.hpp"
 #include "node/perfmgr_keys.hpp"
+#include "node/routing_keys.hpp"
 
 namespace madengine::daemon_cli {
 
@@ -24,7 +25,7 @@ void add_flags(CLI::App& app, CommandLine& cl, node::NodeConfig& cfg) {
   flags.add(app, "--sim-speed", cfg.transport.sim_speed, "sim: simulated seconds per wall second (0 = as fast as possible)");
   flags.add(app, "--cores", cfg.engine.cores, "engine cores")->check(CLI::Range(1, 256));
   flags.add(app, "--priority", cfg.sm.priority, "SM priority 0..15")->check(CLI::Range(0, 15));
-  flags.add(app, "--routing", cfg.sm.routing, "engine or chain tried in order: minhop | updn | ftree | dfsssp | nue | dor, e.g. dfsssp,updn,minhop");
+  flags.add(app, "--routing", cfg.sm.routing, "engine or chain tried in order: " + node::routing_engine_names(" | ") + ", e.g. dfsssp,updn,minhop");
   cl.guid2lid_opt = flags.add(app, "--guid2lid", cfg.sm.guid2lid,
                               "GUID-to-LID file kept across restarts (OpenSM's format; \"\" = none)");
   cl.journal_opt =
