@@ -4,6 +4,7 @@
 #include "engine/compute_pool.hpp"
 
 #include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -90,6 +91,17 @@ void name_thread(const std::string& name) {
 
 void worker(std::shared_ptr<ComputePool::State> st, std::string name, int nice) {
   name_thread(name);
+  if (nice > 0) {
+    // A real-time policy inherited from the process (chrt) would make a
+    // routing job outrank the MAD cores until it ends: a lower-priority pool
+    // runs under the normal policy, where its niceness applies.
+    int policy = 0;
+    sched_param param{};
+    if (pthread_getschedparam(pthread_self(), &policy, &param) == 0 && (policy == SCHED_FIFO || policy == SCHED_RR)) {
+      param.sched_priority = 0;
+      (void)pthread_setschedparam(pthread_self(), SCHED_OTHER, &param);
+    }
+  }
   if (nice != 0) {
     // Linux: a TID names one thread. Refusal (lower limits) is harmless.
     errno = 0;

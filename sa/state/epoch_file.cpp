@@ -23,6 +23,7 @@
 #include <type_traits>
 
 #include "engine/durable_file.hpp"
+#include "madengine/fabric/cow_vector.hpp"
 
 namespace madengine::sa {
 
@@ -77,6 +78,12 @@ class Writer {
     pod(static_cast<std::uint64_t>(v.size()));
     raw(v.data(), v.size() * sizeof(T));
   }
+  template <typename T>
+  void vec(const fabric::CowVector<T>& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    pod(static_cast<std::uint64_t>(v.size()));
+    raw(v.data(), v.size() * sizeof(T));
+  }
   void str(const std::string& s) {
     pod(static_cast<std::uint64_t>(s.size()));
     raw(s.data(), s.size());
@@ -118,6 +125,14 @@ class Reader {
       if (n != 0) std::memcpy(static_cast<void*>(v.data()), b_.data() + pos_, n * sizeof(T));
     }
     pos_ += n * sizeof(T);
+    return true;
+  }
+  // Shared tables as read back own their copy (interned again by the next sweep).
+  template <typename T>
+  bool vec(fabric::CowVector<T>& v) {
+    std::vector<T> plain;
+    if (!vec(plain)) return false;
+    v = fabric::CowVector<T>(std::move(plain));
     return true;
   }
   bool str(std::string& s) {
