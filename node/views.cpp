@@ -9,15 +9,7 @@ static_assert(static_cast<int>(SmPhase::kReplicaCopy) == static_cast<int>(sm::Sm
               "the SM's phases and the view's differ");
 
 const char* to_string(SmPhase p) noexcept {
-  switch (p) {
-    case SmPhase::kDiscovery: return "discovery";
-    case SmPhase::kLids: return "lids";
-    case SmPhase::kRouting: return "routing";
-    case SmPhase::kProgramming: return "programming";
-    case SmPhase::kPublished: return "published";
-    case SmPhase::kReplicaCopy: return "replica-copy";
-  }
-  return "?";
+  return sm::to_string(static_cast<sm::SmPhase>(p));  // the same phases (asserted above), named once
 }
 
 SmPhase phase_view(sm::SmPhase p) noexcept {
