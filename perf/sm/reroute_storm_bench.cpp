@@ -9,7 +9,9 @@
 //   reroute_storm_bench [FABRIC=ft3:36:36] [RATE_QPS=10000] [DURATION_MS=20000] [MADENGINE_BIN]
 //
 // MADENGINE_BIN overrides the daemon under test (e.g. an older build, for a
-// before/after figure). Results: stdout and the work dir's *.json.
+// before/after figure). Results: stdout and the work dir's *.json. Exit 3:
+// no re-route sweep came during the storm; 4: a query went unanswered or
+// the re-route's worst answer was more than 10 ms over the control run's.
 #include <unistd.h>
 
 #include <chrono>
@@ -32,6 +34,8 @@ using testing::StormResult;
 using namespace std::chrono_literals;
 
 namespace {
+
+constexpr double kWorstOverControlMs = 10.0;
 
 // A switch-to-switch link away from the storm: the first uplink of the leaf
 // of `host` (the middle CA, not the SM's leaf nor the storm's), so the
@@ -175,5 +179,12 @@ int main(int argc, char** argv) {
   const auto at = log.rfind("sm: subnet up");
   if (at != std::string::npos) std::printf("%s\n", log.substr(at, log.find('\n', at) - at).c_str());
   std::printf("load after: %sresults in %s\n", testing::slurp("/proc/loadavg").c_str(), dir.c_str());
-  return ups_after > ups_before ? 0 : 3;
+  if (ups_after == ups_before) return 3;  // no re-route happened: nothing was measured
+  // The target: every query answered, and the re-route's worst answer within
+  // kWorstOverControlMs of the control run's.
+  const bool answered = reroute.answered == reroute.issued && control.answered == control.issued;
+  const bool within = reroute.max_ms - control.max_ms <= kWorstOverControlMs;
+  std::printf("target: every query answered (%s), worst answer within %.0f ms of the control run's (%s)\n",
+              answered ? "met" : "MISSED", kWorstOverControlMs, within ? "met" : "MISSED");
+  return answered && within ? 0 : 4;
 }
