@@ -91,10 +91,11 @@ void name_thread(const std::string& name) {
 
 void worker(std::shared_ptr<ComputePool::State> st, std::string name, int nice) {
   name_thread(name);
-  if (nice > 0) {
+  {
     // A real-time policy inherited from the process (chrt) would make a
-    // routing job outrank the MAD cores until it ends: a lower-priority pool
-    // runs under the normal policy, where its niceness applies.
+    // routing job or an epoch file's write outrank the MAD cores until it
+    // ends: pool threads run under the normal policy (where the compute
+    // pool's niceness applies), beside the cores, never ahead of them.
     int policy = 0;
     sched_param param{};
     if (pthread_getschedparam(pthread_self(), &policy, &param) == 0 && (policy == SCHED_FIFO || policy == SCHED_RR)) {

@@ -3,7 +3,8 @@
 // writers (an I/O pool of one thread). A MAD core only receives, dispatches,
 // answers and sends; its tasks hand long work here (offload.hpp) and keep
 // answering meanwhile. Pool threads run at a lower priority than the cores
-// (nice), so on a box with fewer CPUs than threads the SA still answers.
+// (nice; the normal policy even when the process is real-time), so on a box
+// with fewer CPUs than threads the SA still answers.
 #pragma once
 
 #include <cstddef>
