@@ -24,6 +24,7 @@
 
 #include "engine/durable_file.hpp"
 #include "madengine/fabric/cow_vector.hpp"
+#include "sa/state/byte_codec.hpp"
 
 namespace madengine::sa {
 
@@ -60,26 +61,12 @@ std::uint64_t checksum(std::span<const std::uint8_t> b) noexcept {
   return h ^ (h >> 29);
 }
 
-class Writer {
+class Writer : public ByteWriter {
  public:
-  void raw(const void* p, std::size_t n) {
-    const std::size_t at = out_.size();
-    out_.resize(at + n);
-    if (n != 0) std::memcpy(out_.data() + at, p, n);
-  }
-  template <typename T>
-  void pod(const T& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    raw(&v, sizeof(T));
-  }
-  template <typename T>
-  void vec(const std::vector<T>& v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    pod(static_cast<std::uint64_t>(v.size()));
-    raw(v.data(), v.size() * sizeof(T));
-  }
-  template <typename T>
-  void vec(const fabric::CowVector<T>& v) {
+  // A std::vector or a CowVector: its count, then its items as they lie.
+  template <typename V>
+  void vec(const V& v) {
+    using T = typename V::value_type;
     static_assert(std::is_trivially_copyable_v<T>);
     pod(static_cast<std::uint64_t>(v.size()));
     raw(v.data(), v.size() * sizeof(T));
@@ -88,25 +75,11 @@ class Writer {
     pod(static_cast<std::uint64_t>(s.size()));
     raw(s.data(), s.size());
   }
-  std::vector<std::uint8_t>& bytes() noexcept { return out_; }
-
- private:
-  std::vector<std::uint8_t> out_;
 };
 
-class Reader {
+class Reader : public ByteReader {
  public:
-  explicit Reader(std::span<const std::uint8_t> b) : b_(b) {}
-  bool raw(void* p, std::size_t n) noexcept {
-    if (b_.size() - pos_ < n) return false;
-    if (n != 0) std::memcpy(p, b_.data() + pos_, n);
-    pos_ += n;
-    return true;
-  }
-  template <typename T>
-  bool pod(T& v) noexcept {
-    return raw(&v, sizeof(T));
-  }
+  using ByteReader::ByteReader;
   // A count of `elem`-byte items that the bytes left can hold.
   bool count(std::uint64_t& n, std::size_t elem) noexcept {
     return pod(n) && (elem == 0 ? n <= kEpochNodesMax : n <= left() / elem);
@@ -141,11 +114,6 @@ class Reader {
     s.resize(n);
     return raw(s.data(), n);
   }
-  std::size_t left() const noexcept { return b_.size() - pos_; }
-
- private:
-  std::span<const std::uint8_t> b_;
-  std::size_t pos_ = 0;
 };
 
 void put_fabric(Writer& w, const fabric::Fabric& f) {

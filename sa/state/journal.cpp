@@ -10,6 +10,7 @@
 #include "sa/state/journal.hpp"
 
 #include "engine/durable_file.hpp"
+#include "sa/state/byte_codec.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -35,54 +36,25 @@ std::uint64_t fnv1a(std::span<const std::uint8_t> b) noexcept {
   return h;
 }
 
-class Writer {
+// Big-endian integers of `bytes` bytes beside the buffers' own values.
+class Writer : public ByteWriter {
  public:
-  void raw(const void* p, std::size_t n) {
-    // resize and copy, not insert(end, first, last): g++ 12 at -O1 with TSan
-    // takes the insert into an empty vector for an overflow (-Wstringop-overflow).
-    const std::size_t at = out_.size();
-    out_.resize(at + n);
-    std::memcpy(out_.data() + at, p, n);
-  }
-  template <typename T>
-  void wire(const T& v) {
-    raw(&v, sizeof(T));
-  }
   void u(std::uint64_t v, int bytes) {
     for (int i = bytes - 1; i >= 0; --i) out_.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
   }
-  std::vector<std::uint8_t>& bytes() noexcept { return out_; }
-
- private:
-  std::vector<std::uint8_t> out_;
 };
 
-class Reader {
+class Reader : public ByteReader {
  public:
-  explicit Reader(std::span<const std::uint8_t> b) : b_(b) {}
-  bool raw(void* p, std::size_t n) noexcept {
-    if (b_.size() - pos_ < n) return false;
-    std::memcpy(p, b_.data() + pos_, n);
-    pos_ += n;
-    return true;
-  }
-  template <typename T>
-  bool wire(T& v) noexcept {
-    return raw(&v, sizeof(T));
-  }
+  using ByteReader::ByteReader;
   template <typename T>
   bool u(T& v, int bytes) noexcept {
-    if (b_.size() - pos_ < static_cast<std::size_t>(bytes)) return false;
+    if (left() < static_cast<std::size_t>(bytes)) return false;
     std::uint64_t x = 0;
     for (int i = 0; i < bytes; ++i) x = x << 8 | b_[pos_++];
     v = static_cast<T>(x);
     return true;
   }
-  std::size_t left() const noexcept { return b_.size() - pos_; }
-
- private:
-  std::span<const std::uint8_t> b_;
-  std::size_t pos_ = 0;
 };
 
 }  // namespace
@@ -111,23 +83,23 @@ std::vector<std::uint8_t> encode_journal(const SaStateImage& img, Nanos now_ns, 
   w.u(img.groups.size(), 4);
   w.u(img.subscriptions.size(), 4);
   for (const ServiceEntry& e : img.services) {
-    w.wire(e.rec);
-    w.wire(e.owner);
+    w.pod(e.rec);
+    w.pod(e.owner);
     const Nanos left = e.expires_ns < 0 ? -1 : std::max<Nanos>(e.expires_ns - now_ns, 0);
     w.u(static_cast<std::uint64_t>(left), 8);
   }
   for (const McGroupEntry& g : img.groups) {
-    w.wire(g.params);
+    w.pod(g.params);
     w.u(g.members.size(), 4);
     for (const McMember& m : g.members) {
-      w.wire(m.port_gid);
+      w.pod(m.port_gid);
       w.u(m.join_state, 1);
       w.u(m.proxy ? 1 : 0, 1);
     }
   }
   for (const Subscription& s : img.subscriptions) {
-    w.wire(s.info);
-    w.wire(s.subscriber);
+    w.pod(s.info);
+    w.pod(s.subscriber);
     w.u(s.addr.port_num, 1);
     w.u(s.addr.lid, 2);
     w.u(s.addr.remote_qpn, 4);
@@ -189,7 +161,7 @@ bool decode_journal(std::span<const std::uint8_t> bytes, Nanos now_ns, SaStateIm
   for (std::uint32_t i = 0; i < n_services; ++i) {
     ServiceEntry e;
     std::uint64_t left = 0;
-    if (!r.wire(e.rec) || !r.wire(e.owner) || !r.u(left, 8)) return truncated();
+    if (!r.pod(e.rec) || !r.pod(e.owner) || !r.u(left, 8)) return truncated();
     const auto l = static_cast<Nanos>(left);
     e.expires_ns = l < 0 ? -1 : now_ns + l;
     img.services.push_back(e);
@@ -198,12 +170,12 @@ bool decode_journal(std::span<const std::uint8_t> bytes, Nanos now_ns, SaStateIm
   for (std::uint32_t i = 0; i < n_groups; ++i) {
     McGroupEntry g;
     std::uint32_t n = 0;
-    if (!r.wire(g.params) || !r.u(n, 4)) return truncated();
+    if (!r.pod(g.params) || !r.u(n, 4)) return truncated();
     if (n > kJournalMembersMax || std::size_t{n} * 18 > r.left()) return truncated();
     g.members.resize(n);
     for (McMember& m : g.members) {
       std::uint8_t proxy = 0;
-      if (!r.wire(m.port_gid) || !r.u(m.join_state, 1) || !r.u(proxy, 1)) return truncated();
+      if (!r.pod(m.port_gid) || !r.u(m.join_state, 1) || !r.u(proxy, 1)) return truncated();
       m.proxy = proxy != 0;
     }
     img.groups.push_back(std::move(g));
@@ -211,7 +183,7 @@ bool decode_journal(std::span<const std::uint8_t> bytes, Nanos now_ns, SaStateIm
   img.subscriptions.reserve(n_subs);
   for (std::uint32_t i = 0; i < n_subs; ++i) {
     Subscription s;
-    if (!r.wire(s.info) || !r.wire(s.subscriber) || !r.u(s.addr.port_num, 1) || !r.u(s.addr.lid, 2) ||
+    if (!r.pod(s.info) || !r.pod(s.subscriber) || !r.u(s.addr.port_num, 1) || !r.u(s.addr.lid, 2) ||
         !r.u(s.addr.remote_qpn, 4) || !r.u(s.addr.qkey, 4) || !r.u(s.addr.sl, 1) || !r.u(s.addr.pkey_index, 2) ||
         !r.u(s.enumeration, 2))
       return truncated();
