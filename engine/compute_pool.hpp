@@ -60,4 +60,15 @@ class ComputePool {
   std::vector<std::thread> threads_;
 };
 
+// Drops `held` on a pool thread: what it holds (an epoch of a large fabric)
+// may take a core milliseconds to free. Refused (the pool full or stopping)
+// or out of memory for the job, it is dropped here.
+template <typename T>
+void release_on(ComputePool& pool, std::shared_ptr<T> held) noexcept {
+  try {
+    (void)pool.submit([h = std::move(held)]() mutable { h.reset(); });
+  } catch (...) {
+  }
+}
+
 }  // namespace madengine

@@ -103,24 +103,13 @@ std::uint32_t SubnetManager::publish(AssembledSnapshot a) {
   std::shared_ptr<const sa::Snapshot> mine = std::exchange(current_, a.snap);
   std::shared_ptr<const sa::Snapshot> replaced;
   const auto change = store_.publish(std::move(a.snap), std::move(a.change), &replaced);
-  retire(std::move(mine), std::move(replaced));
+  // Either may be the last reference to the old epoch: freed on the compute pool.
+  release_on(*compute_, std::move(mine));
+  release_on(*compute_, std::move(replaced));
   if (change == nullptr || change->gid_traps.empty()) return 0;
   spdlog::info("sm: epoch {}: {} end ports in service, {} out of service (traps 64/65 for subscribers)", epoch_,
                change->gained.size(), change->lost.size());
   return static_cast<std::uint32_t>(change->gid_traps.size());
-}
-
-// An epoch the SA answered from may hold the last reference: at 13,000
-// nodes freeing one holds a core 10-15 ms, so the compute pool does it.
-void SubnetManager::retire(std::shared_ptr<const sa::Snapshot> a, std::shared_ptr<const sa::Snapshot> b) noexcept {
-  try {
-    (void)compute_->submit([a = std::move(a), b = std::move(b)]() mutable {
-      a.reset();
-      b.reset();
-    });
-  } catch (...) {
-    // Out of memory for the job: freed here.
-  }
 }
 
 sa::SmIdentity SubnetManager::sm_identity(const LocalPort& lp, std::uint16_t lid, wire::SmState state,

@@ -423,8 +423,6 @@ class SubnetManager {
   // notes logged and its groups handed on when they change.
   const PartitionPlan& plan_partitions_for(const fabric::Fabric& f, std::uint64_t sm_port_guid);
   std::vector<sa::SwitchMft> mft_view(const fabric::Fabric& f) const;  // what mft_programmed_ holds, by node
-  // Frees epochs the SA no longer answers from on the compute pool.
-  void retire(std::shared_ptr<const sa::Snapshot> a, std::shared_ptr<const sa::Snapshot> b) noexcept;
   void notify(const wire::Notice& n) noexcept;
   void phase(SmPhase p) const {
     if (cfg_.on_phase) cfg_.on_phase(p);

@@ -243,13 +243,7 @@ void SaServer::CoreWorker::refresh_snapshot() noexcept {
 }
 
 void SaServer::release(std::shared_ptr<const Snapshot> old) const noexcept {
-  if (old == nullptr || cfg_.release_pool == nullptr) return;
-  try {
-    // Refused (the pool is full or stopping): the job, and with it `old`, is dropped here.
-    (void)cfg_.release_pool->submit([s = std::move(old)]() mutable { s.reset(); });
-  } catch (...) {
-    // Out of memory for the job: `old` is freed on this core.
-  }
+  if (old != nullptr && cfg_.release_pool != nullptr) release_on(*cfg_.release_pool, std::move(old));
 }
 
 void SaServer::CoreWorker::record_latency(const Dedup& d) noexcept {
