@@ -117,8 +117,9 @@ TEST(EpochFile, DamagedTornOrForeignFilesAreRefused) {
   auto flipped = good;
   flipped[flipped.size() / 2] ^= 0x40;
   EXPECT_NE(refused(flipped).find("checksum mismatch"), std::string::npos);
+  ASSERT_GT(good.size(), 100u);
   auto torn = good;
-  torn.resize(torn.size() - 100);
+  torn.erase(torn.end() - 100, torn.end());
   EXPECT_NE(refused(torn).find("torn or truncated"), std::string::npos);
   auto magic = good;
   magic[0] = 'X';
