@@ -97,7 +97,6 @@ bool Core::send(const MadBuf& buf) noexcept {
     return false;
   }
   *copy = buf;
-  copy->owner_core = id_;
   tx_queue_[tx_len_++] = copy;
   return true;
 }
@@ -114,7 +113,6 @@ bool Core::send_kept(MadBuf& buf) noexcept {
     bump(counters_->tx_full);
     return false;
   }
-  buf.owner_core = id_;
   tx_queue_[tx_len_++] = &buf;
   --kept_;
   return true;
@@ -228,10 +226,7 @@ std::size_t Core::rx_transports() noexcept {
     // core worked, so spread handlers (OwnerSelector::spread_by) go to their
     // owners. Anything less, this core keeps up.
     const bool backlog = n >= lt.spare.size();
-    for (std::size_t i = 0; i < n; ++i) {
-      lt.spare[i]->owner_core = id_;
-      classify(lt.spare[i], backlog);
-    }
+    for (std::size_t i = 0; i < n; ++i) classify(lt.spare[i], backlog);
     // Unused spares move to the front for the next burst.
     std::copy(lt.spare.begin() + static_cast<std::ptrdiff_t>(n),
               lt.spare.begin() + static_cast<std::ptrdiff_t>(lt.spare_len), lt.spare.begin());

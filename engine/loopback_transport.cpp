@@ -65,7 +65,6 @@ std::size_t LoopbackTransport::rx_burst(std::span<MadBuf*> bufs) noexcept {
       bufs[n]->mad = src.mad;
       bufs[n]->addr = src.addr;
       bufs[n]->len = src.len;
-      bufs[n]->cookie = src.cookie;
       bufs[n]->resp_timeout_ms = src.resp_timeout_ms;
       if (++replay_next_ == replay_.size()) replay_next_ = 0;
     }

@@ -183,7 +183,6 @@ TxnStatus TransactionManager::submit(const MadBuf& req, RequestOptions opts, std
   t.generation = (t.generation + 1) & generation_mask_;
   t.tid_low = make_tid_low(cfg_.core_id, (t.generation << slot_bits_) | slot);
   t.req.hdr().tid = wire::be64::from(wire_tid(t));
-  t.req.cookie = t.tid_low;
   t.key = key_of(req);
   t.key_hash = hash_of(t.key);
   t.attempts = 0;

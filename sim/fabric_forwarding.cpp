@@ -374,7 +374,6 @@ void Fabric::deliver(std::uint32_t slot, EndpointId e) noexcept {
     b.addr.qkey = pkt.qkey;
     b.addr.sl = pkt.sl;
     b.addr.pkey_index = pkt.pkey_index;
-    b.cookie = 0;
     ++counters_.delivered;
   }
   free_slots_.push_back(slot);

@@ -34,8 +34,6 @@ struct MadBuf {
   wire::Mad mad;
   MadAddr addr;
   std::uint16_t len = wire::kMadSize;  // bytes of `mad` that are valid
-  std::uint16_t owner_core = 0;        // core that received or allocated it (freed buffers go to the freeing core's cache)
-  std::uint64_t cookie = 0;            // transaction id inside the engine (not the wire TID)
   // For a request: how long the transport may hold it to match the response
   // (ib_umad delivers a response only while its request is outstanding).
   std::uint32_t resp_timeout_ms = 0;
