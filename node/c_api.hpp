@@ -23,9 +23,8 @@ struct me_fabric {
 };
 
 struct me_lfts {
-  std::vector<madengine::fabric::Lft>* lfts = nullptr;
-  std::vector<std::uint32_t> index;  // NodeId -> index into *lfts (~0u: not a switch)
-  const madengine::fabric::Fabric* fabric = nullptr;
+  madengine::node::LftTable* table = nullptr;
+  const madengine::node::FabricView* fabric = nullptr;
   std::string error;
 };
 
@@ -102,6 +101,6 @@ class NodeCall {
 };
 
 // The routing hook that calls the C callback with a borrowed me_fabric.
-sm::RoutingHook routing_hook(me_routing_fn fn, void* user);
+node::RoutingHook routing_hook(me_routing_fn fn, void* user);
 
 }  // namespace madengine::capi

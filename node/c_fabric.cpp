@@ -1,11 +1,13 @@
 // The C ABI's fabric read access and routing hook (madengine/madengine.h)
-// over FabricView and the SM's RoutingHook.
+// over FabricView, LftTable and the C++ RoutingHook; the link rates and VLs
+// from the model behind the view.
 #include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "madengine/fabric/link_rate.hpp"
 #include "node/c_api.hpp"
+#include "node/fabric_model.hpp"
 
 namespace madengine::capi {
 
@@ -30,43 +32,42 @@ bool bad(const me_fabric* f) {
 
 const fabric::Node* node_at(const me_fabric* f, std::uint32_t node) {
   if (bad(f)) return nullptr;
-  if (node >= f->view.fabric().nodes.size()) {
+  const fabric::Fabric& model = node::FabricModel::of(f->view);
+  if (node >= model.nodes.size()) {
     set_error("no node " + std::to_string(node));
     return nullptr;
   }
-  return &f->view.fabric().nodes[node];
+  return &model.nodes[node];
 }
 
-// The entry of a switch's LFT the routing callback may touch, or nullptr.
-std::uint8_t* lft_entry(const me_lfts* l, std::uint32_t node, std::uint16_t lid) {
-  if (l == nullptr || l->lfts == nullptr) {
+// Whether the routing callback may touch the entry of (node, lid); the
+// reason recorded when not.
+bool lft_entry_ok(const me_lfts* l, std::uint32_t node, std::uint16_t lid) {
+  if (l == nullptr || l->table == nullptr) {
     set_error("null LFT handle");
-    return nullptr;
+    return false;
   }
-  if (node >= l->index.size() || l->index[node] == ~0u) {
+  const fabric::Fabric& model = node::FabricModel::of(*l->fabric);
+  if (node >= model.nodes.size() || !model.nodes[node].is_switch()) {
     set_error("node " + std::to_string(node) + " is not a switch");
-    return nullptr;
+    return false;
   }
-  fabric::Lft& lft = (*l->lfts)[l->index[node]];
-  if (lid == 0 || lid >= lft.ports.size()) {
+  if (lid == 0 || lid > l->table->top_lid()) {
     set_error("LID " + std::to_string(lid) + " is not a unicast LID of this fabric (top " +
-              std::to_string(lft.ports.empty() ? 0 : lft.ports.size() - 1) + ")");
-    return nullptr;
+              std::to_string(l->table->top_lid()) + ")");
+    return false;
   }
-  return &lft.ports[lid];
+  return true;
 }
 
 }  // namespace
 
-sm::RoutingHook routing_hook(me_routing_fn fn, void* user) {
-  return [fn, user](const fabric::Fabric& f, std::vector<fabric::Lft>& lfts, std::string& error) {
+node::RoutingHook routing_hook(me_routing_fn fn, void* user) {
+  return [fn, user](const node::FabricView& f, node::LftTable& lfts, std::string& error) {
     me_lfts l;
-    l.lfts = &lfts;
+    l.table = &lfts;
     l.fabric = &f;
-    l.index.assign(f.nodes.size(), ~0u);
-    for (std::size_t i = 0; i < lfts.size(); ++i) l.index[lfts[i].node] = static_cast<std::uint32_t>(i);
-    const auto top = static_cast<std::uint16_t>(lfts.empty() || lfts[0].ports.empty() ? 0 : lfts[0].ports.size() - 1);
-    const me_fabric view{node::FabricView(nullptr, f, {}, 0, top)};
+    const me_fabric view{f};
     int rc = 0;
     {
       CallbackScope scope;
@@ -174,7 +175,7 @@ int me_fabric_port(const me_fabric* f, std::uint32_t node, std::uint8_t port, st
     const fabric::Port& p = n->ports[port];
     *out = me_port_info{};
     out->port_guid = p.guid;
-    out->lid = n->is_switch() ? (port == 0 ? n->base_lid : 0) : f->view.fabric().lid_of({node, port});
+    out->lid = n->is_switch() ? (port == 0 ? n->base_lid : 0) : node::FabricModel::of(f->view).lid_of({node, port});
     out->lmc = n->lmc;
     out->state = p.state;
     out->peer_node = p.linked() ? p.peer : ME_NO_NODE;
@@ -199,7 +200,7 @@ int me_fabric_port_link(const me_fabric* f, std::uint32_t node, std::uint8_t por
     out->speed_ext = s.ext;
     out->speed_ext2 = s.ext2;
     out->port_rate = fabric::port_rate_code(*n, port);
-    out->link_rate = fabric::link_rate_code(f->view.fabric(), node, port);
+    out->link_rate = fabric::link_rate_code(node::FabricModel::of(f->view), node, port);
     out->mtu_cap = p.mtu;
     out->vl_cap = p.vl_cap;
     out->op_vls = static_cast<std::uint8_t>(p.info.operational_vls());
@@ -212,7 +213,7 @@ int me_fabric_lid_owner(const me_fabric* f, std::uint16_t lid, std::uint32_t* no
   return capi::guard([&]() -> int {
     if (capi::bad(f)) return ME_ERR_INVALID;
     if (lid == 0) return fail(ME_ERR_INVALID, "LID 0");
-    const fabric::Fabric& fab = f->view.fabric();
+    const fabric::Fabric& fab = node::FabricModel::of(f->view);
     for (const fabric::EndPort e : fab.end_ports()) {
       const std::uint16_t base = fab.lid_of(e);
       const fabric::Node& n = fab.nodes[e.node];
@@ -236,20 +237,16 @@ int me_fabric_lft_port(const me_fabric* f, std::uint32_t node, std::uint16_t lid
 
 int me_lft_set(me_lfts* l, std::uint32_t node, std::uint16_t lid, std::uint8_t port) {
   return capi::guard([&]() -> int {
-    std::uint8_t* e = capi::lft_entry(l, node, lid);
-    if (e == nullptr) return ME_ERR_INVALID;
-    const fabric::Node& n = l->fabric->nodes[node];
-    if (port != ME_NO_ROUTE && port > n.num_ports())
+    if (!capi::lft_entry_ok(l, node, lid)) return ME_ERR_INVALID;
+    if (!l->table->set(node, lid, port))
       return fail(ME_ERR_INVALID, "switch " + std::to_string(node) + " has no port " + std::to_string(port));
-    *e = port;
     return ME_OK;
   });
 }
 
 int me_lft_get(const me_lfts* l, std::uint32_t node, std::uint16_t lid) {
   return capi::guard([&]() -> int {
-    const std::uint8_t* e = capi::lft_entry(l, node, lid);
-    return e != nullptr ? int{*e} : int{ME_ERR_INVALID};
+    return capi::lft_entry_ok(l, node, lid) ? int{l->table->get(node, lid)} : int{ME_ERR_INVALID};
   });
 }
 

@@ -18,6 +18,7 @@
 #include "engine/umad/umad_transport.hpp"
 #include "node/config_diff.hpp"
 #include "node/event_hub.hpp"
+#include "node/fabric_model.hpp"
 #include "node/fabric_spec.hpp"
 #include "node/internal_node.hpp"
 #include "node/parts.hpp"
@@ -253,7 +254,7 @@ std::unique_ptr<Node::Parts> assemble(const NodeConfig& cfg, NodeHooks hooks, co
   smc.qos_policy = load_policy(cfg.sm);
   smc.sa_state_restored = journal_fresh;
   smc.first_epoch = restored ? restored->epoch : 0;
-  smc.routing_hook = std::move(hooks.routing);
+  smc.routing_hook = sm_routing_hook(std::move(hooks.routing));
   if (in.sm) in.sm(smc);
   p_->sm = std::make_unique<sm::SubnetManager>(*p_->engine, *p_->transport, smc, p_->store);
   p_->events->attach(*p_->sm);

@@ -1,5 +1,5 @@
 // What an embedder reads from a running node: the current epoch as a
-// FabricView, and PathRecords answered in process by the SA's own path
+// FabricView (fabric_view.cpp), and PathRecords answered in process by the SA's own path
 // query code (the same answer a PathRecord Get by LIDs gets on the wire).
 #include <cstring>
 #include <vector>
@@ -15,35 +15,11 @@
 
 namespace madengine::node {
 
-FabricView::FabricView(std::shared_ptr<const void> owner, const fabric::Fabric& fabric,
-                       std::span<const fabric::Lft> lfts, std::uint64_t epoch, std::uint16_t top_lid)
-    : owner_(std::move(owner)), fabric_(&fabric), lfts_(lfts), epoch_(epoch), top_lid_(top_lid) {
-  lft_index_.assign(fabric.nodes.size(), ~0u);
-  for (std::size_t i = 0; i < lfts.size(); ++i)
-    if (lfts[i].node < lft_index_.size()) lft_index_[lfts[i].node] = static_cast<std::uint32_t>(i);
-  std::size_t ends = 0;
-  for (const fabric::Node& n : fabric.nodes) {
-    ports_ += n.num_ports() + (n.is_switch() ? 1u : 0u);
-    for (std::uint8_t p = 1; p <= n.num_ports() && p < n.ports.size(); ++p) ends += n.ports[p].linked();
-  }
-  links_ = ends / 2;
-}
-
-const fabric::Lft* FabricView::lft_of(fabric::NodeId node) const noexcept {
-  if (node >= lft_index_.size() || lft_index_[node] == ~0u) return nullptr;
-  return &lfts_[lft_index_[node]];
-}
-
-std::uint8_t FabricView::lft_port(fabric::NodeId node, std::uint16_t lid) const noexcept {
-  const fabric::Lft* l = lft_of(node);
-  return l != nullptr && lid < l->ports.size() ? l->ports[lid] : fabric::kLftNoRoute;
-}
-
 FabricView Node::fabric_view() const {
   std::shared_ptr<const sa::Snapshot> snap = parts().store.current();
   if (!snap) return {};
   const sa::Snapshot& s = *snap;
-  return FabricView(std::shared_ptr<const void>(std::move(snap)), s.fabric, s.lfts, s.epoch, s.top_lid);
+  return FabricView(std::shared_ptr<const void>(std::move(snap)), s.fabric, s.lfts.data(), s.lfts.size(), s.epoch, s.top_lid);
 }
 
 PathResult Node::path(std::uint16_t slid, std::uint16_t dlid, PathInfo& out) const {

@@ -23,7 +23,7 @@
 #include "engine/transaction.hpp"
 #include "madengine/engine/transport.hpp"
 #include "madengine/wire/smp/notice.hpp"
-#include "madengine/sm/routing_hook.hpp"
+#include "sm/routing_hook.hpp"
 #include "madengine/wire/smp/sm_info.hpp"
 #include "sa/snapshot.hpp"
 #include "sm/bringup/bringup.hpp"
@@ -149,7 +149,7 @@ struct SmConfig {
   // last run, docs/ha.md): ours are numbered after it, so the SA's cores,
   // which reload a snapshot when the epoch number changes, see each of ours.
   std::uint64_t first_epoch = 0;
-  // An embedder's routing (madengine/sm/routing_hook.hpp) in place of
+  // An embedder's routing (routing_hook.hpp) in place of
   // `routing`: called on the compute pool with each heavy sweep's fabric.
   RoutingHook routing_hook;
   // Every SMInfo state change of this SM (sm/ha), on the SM's core.

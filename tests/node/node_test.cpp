@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/engine.hpp"
+#include "madengine/fabric/lft.hpp"
 #include "madengine/node/node.hpp"
 #include "node/internal_node.hpp"
 #include "madengine/wire/mad.hpp"
@@ -53,23 +54,46 @@ bool run_until(InternalNode& n, Pred pred, Nanos sim_ms) {
   return pred();
 }
 
-// Star routing: every end port's LIDs through the switch port it hangs off.
-bool route_star(const fabric::Fabric& f, std::vector<fabric::Lft>& lfts, std::string& error) {
-  for (fabric::Lft& l : lfts) {
-    const fabric::Node& sw = f.nodes[l.node];
-    l.ports[sw.base_lid] = 0;
-    for (std::uint8_t p = 1; p <= sw.num_ports(); ++p) {
-      const fabric::Port& port = sw.ports[p];
-      if (!port.linked() || f.nodes[port.peer].is_switch()) continue;
+// Star routing: every end port's LIDs through the switch port it hangs off,
+// read through the public view and written through the LFT table.
+bool route_star(const FabricView& f, LftTable& lfts, std::string& error) {
+  for (NodeId n = 0; n < f.node_count(); ++n) {
+    const FabricNode sw = f.node(n);
+    if (!sw.is_switch()) continue;
+    if (!lfts.set(n, sw.lid, 0)) {
+      error = "the switch's own LID refused";
+      return false;
+    }
+    for (std::uint8_t p = 1; p <= sw.num_ports; ++p) {
+      const FabricPort port = f.port(n, p);
+      if (!port.linked() || f.node(port.peer).is_switch()) continue;
       const std::uint16_t lid = f.lid_of({port.peer, port.peer_port});
-      if (lid == 0 || lid >= l.ports.size()) {
+      if (lid == 0 || lid > lfts.top_lid()) {
         error = "a CA without a LID";
         return false;
       }
-      l.ports[lid] = p;
+      if (!lfts.set(n, lid, p)) {
+        error = "a port of the switch refused";
+        return false;
+      }
     }
   }
   return true;
+}
+
+// The LID of the end port whose node's description holds `host`; 0: none.
+std::uint16_t lid_named(const FabricView& v, const char* host) {
+  for (const EndPort e : v.end_ports())
+    if (v.node(e.node).description.find(host) != std::string::npos) return v.lid_of(e);
+  return 0;
+}
+
+// The switches of a view.
+std::vector<NodeId> switches_of(const FabricView& v) {
+  std::vector<NodeId> out;
+  for (NodeId n = 0; n < v.node_count(); ++n)
+    if (v.node(n).is_switch()) out.push_back(n);
+  return out;
 }
 
 TEST(Node, EventsInOrderAndPortChangesBetweenEpochs) {
@@ -195,13 +219,15 @@ TEST(Node, RoutingHookLftsAreProgrammedAndPathsFollowThem) {
   std::uint64_t calls = 0;
   std::uint16_t quarantined = 0;
   NodeHooks hooks;
-  hooks.routing = [&](const fabric::Fabric& f, std::vector<fabric::Lft>& lfts, std::string& error) {
+  hooks.routing = [&](const FabricView& f, LftTable& lfts, std::string& error) {
     ++calls;
     if (!route_star(f, lfts, error)) return false;
     // Leave H2 unrouted: the SA must then have no path to it.
-    for (const fabric::EndPort e : f.end_ports())
-      if (f.nodes[e.node].description.find("H2") != std::string::npos) quarantined = f.lid_of(e);
-    for (fabric::Lft& l : lfts) l.ports[quarantined] = fabric::kLftNoRoute;
+    quarantined = lid_named(f, "H2");
+    for (const NodeId sw : switches_of(f)) {
+      EXPECT_NE(lfts.get(sw, quarantined), kNoRoute);
+      EXPECT_TRUE(lfts.set(sw, quarantined, kNoRoute));
+    }
     return true;
   };
   InternalNode n(star_config(), std::move(hooks));
@@ -214,21 +240,22 @@ TEST(Node, RoutingHookLftsAreProgrammedAndPathsFollowThem) {
   EXPECT_EQ(v.node_count(), 4u);
   EXPECT_EQ(v.port_count(), 3u + 5u);  // three CA ports, the switch's four and its port 0
   EXPECT_EQ(v.link_count(), 3u);
-  ASSERT_EQ(v.lfts().size(), 1u);
-  const fabric::NodeId sw = v.lfts()[0].node;
+  const std::vector<NodeId> sws = switches_of(v);
+  ASSERT_EQ(sws.size(), 1u);
+  const NodeId sw = sws[0];
+  EXPECT_TRUE(v.has_lft(sw));
+  EXPECT_FALSE(v.has_lft(sw == 0 ? 1 : 0));
+  EXPECT_EQ(v.port(sw, 0).lid, v.node(sw).lid);
+  EXPECT_THROW(v.node(static_cast<NodeId>(v.node_count())), std::out_of_range);
+  EXPECT_THROW(v.port(sw, 5), std::out_of_range);
   // The switch of the simulated fabric forwards as the hook said.
   sim::Fabric& f = *n.fabric();
   const std::uint32_t s1 = f.find_node("S1");
   for (std::uint16_t lid = 1; lid <= v.top_lid(); ++lid) EXPECT_EQ(f.lft_port(s1, lid), v.lft_port(sw, lid)) << lid;
-  EXPECT_EQ(v.lft_port(sw, quarantined), fabric::kLftNoRoute);
+  EXPECT_EQ(v.lft_port(sw, quarantined), kNoRoute);
 
   // Paths: H1 -> H3 exists (0 switch-to-switch hops), H1 -> H2 does not.
-  std::uint16_t h1 = 0, h3 = 0;
-  for (const fabric::EndPort e : v.fabric().end_ports()) {
-    const std::string& d = v.fabric().nodes[e.node].description;
-    if (d.find("H1") != std::string::npos) h1 = v.fabric().lid_of(e);
-    if (d.find("H3") != std::string::npos) h3 = v.fabric().lid_of(e);
-  }
+  const std::uint16_t h1 = lid_named(v, "H1"), h3 = lid_named(v, "H3");
   PathInfo p;
   ASSERT_EQ(n.path(h1, h3, p), PathResult::kOk);
   EXPECT_EQ(p.slid, h1);
@@ -245,24 +272,17 @@ TEST(Node, RoutingHookRoutesEveryHeavySweep) {
   std::uint64_t calls = 0;
   const char* unrouted = "H2";
   NodeHooks hooks;
-  hooks.routing = [&](const fabric::Fabric& f, std::vector<fabric::Lft>& lfts, std::string& error) {
+  hooks.routing = [&](const FabricView& f, LftTable& lfts, std::string& error) {
     ++calls;
     if (!route_star(f, lfts, error)) return false;
-    for (const fabric::EndPort e : f.end_ports())
-      if (f.nodes[e.node].description.find(unrouted) != std::string::npos)
-        for (fabric::Lft& l : lfts) l.ports[f.lid_of(e)] = fabric::kLftNoRoute;
+    for (const NodeId sw : switches_of(f)) lfts.set(sw, lid_named(f, unrouted), kNoRoute);
     return true;
   };
   InternalNode n(star_config(), std::move(hooks));
   ASSERT_TRUE(run_until(n, [&] { return n.status().subnet_up; }, 10'000));
   sim::Fabric& f = *n.fabric();
   const std::uint32_t s1 = f.find_node("S1");
-  const auto lid_of = [&](const char* host) {
-    const FabricView v = n.fabric_view();
-    for (const fabric::EndPort e : v.fabric().end_ports())
-      if (v.fabric().nodes[e.node].description.find(host) != std::string::npos) return v.fabric().lid_of(e);
-    return std::uint16_t{0};
-  };
+  const auto lid_of = [&](const char* host) { return lid_named(n.fabric_view(), host); };
   const std::uint16_t h2 = lid_of("H2"), h3 = lid_of("H3");
   ASSERT_NE(h2, 0);
   ASSERT_NE(h3, 0);
@@ -291,14 +311,21 @@ TEST(Node, RoutingHookRoutesEveryHeavySweep) {
 TEST(Node, FailingOrMalformedRoutingHookProgramsNothing) {
   for (int bad = 0; bad < 3; ++bad) {
     NodeHooks hooks;
-    hooks.routing = [bad](const fabric::Fabric& f, std::vector<fabric::Lft>& lfts, std::string& error) {
+    hooks.routing = [bad](const FabricView& f, LftTable& lfts, std::string& error) {
       if (bad == 0) {
         error = "vendor policy says no";
         return false;
       }
-      if (bad == 1) lfts[0].ports[1] = 40;  // a port the switch does not have
+      if (bad == 1) {
+        // A port the switch does not have, LID 0 and a LID above the top:
+        // the table refuses each and holds nothing of them.
+        const NodeId sw = switches_of(f).at(0);
+        const bool refused = !lfts.set(sw, 1, 40) && !lfts.set(sw, 0, 1) &&
+                             !lfts.set(sw, static_cast<std::uint16_t>(lfts.top_lid() + 1), 1) && lfts.get(sw, 1) == kNoRoute;
+        error = refused ? "LftTable refused port 40" : "LftTable took port 40";
+        return false;
+      }
       if (bad == 2) throw std::runtime_error("vendor bug");
-      (void)f;
       return true;
     };
     InternalNode n(star_config(), std::move(hooks));
@@ -307,7 +334,7 @@ TEST(Node, FailingOrMalformedRoutingHookProgramsNothing) {
     EXPECT_FALSE(s.subnet_up) << bad;
     EXPECT_NE(s.last_heavy.error.find("routing hook"), std::string::npos) << s.last_heavy.error;
     EXPECT_TRUE(n.fabric_view().empty());
-    const char* why[] = {"vendor policy says no", "port 40", "vendor bug"};
+    const char* why[] = {"vendor policy says no", "refused port 40", "vendor bug"};
     EXPECT_NE(s.last_heavy.error.find(why[bad]), std::string::npos) << s.last_heavy.error;
   }
 }

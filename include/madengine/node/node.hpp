@@ -19,7 +19,6 @@
 #include "madengine/node/config.hpp"
 #include "madengine/node/events.hpp"
 #include "madengine/node/fabric_view.hpp"
-#include "madengine/sm/routing_hook.hpp"
 #include "madengine/wire/smp/sm_info.hpp"
 
 namespace madengine::node {
@@ -43,7 +42,7 @@ constexpr bool is_vendor_class(std::uint8_t mgmt_class) noexcept {
 // What the embedder plugs in; fixed at construction.
 struct NodeHooks {
   NodeEvents events;
-  sm::RoutingHook routing;  // empty: the SM's engines (sm.routing)
+  RoutingHook routing;  // empty: the SM's engines (sm.routing)
   std::vector<VendorClassHandler> vendor_classes;
   // Not null: the node runs on this transport (not yet opened; it must
   // outlive the node) instead of the one transport.kind names.

@@ -26,10 +26,10 @@ int main() {
     }
     const node::FabricView v = n.fabric_view();
     std::uint16_t first = 0, last = 0;
-    for (const fabric::EndPort e : v.fabric().end_ports()) {
-      if (v.fabric().nodes[e.node].is_switch()) continue;
-      if (first == 0) first = v.fabric().lid_of(e);
-      last = v.fabric().lid_of(e);
+    for (const node::EndPort e : v.end_ports()) {
+      if (v.node(e.node).is_switch()) continue;
+      if (first == 0) first = v.lid_of(e);
+      last = v.lid_of(e);
     }
     node::PathInfo p;
     const node::PathResult r = n.path(first, last, p);
