@@ -1,13 +1,10 @@
 // The C ABI's fabric read access and routing hook (madengine/madengine.h)
-// over FabricView, LftTable and the C++ RoutingHook; the link rates and VLs
-// from the model behind the view.
+// over FabricView, LftTable and the C++ RoutingHook.
 #include <algorithm>
 #include <cstring>
 #include <string>
 
-#include "madengine/fabric/link_rate.hpp"
 #include "node/c_api.hpp"
-#include "node/fabric_model.hpp"
 
 namespace madengine::capi {
 
@@ -30,14 +27,12 @@ bool bad(const me_fabric* f) {
   return true;
 }
 
-const fabric::Node* node_at(const me_fabric* f, std::uint32_t node) {
-  if (bad(f)) return nullptr;
-  const fabric::Fabric& model = node::FabricModel::of(f->view);
-  if (node >= model.nodes.size()) {
-    set_error("no node " + std::to_string(node));
-    return nullptr;
-  }
-  return &model.nodes[node];
+// Whether `node` is a node of the view; the reason recorded when not.
+bool node_ok(const me_fabric* f, std::uint32_t node) {
+  if (bad(f)) return false;
+  if (node < f->view.node_count()) return true;
+  set_error("no node " + std::to_string(node));
+  return false;
 }
 
 // Whether the routing callback may touch the entry of (node, lid); the
@@ -47,8 +42,7 @@ bool lft_entry_ok(const me_lfts* l, std::uint32_t node, std::uint16_t lid) {
     set_error("null LFT handle");
     return false;
   }
-  const fabric::Fabric& model = node::FabricModel::of(*l->fabric);
-  if (node >= model.nodes.size() || !model.nodes[node].is_switch()) {
+  if (node >= l->fabric->node_count() || !l->fabric->node(node).is_switch()) {
     set_error("node " + std::to_string(node) + " is not a switch");
     return false;
   }
@@ -129,18 +123,18 @@ std::uint16_t me_fabric_top_lid(const me_fabric* f) { return f != nullptr ? f->v
 
 int me_fabric_node(const me_fabric* f, std::uint32_t node, struct me_node_info* out) {
   return capi::guard([&]() -> int {
-    const fabric::Node* n = capi::node_at(f, node);
-    if (n == nullptr) return ME_ERR_INVALID;
+    if (!capi::node_ok(f, node)) return ME_ERR_INVALID;
     if (out == nullptr) return fail(ME_ERR_INVALID, "null node info");
+    const node::FabricNode n = f->view.node(node);
     *out = me_node_info{};
-    out->node_guid = n->node_guid;
-    out->system_guid = n->system_guid;
-    out->type = static_cast<std::int32_t>(n->kind);
-    out->num_ports = n->num_ports();
-    out->lmc = n->lmc;
-    out->lid = n->is_switch() ? n->base_lid : 0;
-    const std::size_t len = std::min(n->description.size(), sizeof out->description - 1);
-    std::memcpy(out->description, n->description.data(), len);
+    out->node_guid = n.node_guid;
+    out->system_guid = n.system_guid;
+    out->type = static_cast<std::int32_t>(n.kind);
+    out->num_ports = n.num_ports;
+    out->lmc = n.lmc;
+    out->lid = n.lid;
+    const std::size_t len = std::min(n.description.size(), sizeof out->description - 1);
+    std::memcpy(out->description, n.description.data(), len);
     out->description[len] = '\0';
     return ME_OK;
   });
@@ -148,21 +142,21 @@ int me_fabric_node(const me_fabric* f, std::uint32_t node, struct me_node_info* 
 
 namespace {
 
-// The node that has `port` (1..N, and 0 on a switch), or null with `err`
-// set and the reason recorded.
-const fabric::Node* port_node(const me_fabric* f, std::uint32_t node, std::uint8_t port, bool has_out, int& err) {
+// Whether `node` has `port` (1..N, and 0 on a switch); `err` set and the
+// reason recorded when not.
+bool port_ok(const me_fabric* f, std::uint32_t node, std::uint8_t port, bool has_out, int& err) {
   err = ME_ERR_INVALID;
-  const fabric::Node* n = capi::node_at(f, node);
-  if (n == nullptr) return nullptr;
+  if (!capi::node_ok(f, node)) return false;
   if (!has_out) {
     err = fail(ME_ERR_INVALID, "null output");
-    return nullptr;
+    return false;
   }
-  if (port > n->num_ports() || port >= n->ports.size() || (port == 0 && !n->is_switch())) {
+  const node::FabricNode n = f->view.node(node);
+  if (port > n.num_ports || (port == 0 && !n.is_switch())) {
     err = fail(ME_ERR_INVALID, "node " + std::to_string(node) + " has no port " + std::to_string(port));
-    return nullptr;
+    return false;
   }
-  return n;
+  return true;
 }
 
 }  // namespace
@@ -170,13 +164,12 @@ const fabric::Node* port_node(const me_fabric* f, std::uint32_t node, std::uint8
 int me_fabric_port(const me_fabric* f, std::uint32_t node, std::uint8_t port, struct me_port_info* out) {
   return capi::guard([&]() -> int {
     int err = ME_OK;
-    const fabric::Node* n = port_node(f, node, port, out != nullptr, err);
-    if (n == nullptr) return err;
-    const fabric::Port& p = n->ports[port];
+    if (!port_ok(f, node, port, out != nullptr, err)) return err;
+    const node::FabricPort p = f->view.port(node, port);
     *out = me_port_info{};
     out->port_guid = p.guid;
-    out->lid = n->is_switch() ? (port == 0 ? n->base_lid : 0) : node::FabricModel::of(f->view).lid_of({node, port});
-    out->lmc = n->lmc;
+    out->lid = p.lid;
+    out->lmc = f->view.node(node).lmc;
     out->state = p.state;
     out->peer_node = p.linked() ? p.peer : ME_NO_NODE;
     out->peer_port = p.peer_port;
@@ -190,21 +183,19 @@ int me_fabric_port(const me_fabric* f, std::uint32_t node, std::uint8_t port, st
 int me_fabric_port_link(const me_fabric* f, std::uint32_t node, std::uint8_t port, struct me_port_link* out) {
   return capi::guard([&]() -> int {
     int err = ME_OK;
-    const fabric::Node* n = port_node(f, node, port, out != nullptr, err);
-    if (n == nullptr) return err;
-    const fabric::Port& p = n->ports[port];
-    const wire::LinkSpeed s = fabric::link_speed_of(*n, port);
+    if (!port_ok(f, node, port, out != nullptr, err)) return err;
+    const node::PortLink l = f->view.port_link(node, port);
     *out = me_port_link{};
-    out->width = p.link_width;
-    out->speed = s.speed;
-    out->speed_ext = s.ext;
-    out->speed_ext2 = s.ext2;
-    out->port_rate = fabric::port_rate_code(*n, port);
-    out->link_rate = fabric::link_rate_code(node::FabricModel::of(f->view), node, port);
-    out->mtu_cap = p.mtu;
-    out->vl_cap = p.vl_cap;
-    out->op_vls = static_cast<std::uint8_t>(p.info.operational_vls());
-    out->data_mbps = wire::link_mbps(p.link_width, s);
+    out->width = l.width;
+    out->speed = l.speed;
+    out->speed_ext = l.speed_ext;
+    out->speed_ext2 = l.speed_ext2;
+    out->port_rate = l.port_rate;
+    out->link_rate = l.link_rate;
+    out->mtu_cap = l.mtu_cap;
+    out->vl_cap = l.vl_cap;
+    out->op_vls = l.op_vls;
+    out->data_mbps = l.data_mbps;
     return ME_OK;
   });
 }
@@ -213,24 +204,18 @@ int me_fabric_lid_owner(const me_fabric* f, std::uint16_t lid, std::uint32_t* no
   return capi::guard([&]() -> int {
     if (capi::bad(f)) return ME_ERR_INVALID;
     if (lid == 0) return fail(ME_ERR_INVALID, "LID 0");
-    const fabric::Fabric& fab = node::FabricModel::of(f->view);
-    for (const fabric::EndPort e : fab.end_ports()) {
-      const std::uint16_t base = fab.lid_of(e);
-      const fabric::Node& n = fab.nodes[e.node];
-      if (base == 0 || lid < base || lid >= base + (1u << n.lmc)) continue;
-      if (node != nullptr) *node = e.node;
-      if (port != nullptr) *port = e.port;
-      return ME_OK;
-    }
-    return fail(ME_ERR_INVALID, "no port has LID " + std::to_string(lid));
+    const std::optional<node::EndPort> e = f->view.end_port_by_lid(lid);
+    if (!e) return fail(ME_ERR_INVALID, "no port has LID " + std::to_string(lid));
+    if (node != nullptr) *node = e->node;
+    if (port != nullptr) *port = e->port;
+    return ME_OK;
   });
 }
 
 int me_fabric_lft_port(const me_fabric* f, std::uint32_t node, std::uint16_t lid) {
   return capi::guard([&]() -> int {
-    const fabric::Node* n = capi::node_at(f, node);
-    if (n == nullptr) return ME_ERR_INVALID;
-    if (!n->is_switch()) return fail(ME_ERR_INVALID, "node " + std::to_string(node) + " is not a switch");
+    if (!capi::node_ok(f, node)) return ME_ERR_INVALID;
+    if (!f->view.node(node).is_switch()) return fail(ME_ERR_INVALID, "node " + std::to_string(node) + " is not a switch");
     return f->view.lft_port(node, lid);
   });
 }

@@ -40,7 +40,6 @@ bool NodeControl::refresh_sm_status(std::chrono::milliseconds wait) {
 
 std::uint64_t NodeControl::sm_guid() const noexcept { return node_.sm().identity().guid; }
 
-std::shared_ptr<const Publication> NodeControl::published() const { return node_.store().current(); }
 
 SaRegistrations NodeControl::sa_registrations() const { return registrations_view(node_.sa().capture_state()); }
 

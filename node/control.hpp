@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "madengine/node/node.hpp"
-#include "node/publication.hpp"
 #include "node/views.hpp"
 #include "perfmgr/perf_config.hpp"
 
@@ -82,8 +81,6 @@ class NodeControl {
   // The SM's port GUID (set when the node opened its port).
   std::uint64_t sm_guid() const noexcept;
 
-  // The current epoch; null before the first publication.
-  std::shared_ptr<const Publication> published() const;
   // The SA's services, groups and subscriptions as its stores last published them.
   SaRegistrations sa_registrations() const;
   // sim: the fabric the node is attached to; else nullptr.
@@ -132,6 +129,7 @@ class NodeControl {
 
   // ---- the node's own reads (Node, InternalNode) ----
   NodeStatus status() const;
+  // The current epoch (empty before the first publication).
   FabricView fabric_view() const;
   PathResult path(std::uint16_t slid, std::uint16_t dlid, PathInfo& out) const;
   const perfmgr::NodeNameMap& node_names() const noexcept;

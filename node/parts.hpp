@@ -13,6 +13,7 @@
 #include "engine/compute_pool.hpp"
 #include "engine/engine.hpp"
 #include "madengine/node/node.hpp"
+#include "node/fabric_model.hpp"
 #include "sa/server/response_chain.hpp"
 #include "sa/server/sa_server.hpp"
 #include "sa/snapshot.hpp"
@@ -46,6 +47,7 @@ struct Node::Parts {
   std::unique_ptr<VendorMads> vendor;
   std::unique_ptr<Engine> engine;
   sa::SnapshotStore store;
+  mutable ViewCache views;  // the current epoch's FabricView (Node::fabric_view, a const read)
   std::unique_ptr<sa::SaServer> sa;
   std::unique_ptr<sm::SubnetManager> sm;
   perfmgr::NodeNameMap names;  // perfmgr.node_name_map (empty: NodeDescription names nodes)

@@ -7,6 +7,7 @@
 #include "madengine/node/fabric_view.hpp"
 #include "madengine/node/node.hpp"
 #include "madengine/wire/sa_records.hpp"
+#include "node/fabric_model.hpp"
 #include "node/parts.hpp"
 #include "sa/server/components.hpp"
 #include "sa/server/path_query.hpp"
@@ -18,8 +19,11 @@ namespace madengine::node {
 FabricView Node::fabric_view() const {
   std::shared_ptr<const sa::Snapshot> snap = parts().store.current();
   if (!snap) return {};
-  const sa::Snapshot& s = *snap;
-  return FabricView(std::shared_ptr<const void>(std::move(snap)), s.fabric, s.lfts.data(), s.lfts.size(), s.epoch, s.top_lid);
+  const sa::Snapshot* s = snap.get();
+  return parts().views.get(s, [&] {
+    return FabricSource::published(std::shared_ptr<const void>(std::move(snap)), s->fabric, s->lfts, s->by_lid,
+                                   s->by_port_guid, s->epoch, s->top_lid);
+  });
 }
 
 PathResult Node::path(std::uint16_t slid, std::uint16_t dlid, PathInfo& out) const {

@@ -12,9 +12,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "madengine/fabric/cow_vector.hpp"
-#include "madengine/fabric/fabric.hpp"
-#include "madengine/fabric/lft.hpp"
+#include "fabric/cow_vector.hpp"
+#include "fabric/fabric.hpp"
+#include "fabric/lft.hpp"
 #include "madengine/wire/smp/guid_info.hpp"
 #include "madengine/wire/smp/pkey_table.hpp"
 #include "madengine/wire/smp/sl2vl.hpp"

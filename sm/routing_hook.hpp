@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "madengine/fabric/fabric.hpp"
-#include "madengine/fabric/lft.hpp"
+#include "fabric/fabric.hpp"
+#include "fabric/lft.hpp"
 #include "sm/routing/routing.hpp"
 
 namespace madengine::sm {

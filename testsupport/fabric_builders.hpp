@@ -6,7 +6,7 @@
 #include <random>
 #include <string>
 
-#include "madengine/fabric/fabric.hpp"
+#include "fabric/fabric.hpp"
 
 namespace madengine::testing {
 

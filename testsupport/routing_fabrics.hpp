@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "madengine/fabric/fabric.hpp"
+#include "fabric/fabric.hpp"
 #include "sim/generators.hpp"
 #include "sim/topology_fabric.hpp"
 #include "sm/lids/lid_assign.hpp"

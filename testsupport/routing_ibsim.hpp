@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "ibsim_harness.hpp"
-#include "madengine/fabric/fabric.hpp"
+#include "fabric/fabric.hpp"
 #include "sim/topology.hpp"
 #include "sim/topology_fabric.hpp"
 #include "sm/routing/routing.hpp"

@@ -13,7 +13,7 @@
 #include <unordered_map>
 
 #include "engine/parallel_for.hpp"
-#include "madengine/fabric/link_rate.hpp"
+#include "fabric/link_rate.hpp"
 
 namespace madengine::sa {
 

@@ -17,9 +17,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "madengine/fabric/fabric.hpp"
-#include "madengine/fabric/lft.hpp"
-#include "madengine/fabric/path_layers.hpp"
+#include "fabric/fabric.hpp"
+#include "fabric/lft.hpp"
+#include "fabric/path_layers.hpp"
 
 namespace madengine::sa {
 

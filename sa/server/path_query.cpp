@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <array>
 
-#include "madengine/fabric/link_rate.hpp"
+#include "fabric/link_rate.hpp"
 
 namespace madengine::sa {
 namespace {

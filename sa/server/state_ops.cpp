@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "madengine/fabric/link_rate.hpp"
+#include "fabric/link_rate.hpp"
 #include "sa/server/core_worker.hpp"
 #include "sa/server/path_query.hpp"
 

@@ -23,7 +23,7 @@
 #include <type_traits>
 
 #include "engine/durable_file.hpp"
-#include "madengine/fabric/cow_vector.hpp"
+#include "fabric/cow_vector.hpp"
 #include "sa/state/byte_codec.hpp"
 
 namespace madengine::sa {

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <memory>
 
-#include "madengine/fabric/link_rate.hpp"
+#include "fabric/link_rate.hpp"
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/smp/pkey_table.hpp"
 #include "sm/qos/qos_program.hpp"

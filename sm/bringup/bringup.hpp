@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "engine/task.hpp"
-#include "madengine/fabric/cow_vector.hpp"
+#include "fabric/cow_vector.hpp"
 #include "madengine/wire/smp/lft.hpp"
 #include "sm/discovery/discovery.hpp"
 #include "madengine/sm/port_settings.hpp"

@@ -5,7 +5,7 @@
 
 #include <memory>
 
-#include "madengine/fabric/link_rate.hpp"
+#include "fabric/link_rate.hpp"
 #include "madengine/wire/codec.hpp"
 #include "madengine/wire/smp/port_info.hpp"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/task.hpp"
-#include "madengine/fabric/fabric.hpp"
+#include "fabric/fabric.hpp"
 #include "sm/mkeys/mkey_book.hpp"
 #include "sm/smp_queue.hpp"
 

@@ -17,7 +17,7 @@
 #include "engine/task.hpp"
 #include "engine/transaction.hpp"
 #include "engine/tx_sink.hpp"
-#include "madengine/fabric/fabric.hpp"
+#include "fabric/fabric.hpp"
 #include "sm/ha/sm_peers.hpp"
 #include "sm/ha/sm_state_machine.hpp"
 #include "sm/smp_queue.hpp"

@@ -10,7 +10,7 @@
 
 #include "madengine/engine/mad_buf.hpp"
 #include "engine/transaction.hpp"
-#include "madengine/fabric/fabric.hpp"
+#include "fabric/fabric.hpp"
 #include "madengine/wire/smp.hpp"
 #include "madengine/wire/smp/sm_info.hpp"
 #include "sm/ha/sm_state_machine.hpp"

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "engine/durable_file.hpp"
-#include "madengine/fabric/fabric.hpp"
+#include "fabric/fabric.hpp"
 
 namespace madengine::sm {
 

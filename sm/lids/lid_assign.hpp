@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "madengine/fabric/fabric.hpp"
+#include "fabric/fabric.hpp"
 #include "sm/lids/guid2lid_file.hpp"
 
 namespace madengine::sm {

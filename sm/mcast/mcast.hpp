@@ -8,7 +8,7 @@
 #include <map>
 #include <vector>
 
-#include "madengine/fabric/fabric.hpp"
+#include "fabric/fabric.hpp"
 #include "madengine/wire/smp/mft.hpp"
 #include "sa/mcast_groups.hpp"
 

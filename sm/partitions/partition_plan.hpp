@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "madengine/fabric/fabric.hpp"
+#include "fabric/fabric.hpp"
 #include "madengine/wire/sa/mc_member_record.hpp"
 #include "sm/partitions/partition_config.hpp"
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "madengine/fabric/fabric.hpp"
+#include "fabric/fabric.hpp"
 #include "sa/qos_policy_view.hpp"
 #include "sm/partitions/partition_plan.hpp"
 #include "sm/qos/qos_policy.hpp"

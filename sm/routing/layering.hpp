@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "madengine/fabric/lft.hpp"
-#include "madengine/fabric/path_layers.hpp"
+#include "fabric/lft.hpp"
+#include "fabric/path_layers.hpp"
 #include "sm/routing/switch_graph.hpp"
 
 namespace madengine::sm {

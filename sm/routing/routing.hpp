@@ -15,9 +15,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "madengine/fabric/fabric.hpp"
-#include "madengine/fabric/lft.hpp"
-#include "madengine/fabric/path_layers.hpp"
+#include "fabric/fabric.hpp"
+#include "fabric/lft.hpp"
+#include "fabric/path_layers.hpp"
 
 namespace madengine::sm {
 

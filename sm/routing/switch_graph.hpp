@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "madengine/fabric/fabric.hpp"
+#include "fabric/fabric.hpp"
 
 namespace madengine::sm {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "madengine/fabric/fabric.hpp"
+#include "fabric/fabric.hpp"
 #include "sm/routing/routing.hpp"
 
 namespace madengine::sm {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "engine/engine.hpp"
-#include "madengine/fabric/lft.hpp"
+#include "fabric/lft.hpp"
 #include "madengine/node/node.hpp"
 #include "node/internal_node.hpp"
 #include "madengine/wire/mad.hpp"
@@ -216,12 +216,18 @@ TEST(Node, EachGidChangeReportedOnceToSubscribersAndCallback) {
 }
 
 TEST(Node, RoutingHookLftsAreProgrammedAndPathsFollowThem) {
-  std::uint64_t calls = 0;
+  std::uint64_t calls = 0, hook_lid_lookups = 0;
   std::uint16_t quarantined = 0;
   NodeHooks hooks;
   hooks.routing = [&](const FabricView& f, LftTable& lfts, std::string& error) {
     ++calls;
     if (!route_star(f, lfts, error)) return false;
+    // The fabric being routed answers lookups by LID and by port GUID.
+    for (const EndPort e : f.end_ports()) {
+      const std::uint64_t guid = f.port(e.node, e.port).guid;
+      hook_lid_lookups += f.end_port_by_lid(f.lid_of(e)) == e &&
+                          f.end_port_by_guid(guid != 0 ? guid : f.node(e.node).node_guid) == e;
+    }
     // Leave H2 unrouted: the SA must then have no path to it.
     quarantined = lid_named(f, "H2");
     for (const NodeId sw : switches_of(f)) {
@@ -248,6 +254,32 @@ TEST(Node, RoutingHookLftsAreProgrammedAndPathsFollowThem) {
   EXPECT_EQ(v.port(sw, 0).lid, v.node(sw).lid);
   EXPECT_THROW(v.node(static_cast<NodeId>(v.node_count())), std::out_of_range);
   EXPECT_THROW(v.port(sw, 5), std::out_of_range);
+  // Every LID and port GUID leads back to its end port; unassigned ones to none.
+  for (const EndPort e : v.end_ports()) {
+    const std::uint16_t lid = v.lid_of(e);
+    ASSERT_NE(lid, 0);
+    EXPECT_EQ(v.end_port_by_lid(lid), e);
+    const std::uint64_t guid = v.port(e.node, e.port).guid;
+    EXPECT_EQ(v.end_port_by_guid(guid != 0 ? guid : v.node(e.node).node_guid), e);
+  }
+  EXPECT_FALSE(v.end_port_by_lid(0).has_value());
+  EXPECT_FALSE(v.end_port_by_lid(static_cast<std::uint16_t>(v.top_lid() + 1)).has_value());
+  EXPECT_FALSE(v.end_port_by_guid(0x1234).has_value());
+  // The hook's view (not yet published) answers the same lookups.
+  EXPECT_EQ(hook_lid_lookups, 4u);
+  // A link's rate: both ends agree, and the data rate is width x lane rate.
+  for (std::uint8_t p = 1; p <= 3; ++p) {
+    const PortLink here = v.port_link(sw, p);
+    const FabricPort fp = v.port(sw, p);
+    const PortLink there = v.port_link(fp.peer, fp.peer_port);
+    EXPECT_EQ(here.link_rate, there.link_rate);
+    EXPECT_EQ(here.width, fp.link_width);
+    EXPECT_NE(here.width_enabled & here.width, 0) << "the active width is one the port enables";
+    EXPECT_GT(here.data_mbps, 0u);
+  }
+  EXPECT_THROW(v.port_link(sw, 5), std::out_of_range);
+  // Views of one epoch share what they read; a new epoch's view reads the new one.
+  EXPECT_EQ(n.fabric_view().epoch(), v.epoch());
   // The switch of the simulated fabric forwards as the hook said.
   sim::Fabric& f = *n.fabric();
   const std::uint32_t s1 = f.find_node("S1");

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "madengine/wire/smp/sl2vl.hpp"
-#include "madengine/fabric/cow_vector.hpp"
+#include "fabric/cow_vector.hpp"
 
 namespace madengine::fabric {
 namespace {

@@ -1,23 +1,19 @@
 // Read access to a fabric as the SM discovered and routed it: nodes, ports,
 // links, LIDs and (for a published epoch) every switch's LFT, each read as
-// a plain value (the SM's own model stays inside the library). A view of a
+// a plain value; the SM's own model stays inside the library. A view of a
 // published epoch keeps that epoch alive for as long as it exists, so it may
 // be read from any thread while the SM publishes newer ones.
 #pragma once
 
 #include <cstddef>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "madengine/export.h"
-
-namespace madengine::fabric {
-struct Fabric;  // the SM's model (private)
-struct Lft;
-}  // namespace madengine::fabric
 
 namespace madengine::node {
 
@@ -52,6 +48,21 @@ struct FabricPort {
   bool linked() const noexcept { return peer != kNoNode; }
 };
 
+// A port's link as PortInfo describes it, the rates worked out.
+struct PortLink {
+  std::uint8_t width = 0;          // LinkWidthActive: 1 1x, 16 2x, 2 4x, 4 8x, 8 12x
+  std::uint8_t width_enabled = 0;  // LinkWidthEnabled (LinkWidthSupported where it says "as supported")
+  std::uint8_t speed = 0;          // LinkSpeedActive: 1 SDR, 2 DDR, 4 QDR
+  std::uint8_t speed_ext = 0;      // LinkSpeedExtActive: 1 FDR, 2 EDR, 4 HDR, 8 NDR; 0 none
+  std::uint8_t speed_ext2 = 0;     // LinkSpeedExtActive2: 1 XDR; 0 none
+  std::uint8_t port_rate = 0;      // IBA rate code of this port (PathRecord codes)
+  std::uint8_t link_rate = 0;      // of the link: the lesser of its two ends
+  std::uint8_t mtu_cap = 0;        // IBA code
+  std::uint8_t vl_cap = 0;         // VLCap code
+  std::uint8_t op_vls = 0;         // OperationalVLs code
+  std::uint32_t data_mbps = 0;     // this port's data rate, Mb/s (width x lane rate)
+};
+
 // Something with a LID: a CA port, or a switch's port 0.
 struct EndPort {
   NodeId node = kNoNode;
@@ -59,55 +70,57 @@ struct EndPort {
   bool operator==(const EndPort&) const noexcept = default;
 };
 
+struct FabricSource;  // the library's own (what a view reads)
+
 class FabricView {
  public:
   FabricView() = default;  // empty: no epoch published yet
-  // The library's own: `owner` keeps `fabric` and `lfts` alive (null:
-  // borrowed for the length of a call, as the routing hook's fabric).
-  MADENGINE_API FabricView(std::shared_ptr<const void> owner, const fabric::Fabric& fabric, const fabric::Lft* lfts,
-                           std::size_t lft_count, std::uint64_t epoch, std::uint16_t top_lid);
 
-  bool empty() const noexcept { return fabric_ == nullptr; }
-  std::uint64_t epoch() const noexcept { return epoch_; }
-  std::uint16_t top_lid() const noexcept { return top_lid_; }
+  bool empty() const noexcept { return src_ == nullptr; }
+  // 0 for the fabric a routing hook is given (not yet published).
+  MADENGINE_API std::uint64_t epoch() const noexcept;
+  // The highest unicast LID assigned.
+  MADENGINE_API std::uint16_t top_lid() const noexcept;
 
-  std::size_t node_count() const noexcept { return nodes_; }
+  MADENGINE_API std::size_t node_count() const noexcept;
   // Every node's physical ports, plus port 0 of each switch.
-  std::size_t port_count() const noexcept { return ports_; }
+  MADENGINE_API std::size_t port_count() const noexcept;
   // Links between two ports, each counted once.
-  std::size_t link_count() const noexcept { return links_; }
+  MADENGINE_API std::size_t link_count() const noexcept;
   // Node `node` (< node_count()); throws std::out_of_range beyond.
   MADENGINE_API FabricNode node(NodeId node) const;
   // Port `port` of `node` (1..num_ports, and 0 on a switch); throws
   // std::out_of_range for a port the node does not have.
   MADENGINE_API FabricPort port(NodeId node, std::uint8_t port) const;
+  // The same port's link and rates; throws as port() does.
+  MADENGINE_API PortLink port_link(NodeId node, std::uint8_t port) const;
   // Every end port: switches' port 0 first in node order, then linked CA ports.
   MADENGINE_API std::vector<EndPort> end_ports() const;
+  // The base LID of an end port (0: none).
   MADENGINE_API std::uint16_t lid_of(EndPort e) const noexcept;
+  // The end port that has `lid` (any LID of its LMC range).
+  MADENGINE_API std::optional<EndPort> end_port_by_lid(std::uint16_t lid) const noexcept;
+  // The end port whose port GUID is `guid` (a switch's: port 0).
+  MADENGINE_API std::optional<EndPort> end_port_by_guid(std::uint64_t guid) const noexcept;
   // Whether switch `node` has an LFT in this view (a routed epoch).
   MADENGINE_API bool has_lft(NodeId node) const noexcept;
   // Switch `node`'s output port for `lid`; kNoRoute if it has none.
   MADENGINE_API std::uint8_t lft_port(NodeId node, std::uint16_t lid) const noexcept;
 
  private:
-  friend struct FabricModel;  // node/fabric_model.hpp: the library's C ABI reads the model itself
-  std::shared_ptr<const void> owner_;
-  const fabric::Fabric* fabric_ = nullptr;
-  const fabric::Lft* lfts_ = nullptr;
-  std::vector<std::uint32_t> lft_index_;  // NodeId -> index into lfts_ (~0u: none)
-  std::uint64_t epoch_ = 0;
-  std::uint16_t top_lid_ = 0;
-  std::size_t nodes_ = 0, ports_ = 0, links_ = 0;
+  friend struct FabricSource;
+  explicit FabricView(std::shared_ptr<const FabricSource> src) : src_(std::move(src)) {}
+  std::shared_ptr<const FabricSource> src_;
 };
 
 // A vendor's routing fills these (NodeHooks::routing): one LFT per switch,
 // every entry kNoRoute until set. Valid only during the hook's call.
 class LftTable {
  public:
-  // The library's own: the SM's LFTs of one routing pass.
-  MADENGINE_API LftTable(std::vector<fabric::Lft>& lfts, const FabricView& fabric);
+  struct Tables;  // the library's own (the SM's LFTs of one routing pass)
+  explicit LftTable(Tables& t) noexcept : t_(&t) {}
   // The highest LID an LFT holds (entries 0..top_lid()).
-  std::uint16_t top_lid() const noexcept { return top_lid_; }
+  MADENGINE_API std::uint16_t top_lid() const noexcept;
   // Routes `lid` at switch `node` out of `port` (0: the switch itself,
   // 1..num_ports, or kNoRoute). False when `node` is not a switch, `lid`
   // is 0 or above top_lid(), or the switch has no such port.
@@ -116,11 +129,7 @@ class LftTable {
   MADENGINE_API std::uint8_t get(NodeId node, std::uint16_t lid) const noexcept;
 
  private:
-  std::uint8_t* entry(NodeId node, std::uint16_t lid) const noexcept;
-  std::vector<fabric::Lft>* lfts_;
-  const FabricView* fabric_;
-  std::vector<std::uint32_t> index_;  // NodeId -> index into *lfts_ (~0u: not a switch)
-  std::uint16_t top_lid_ = 0;
+  Tables* t_;
 };
 
 // A vendor's routing in place of the SM's engines (NodeHooks::routing):

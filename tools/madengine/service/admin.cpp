@@ -110,11 +110,11 @@ json AdminCommands::sweep(const json& r) {
 
 json AdminCommands::status() {
   const node::SmStatus s = node_.sm_status();
-  const auto snap = node_.published();
+  const node::FabricView epoch = node_.fabric_view();
   json ports = json::object();
   PortStates pc;
-  if (snap) {
-    pc = count_ports(*snap);
+  if (!epoch.empty()) {
+    pc = count_ports(epoch);
     for (std::size_t i = 1; i < pc.by_state.size(); ++i) ports[kPortStateNames[i]] = pc.by_state[i];
   }
   const node::SaRecordCounters sa = node_.sa_counters().total;
@@ -161,27 +161,26 @@ json AdminCommands::sms() {
 }
 
 json AdminCommands::lfts() {
-  const auto snap = node_.published();
-  if (!snap) return error("no epoch published yet (the subnet is not up)");
-  return json{{"ok", true}, {"epoch", snap->epoch}, {"lfts", dump_lfts(*snap, node_.node_names())}};
+  const node::FabricView epoch = node_.fabric_view();
+  if (epoch.empty()) return error("no epoch published yet (the subnet is not up)");
+  return json{{"ok", true}, {"epoch", epoch.epoch()}, {"lfts", dump_lfts(epoch, node_.node_names())}};
 }
 
 json AdminCommands::paths(const json& r) {
   std::int64_t dlid = 0, from = 0;
-  if (!int_arg(r, "lid", 1, fabric::kLidUnicastMax, dlid)) return error("paths needs \"lid\": a unicast LID 1..0xbfff");
+  if (!int_arg(r, "lid", 1, wire::kUnicastLidMax, dlid)) return error("paths needs \"lid\": a unicast LID 1..0xbfff");
   const bool one = r.contains("from");
-  if (one && !int_arg(r, "from", 1, fabric::kLidUnicastMax, from)) return error("\"from\" must be a unicast LID 1..0xbfff");
-  const auto snap = node_.published();
-  if (!snap) return error("no epoch published yet (the subnet is not up)");
-  if (snap->end_port_by_lid(static_cast<std::uint16_t>(dlid)) == nullptr)
-    return error(fmt::format("LID {} is not assigned in epoch {}", dlid, snap->epoch));
+  if (one && !int_arg(r, "from", 1, wire::kUnicastLidMax, from)) return error("\"from\" must be a unicast LID 1..0xbfff");
+  const node::FabricView epoch = node_.fabric_view();
+  if (epoch.empty()) return error("no epoch published yet (the subnet is not up)");
+  const auto assigned = [&](std::int64_t lid) { return epoch.end_port_by_lid(static_cast<std::uint16_t>(lid)).has_value(); };
+  if (!assigned(dlid)) return error(fmt::format("LID {} is not assigned in epoch {}", dlid, epoch.epoch()));
   json list = json::array();
   const auto add = [&](std::uint16_t slid) {
     node::PathInfo p;
     if (node_.path(slid, static_cast<std::uint16_t>(dlid), p) != node::PathResult::kOk) return;
     // IBA codes as the SA answers them, and as people read them.
-    const fabric::Fabric& fab = snap->fabric;
-    const auto is_ca = [&](std::uint16_t l) { return !fab.nodes[snap->end_port_by_lid(l)->node].is_switch(); };
+    const auto is_ca = [&](std::uint16_t l) { return !epoch.node(epoch.end_port_by_lid(l)->node).is_switch(); };
     const unsigned links = p.hops + (is_ca(p.slid) ? 1u : 0u) + (is_ca(p.dlid) ? 1u : 0u);
     list.push_back(json{{"slid", p.slid}, {"dlid", p.dlid}, {"hops", p.hops}, {"links", links}, {"sl", p.sl},
                         {"mtu", p.mtu}, {"mtu_bytes", p.mtu >= 1 && p.mtu <= 5 ? 128u << p.mtu : 0u},
@@ -190,31 +189,27 @@ json AdminCommands::paths(const json& r) {
   };
   json route = json::array();
   if (one) {
-    if (snap->end_port_by_lid(static_cast<std::uint16_t>(from)) == nullptr)
-      return error(fmt::format("LID {} is not assigned in epoch {}", from, snap->epoch));
+    if (!assigned(from)) return error(fmt::format("LID {} is not assigned in epoch {}", from, epoch.epoch()));
     add(static_cast<std::uint16_t>(from));
     // The switches on the way, by the LFTs of this epoch (at most 64 hops: IBA's directed-route limit).
-    const fabric::Fabric& f = snap->fabric;
-    const node::FabricView view = node_.fabric_view();
-    fabric::EndPort at = *snap->end_port_by_lid(static_cast<std::uint16_t>(from));
-    fabric::NodeId n = at.node;
-    if (!f.nodes[n].is_switch()) n = f.nodes[n].ports[at.port].peer;
-    for (int hop = 0; hop < 64 && n != fabric::kNoNode; ++hop) {
-      const std::uint8_t out = view.lft_port(n, static_cast<std::uint16_t>(dlid));
-      route.push_back(json{{"switch", hex_guid(f.nodes[n].node_guid)}, {"lid", f.nodes[n].base_lid},
-                           {"description", std::string(node_.node_names().name(f.nodes[n].node_guid, f.nodes[n].description))},
+    const node::EndPort at = *epoch.end_port_by_lid(static_cast<std::uint16_t>(from));
+    node::NodeId n = epoch.node(at.node).is_switch() ? at.node : epoch.port(at.node, at.port).peer;
+    for (int hop = 0; hop < 64 && n != node::kNoNode; ++hop) {
+      const node::FabricNode sw = epoch.node(n);
+      const std::uint8_t out = epoch.lft_port(n, static_cast<std::uint16_t>(dlid));
+      route.push_back(json{{"switch", hex_guid(sw.node_guid)}, {"lid", sw.lid},
+                           {"description", std::string(node_.node_names().name(sw.node_guid, sw.description))},
                            {"out_port", out}});
-      if (out == 0 || out == fabric::kLftNoRoute || out >= f.nodes[n].ports.size()) break;
-      const fabric::NodeId next = f.nodes[n].ports[out].peer;
-      if (next == fabric::kNoNode || !f.nodes[next].is_switch()) break;
+      if (out == 0 || out == node::kNoRoute || out > sw.num_ports) break;
+      const node::NodeId next = epoch.port(n, out).peer;
+      if (next == node::kNoNode || !epoch.node(next).is_switch()) break;
       n = next;
     }
   } else {
-    for (std::size_t lid = 1; lid < snap->by_lid.size(); ++lid)
-      if (lid != static_cast<std::size_t>(dlid) && snap->end_port_by_lid(static_cast<std::uint16_t>(lid)) != nullptr)
-        add(static_cast<std::uint16_t>(lid));
+    for (std::uint16_t lid = 1; lid <= epoch.top_lid(); ++lid)
+      if (lid != dlid && assigned(lid)) add(lid);
   }
-  json reply{{"ok", true}, {"epoch", snap->epoch}, {"dlid", dlid}, {"paths", list}};
+  json reply{{"ok", true}, {"epoch", epoch.epoch()}, {"dlid", dlid}, {"paths", list}};
   if (one) reply["route"] = route;
   return reply;
 }

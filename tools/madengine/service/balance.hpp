@@ -7,22 +7,17 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 
 #include <nlohmann/json.hpp>
 
+#include "madengine/node/fabric_view.hpp"
 #include "perfmgr/node_name_map.hpp"
-#include "node/publication.hpp"
 
 namespace madengine::service {
 
-// The LFT entry of switch `node` for `lid` (the epoch's, as FabricView reads it).
-using LftPortFn = std::function<std::uint8_t(fabric::NodeId node, std::uint16_t lid)>;
-
 // guid 0: every switch. verbose: balanced switches too.
-nlohmann::json switch_balance(const node::Publication& snap, const LftPortFn& lft, const perfmgr::NodeNameMap& names,
-                              bool verbose, std::uint64_t guid);
-nlohmann::json lid_balance(const node::Publication& snap, const LftPortFn& lft, const perfmgr::NodeNameMap& names,
-                           std::uint64_t guid);
+nlohmann::json switch_balance(const node::FabricView& epoch, const perfmgr::NodeNameMap& names, bool verbose,
+                              std::uint64_t guid);
+nlohmann::json lid_balance(const node::FabricView& epoch, const perfmgr::NodeNameMap& names, std::uint64_t guid);
 
 }  // namespace madengine::service

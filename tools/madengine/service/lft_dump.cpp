@@ -11,45 +11,48 @@ namespace madengine::service {
 namespace {
 
 // The names OpenSM prints for NodeInfo.NodeType.
-const char* node_type_name(fabric::NodeKind k) noexcept {
+const char* node_type_name(node::NodeKind k) noexcept {
   switch (k) {
-    case fabric::NodeKind::kCa: return "Channel Adapter";
-    case fabric::NodeKind::kSwitch: return "Switch";
-    case fabric::NodeKind::kRouter: return "Router";
+    case node::NodeKind::kCa: return "Channel Adapter";
+    case node::NodeKind::kSwitch: return "Switch";
+    case node::NodeKind::kRouter: return "Router";
   }
   return "UNKNOWN";
 }
 
 }  // namespace
 
-std::string dump_lfts(const node::Publication& snap, const perfmgr::NodeNameMap& names) {
-  const fabric::Fabric& f = snap.fabric;
-  std::vector<const fabric::Lft*> lfts;
-  for (const fabric::Lft& l : snap.lfts)
-    if (l.node < f.nodes.size()) lfts.push_back(&l);
-  std::sort(lfts.begin(), lfts.end(),
-            [&f](const fabric::Lft* a, const fabric::Lft* b) { return f.nodes[a->node].node_guid < f.nodes[b->node].node_guid; });
+std::string dump_lfts(const node::FabricView& v, const perfmgr::NodeNameMap& names) {
+  std::vector<node::FabricNode> switches;
+  std::vector<node::NodeId> ids;
+  for (node::NodeId n = 0; n < v.node_count(); ++n)
+    if (v.has_lft(n)) ids.push_back(n);
+  for (const node::NodeId n : ids) switches.push_back(v.node(n));
+  std::vector<std::size_t> order(ids.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return switches[a].node_guid < switches[b].node_guid; });
+  // What each LID's lines end with, the same on every switch.
+  std::vector<std::string> owner(v.top_lid() + 1u, "unknown node and type");
+  for (unsigned lid = 1; lid < owner.size(); ++lid)
+    if (const auto e = v.end_port_by_lid(static_cast<std::uint16_t>(lid))) {
+      const node::FabricNode n = v.node(e->node);
+      const std::uint64_t guid = v.port(e->node, e->port).guid;
+      owner[lid] = fmt::format("{} portguid 0x{:016x}: '{}'", node_type_name(n.kind), guid != 0 ? guid : n.node_guid,
+                               names.name(n.node_guid, n.description));
+    }
   std::string out;
   auto o = std::back_inserter(out);
-  for (const fabric::Lft* l : lfts) {
-    const fabric::Node& sw = f.nodes[l->node];
+  for (const std::size_t i : order) {
+    const node::FabricNode& sw = switches[i];
     // The table reaches the highest LID in use; OpenSM prints up to its own.
-    const unsigned max_lid = std::min<unsigned>(snap.top_lid, l->ports.empty() ? 0 : static_cast<unsigned>(l->ports.size() - 1));
-    fmt::format_to(o, "Unicast lids [0-{}] of switch Lid {} guid 0x{:016x} ('{}'):\n", max_lid, sw.base_lid, sw.node_guid,
+    const unsigned max_lid = v.top_lid();
+    fmt::format_to(o, "Unicast lids [0-{}] of switch Lid {} guid 0x{:016x} ('{}'):\n", max_lid, sw.lid, sw.node_guid,
                    names.name(sw.node_guid, sw.description));
     for (unsigned lid = 0; lid <= max_lid; ++lid) {
-      const std::uint8_t port = l->ports[lid];
-      if (port >= sw.ports.size()) continue;  // no route (0xff), or not a port of this switch
-      fmt::format_to(o, "0x{:04x} {:03} # ", lid, port);
-      const fabric::EndPort* e = snap.end_port_by_lid(static_cast<std::uint16_t>(lid));
-      if (e != nullptr) {
-        const fabric::Node& n = f.nodes[e->node];
-        const std::uint64_t guid = e->port < n.ports.size() && n.ports[e->port].guid != 0 ? n.ports[e->port].guid : n.node_guid;
-        fmt::format_to(o, "{} portguid 0x{:016x}: '{}'", node_type_name(n.kind), guid, names.name(n.node_guid, n.description));
-      } else {
-        out += "unknown node and type";
-      }
-      out += '\n';
+      const std::uint8_t port = v.lft_port(ids[i], static_cast<std::uint16_t>(lid));
+      if (port > sw.num_ports) continue;  // no route (0xff), or not a port of this switch
+      fmt::format_to(o, "0x{:04x} {:03} # {}\n", lid, port, owner[lid]);
     }
     fmt::format_to(o, "{} lids dumped\n", max_lid);
   }

@@ -9,11 +9,11 @@
 #include <string>
 
 #include "perfmgr/node_name_map.hpp"
-#include "node/publication.hpp"
+#include "madengine/node/fabric_view.hpp"
 
 namespace madengine::service {
 
 // Nodes are named through `names` (OpenSM's dump does the same with its node name map).
-std::string dump_lfts(const node::Publication& snap, const perfmgr::NodeNameMap& names = {});
+std::string dump_lfts(const node::FabricView& epoch, const perfmgr::NodeNameMap& names = {});
 
 }  // namespace madengine::service

@@ -280,10 +280,10 @@ std::string MetricsRenderer::render() {
   sa_metrics(o, c.sa);
   sm_metrics(o, c.sm);
   // Ports by state, from the current epoch (counted again only when it changes).
-  const auto snap = node_.published();
-  const std::uint64_t epoch = snap ? snap->epoch : 0;
+  const node::FabricView view = node_.fabric_view();
+  const std::uint64_t epoch = view.epoch();
   if (epoch != ports_epoch_) {
-    ports_by_state_ = snap ? count_ports(*snap).by_state : decltype(ports_by_state_){};
+    ports_by_state_ = !view.empty() ? count_ports(view).by_state : decltype(ports_by_state_){};
     ports_epoch_ = epoch;
   }
   o.family("ports", "gauge", "physical ports of the current epoch, by PortState");

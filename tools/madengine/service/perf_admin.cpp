@@ -65,54 +65,39 @@ bool guid_arg(const json& r, std::uint64_t& out, std::string& why) {
   return false;
 }
 
-// The epoch's own LFTs by switch (what the dump and the SA read).
-LftPortFn lfts_of(const node::Publication& s) {
-  auto by_node = std::make_shared<std::vector<const fabric::Lft*>>(s.fabric.nodes.size(), nullptr);
-  for (const fabric::Lft& l : s.lfts)
-    if (l.node < by_node->size()) (*by_node)[l.node] = &l;
-  return [by_node](fabric::NodeId n, std::uint16_t lid) -> std::uint8_t {
-    const fabric::Lft* l = n < by_node->size() ? (*by_node)[n] : nullptr;
-    return l != nullptr && lid < l->ports.size() ? l->ports[lid] : fabric::kLftNoRoute;
-  };
-}
-
 }  // namespace
 
 json AdminCommands::portstatus() {
-  const auto snap = node_.published();
-  if (!snap) return error("no epoch published yet (the subnet is not up)");
-  const fabric::Fabric& f = snap->fabric;
+  const node::FabricView epoch = node_.fabric_view();
+  if (epoch.empty()) return error("no epoch published yet (the subnet is not up)");
   const perfmgr::NodeNameMap& names = node_.node_names();
-  const PortStates pc = count_ports(*snap);
+  const PortStates pc = count_ports(epoch);
   json states = json::object();
   for (std::size_t i = 1; i < pc.by_state.size(); ++i) states[kPortStateNames[i]] = pc.by_state[i];
   std::map<std::string, std::uint64_t> by_rate;
   json reduced = json::array();
-  for (const fabric::Node& n : f.nodes) {
-    const wire::PortInfo& caps = n.is_switch() ? n.ports[0].info : n.ports[n.num_ports() > 0 ? 1 : 0].info;
-    for (std::uint8_t p = 1; p <= n.num_ports(); ++p) {
-      const fabric::Port& port = n.ports[p];
+  for (node::NodeId n = 0; n < epoch.node_count(); ++n) {
+    const node::FabricNode node = epoch.node(n);
+    for (std::uint8_t p = 1; p <= node.num_ports; ++p) {
+      const node::FabricPort port = epoch.port(n, p);
       if (!port.linked() || port.state < static_cast<std::uint8_t>(wire::PortState::kInit)) continue;
-      const wire::PortInfo& pi = port.info;
-      const std::uint32_t mbps = wire::link_mbps(pi.link_width_active, wire::link_speed_of(pi, n.is_switch() ? caps : pi));
-      ++by_rate[fmt::format("{} {} Gb/s", width_name(pi.link_width_active), mbps / 1000.0)];
-      const fabric::Port& peer = f.nodes[port.peer].ports[port.peer_port];
+      const node::PortLink link = epoch.port_link(n, p);
+      ++by_rate[fmt::format("{} {} Gb/s", width_name(link.width), link.data_mbps / 1000.0)];
       // A link trains to the widest width both ends enable (IBA 6.x): anything
       // narrower is a bad cable or lane, what portstatus exists to show.
-      const auto enabled = [](const wire::PortInfo& i) -> std::uint8_t {
-        return i.link_width_enabled == 0xff ? i.link_width_supported : i.link_width_enabled;
-      };
-      const std::uint8_t best = best_common_width(enabled(pi), enabled(peer.info));
-      if (best != 0 && wire::width_lanes(pi.link_width_active) < wire::width_lanes(best))
-        reduced.push_back(json{{"guid", hex(n.node_guid)}, {"name", std::string(names.name(n.node_guid, n.description))},
-                               {"port", p}, {"width", width_name(pi.link_width_active)}, {"could_be", width_name(best)},
-                               {"peer", std::string(names.name(f.nodes[port.peer].node_guid, f.nodes[port.peer].description))},
+      const std::uint8_t best = best_common_width(link.width_enabled, epoch.port_link(port.peer, port.peer_port).width_enabled);
+      if (best != 0 && wire::width_lanes(link.width) < wire::width_lanes(best)) {
+        const node::FabricNode peer = epoch.node(port.peer);
+        reduced.push_back(json{{"guid", hex(node.node_guid)}, {"name", std::string(names.name(node.node_guid, node.description))},
+                               {"port", p}, {"width", width_name(link.width)}, {"could_be", width_name(best)},
+                               {"peer", std::string(names.name(peer.node_guid, peer.description))},
                                {"peer_port", port.peer_port}});
+      }
     }
   }
   json rates = json::object();
   for (const auto& [k, v] : by_rate) rates[k] = v;
-  return json{{"ok", true}, {"epoch", snap->epoch}, {"nodes", pc.nodes},  {"switches", pc.switches},
+  return json{{"ok", true}, {"epoch", epoch.epoch()}, {"nodes", pc.nodes},  {"switches", pc.switches},
               {"linked", pc.linked}, {"states", states}, {"rates", rates}, {"reduced_width", reduced}};
 }
 
@@ -136,20 +121,19 @@ json AdminCommands::errors() {
 
 json AdminCommands::querylid(const json& r) {
   const auto it = r.find("lid");
-  if (it == r.end() || !it->is_number_integer() || it->get<std::int64_t>() < 1 || it->get<std::int64_t>() > fabric::kLidUnicastMax)
+  if (it == r.end() || !it->is_number_integer() || it->get<std::int64_t>() < 1 || it->get<std::int64_t>() > wire::kUnicastLidMax)
     return error("querylid needs \"lid\": a unicast LID 1..0xbfff");
   const auto lid = static_cast<std::uint16_t>(it->get<std::int64_t>());
-  const auto snap = node_.published();
-  if (!snap) return error("no epoch published yet (the subnet is not up)");
-  const fabric::EndPort* e = snap->end_port_by_lid(lid);
-  if (e == nullptr) return error(fmt::format("LID {} is not assigned in epoch {}", lid, snap->epoch));
-  const fabric::Fabric& f = snap->fabric;
-  const fabric::Node& n = f.nodes[e->node];
+  const node::FabricView epoch = node_.fabric_view();
+  if (epoch.empty()) return error("no epoch published yet (the subnet is not up)");
+  const std::optional<node::EndPort> e = epoch.end_port_by_lid(lid);
+  if (!e) return error(fmt::format("LID {} is not assigned in epoch {}", lid, epoch.epoch()));
+  const node::FabricNode n = epoch.node(e->node);
   const perfmgr::NodeNameMap& names = node_.node_names();
-  const fabric::Port& port = n.ports[e->port];
+  const node::FabricPort port = epoch.port(e->node, e->port);
   const char* kinds[] = {"?", "CA", "switch", "router"};
   json reply{{"ok", true},
-             {"epoch", snap->epoch},
+             {"epoch", epoch.epoch()},
              {"lid", lid},
              {"guid", hex(n.node_guid)},
              {"port_guid", hex(port.guid != 0 ? port.guid : n.node_guid)},
@@ -159,10 +143,11 @@ json AdminCommands::querylid(const json& r) {
              {"port", e->port},
              {"state", kPortStateNames[port.state < 5 ? port.state : 0]},
              {"lmc", n.lmc}};
-  if (port.linked())
-    reply["peer"] = json{{"guid", hex(f.nodes[port.peer].node_guid)},
-                         {"name", std::string(names.name(f.nodes[port.peer].node_guid, f.nodes[port.peer].description))},
+  if (port.linked()) {
+    const node::FabricNode peer = epoch.node(port.peer);
+    reply["peer"] = json{{"guid", hex(peer.node_guid)}, {"name", std::string(names.name(peer.node_guid, peer.description))},
                          {"port", port.peer_port}};
+  }
   // The counters of the port (a CA's) or of every port of the switch.
   if (perfmgr::PerfManager* pm = node_.perfmgr(); pm != nullptr)
     if (const auto table = pm->table()) {
@@ -181,20 +166,18 @@ json AdminCommands::switchbalance(const json& r) {
   std::string why;
   if (!guid_arg(r, guid, why)) return error(why);
   const bool verbose = r.value("verbose", false);
-  const auto snap = node_.published();
-  if (!snap) return error("no epoch published yet (the subnet is not up)");
-  const LftPortFn lft = lfts_of(*snap);
-  return json{{"ok", true}, {"epoch", snap->epoch}, {"switches", switch_balance(*snap, lft, node_.node_names(), verbose, guid)}};
+  const node::FabricView epoch = node_.fabric_view();
+  if (epoch.empty()) return error("no epoch published yet (the subnet is not up)");
+  return json{{"ok", true}, {"epoch", epoch.epoch()}, {"switches", switch_balance(epoch, node_.node_names(), verbose, guid)}};
 }
 
 json AdminCommands::lidbalance(const json& r) {
   std::uint64_t guid = 0;
   std::string why;
   if (!guid_arg(r, guid, why)) return error(why);
-  const auto snap = node_.published();
-  if (!snap) return error("no epoch published yet (the subnet is not up)");
-  const LftPortFn lft = lfts_of(*snap);
-  return json{{"ok", true}, {"epoch", snap->epoch}, {"findings", lid_balance(*snap, lft, node_.node_names(), guid)}};
+  const node::FabricView epoch = node_.fabric_view();
+  if (epoch.empty()) return error("no epoch published yet (the subnet is not up)");
+  return json{{"ok", true}, {"epoch", epoch.epoch()}, {"findings", lid_balance(epoch, node_.node_names(), guid)}};
 }
 
 }  // namespace madengine::service

@@ -5,7 +5,7 @@
 #include <array>
 #include <cstdint>
 
-#include "node/publication.hpp"
+#include "madengine/node/fabric_view.hpp"
 
 namespace madengine::service {
 
@@ -18,14 +18,16 @@ struct PortStates {
 // Lower-case names of PortState 1..4 ("down", "init", "armed", "active"); [0] "unknown".
 inline constexpr const char* kPortStateNames[] = {"unknown", "down", "init", "armed", "active"};
 
-inline PortStates count_ports(const node::Publication& snap) noexcept {
+inline PortStates count_ports(const node::FabricView& epoch) {
   PortStates c;
-  for (const fabric::Node& n : snap.fabric.nodes) {
+  for (node::NodeId n = 0; n < epoch.node_count(); ++n) {
+    const node::FabricNode node = epoch.node(n);
     ++c.nodes;
-    c.switches += n.is_switch();
-    for (std::uint8_t p = 1; p <= n.num_ports(); ++p) {
-      c.linked += n.ports[p].linked();
-      if (n.ports[p].state < c.by_state.size()) ++c.by_state[n.ports[p].state];
+    c.switches += node.is_switch();
+    for (std::uint8_t p = 1; p <= node.num_ports; ++p) {
+      const node::FabricPort port = epoch.port(n, p);
+      c.linked += port.linked();
+      if (port.state < c.by_state.size()) ++c.by_state[port.state];
     }
   }
   return c;

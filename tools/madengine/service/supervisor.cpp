@@ -70,7 +70,7 @@ Supervisor::~Supervisor() = default;
 std::string Supervisor::status_line() const {
   const node::SmStatus s = node_.sm_status();
   PortStates pc;
-  if (const auto snap = node_.published()) pc = count_ports(*snap);
+  if (const node::FabricView epoch = node_.fabric_view(); !epoch.empty()) pc = count_ports(epoch);
   const std::uint64_t active = pc.by_state[static_cast<std::size_t>(wire::PortState::kActive)], ports = pc.linked;
   return fmt::format("{}{}, epoch {}, {} of {} linked ports active, {} heavy / {} light sweeps", wire::to_string(s.state),
                      s.subnet_up ? " (subnet up)" : "", s.epoch, active, ports, s.heavy_sweeps, s.light_sweeps);

@@ -19,6 +19,7 @@ namespace madsim {
 
 namespace sim = madengine::sim;
 namespace wire = madengine::wire;
+namespace node = madengine::node;
 using madengine::kNanosPerMilli;
 using madengine::kNanosPerSecond;
 
@@ -61,15 +62,15 @@ void World::take_baseline(Slot& master) {
   // no settled LID yet: it carries one the master did not mean it to keep,
   // maybe another port's, and the next sweep (or the next master, who
   // cannot know what this one published) settles it.
-  const auto snap = master.n->control().published();
-  if (snap == nullptr) return;
+  const node::FabricView epoch = master.n->control().fabric_view();
+  if (epoch.empty()) return;
   baseline_.clear();
   for (sim::PortIdx p = 0; p < fabric_.port_count(); ++p) {
     const std::uint32_t n = fabric_.node_of(p);
     if (fabric_.is_switch(n) && fabric_.port_num_of(p) != 0) continue;
-    const auto it = snap->by_port_guid.find(fabric_.port_guid(p));
-    if (it == snap->by_port_guid.end()) continue;
-    const std::uint16_t lid = snap->fabric.lid_of(it->second);
+    const std::optional<node::EndPort> e = epoch.end_port_by_guid(fabric_.port_guid(p));
+    if (!e) continue;
+    const std::uint16_t lid = epoch.lid_of(*e);
     if (lid != 0 && lid == fabric_.lid(p)) baseline_[fabric_.port_guid(p)] = lid;
   }
   baseline_taken_ = true;

@@ -355,8 +355,7 @@ bool World::published_by_master(const std::vector<std::uint32_t>& comp, std::uin
   if (fabric_.port_state(p) != wire::PortState::kActive) return false;
   for (const Slot& slot : sms_) {
     if (!alive(slot) || slot.state != wire::SmState::kMaster || comp[slot.node] != comp[node]) continue;
-    const auto snap = slot.n->control().published();
-    if (snap != nullptr && snap->by_port_guid.contains(fabric_.port_guid(p))) return true;
+    if (slot.n->control().fabric_view().end_port_by_guid(fabric_.port_guid(p))) return true;
   }
   return false;
 }

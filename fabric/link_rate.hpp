@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "madengine/fabric/fabric.hpp"
+#include "fabric/fabric.hpp"
 #include "madengine/wire/link_rate.hpp"
 
 namespace madengine::fabric {

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "madengine/fabric/cow_vector.hpp"
-#include "madengine/fabric/fabric.hpp"
+#include "fabric/cow_vector.hpp"
+#include "fabric/fabric.hpp"
 
 namespace madengine::fabric {
 
