@@ -32,18 +32,36 @@ fabric::NodeId local_node_of(const fabric::Fabric& f) {
   return fabric::kNoNode;
 }
 
+// The LIDs end ports answered this reading with, by GUID (0: the port
+// answered with none); ports whose PortInfo did not answer are left out.
+Guid2Lid lids_read(const DiscoveryResult& d) {
+  Guid2Lid out;
+  const std::vector<fabric::EndPort> ends = d.fabric.end_ports();
+  const std::vector<std::uint16_t> lids = d.current_lids();
+  for (std::size_t i = 0; i < ends.size() && i < lids.size(); ++i)
+    if (d.fabric.nodes[ends[i].node].ports[ends[i].port].info.port_state() != 0)
+      out[end_port_guid(d.fabric, ends[i])] = LidRange{lids[i], lids[i]};
+  return out;
+}
+
 // End ports whose PortInfo did not answer this sweep read as LID 0: they
-// keep the LID they were last known by, rather than take a new one: the
-// one our standby's latest refresh read (`seen`, the master's numbering,
-// newer than a publication of ours from before we stood by), else the one
-// `last` (our last publication, or the master's fabric as a standby
-// prepared it) gives. A port that answered with LID 0 has none.
-void keep_unread_lids(const fabric::Fabric& f, std::vector<std::uint16_t>& lids, const Guid2Lid& seen,
-                      const sa::Snapshot* last) {
+// keep the LID they were last known by, rather than take a new one, the
+// newest reading first: this sweep's own first reading (`earlier`, when it
+// read the subnet twice), then the one our standby's latest refresh read
+// (`seen`, the master's numbering, newer than a publication of ours from
+// before we stood by), else the one `last` (our last publication, or the
+// master's fabric as a standby prepared it) gives. A port that answered
+// with LID 0 has none.
+void keep_unread_lids(const fabric::Fabric& f, std::vector<std::uint16_t>& lids, const Guid2Lid& earlier,
+                      const Guid2Lid& seen, const sa::Snapshot* last) {
   const std::vector<fabric::EndPort> ends = f.end_ports();
   for (std::size_t i = 0; i < ends.size() && i < lids.size(); ++i) {
     if (lids[i] != 0 || f.nodes[ends[i].node].ports[ends[i].port].info.port_state() != 0) continue;
     const std::uint64_t guid = end_port_guid(f, ends[i]);
+    if (const auto e = earlier.find(guid); e != earlier.end()) {
+      lids[i] = e->second.min_lid;
+      continue;
+    }
     if (const auto s = seen.find(guid); s != seen.end()) {
       lids[i] = s->second.min_lid;
       continue;
@@ -245,6 +263,10 @@ Task<bool> SubnetManager::sweep_election(HeavySweep& h) {
     Task<DiscoveryResult> again = discover(*queue_, h.dopts);
     DiscoveryResult fresh = co_await again;
     if (fresh.local_node != fabric::kNoNode) {
+      // A port the second reading lost keeps what the first found: newer
+      // than our standby's readings, which may predate the dead master's
+      // renumbering (a join), where another port now carries its old LID.
+      h.first_reading = lids_read(d);
       if (mkeys_in_use()) learn_mkeys(fresh);
       unreachable_ = mkeys_in_use() && fresh.errors != 0;
       d = std::move(fresh);
@@ -269,7 +291,7 @@ Task<bool> SubnetManager::sweep_election(HeavySweep& h) {
   }
   h.current_lids = d.current_lids();
   if (d.errors != 0)
-    keep_unread_lids(d.fabric, h.current_lids, role_.mastership_new ? master_lids_ : Guid2Lid{},
+    keep_unread_lids(d.fabric, h.current_lids, h.first_reading, role_.mastership_new ? master_lids_ : Guid2Lid{},
                      current_ != nullptr ? current_.get() : warm_.get());
   remember_absent_lids(d.fabric, guid2lid_, current_ != nullptr ? current_.get() : warm_.get());
   if (role_.mastership_new) {

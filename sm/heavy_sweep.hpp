@@ -31,6 +31,7 @@ struct HeavySweep {
   ha::SweepDecision decision;
   std::shared_ptr<const PortStateRecheck> recheck;
   std::vector<std::uint16_t> current_lids;  // as the ports hold them (or the last fabric knew them)
+  Guid2Lid first_reading;  // the LIDs the first of two readings (a takeover's) found
   LidAssignReport lids;
   std::shared_ptr<fabric::Fabric> fab;  // the fabric while routing owns it
   std::optional<Routed> routed;

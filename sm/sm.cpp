@@ -138,7 +138,8 @@ SubnetManager::SubnetManager(Engine& engine, Transport& transport, SmConfig conf
                         .window_per_dest_max = cfg_.window_per_dest_max,
                         .queue_max = cfg_.window_smps_max});
   queue_ = std::make_unique<SmpQueue>(*txn_, cfg_.window_smps_max,
-                                      RequestOptions{.timeout_ms = cfg_.timeout_ms, .retries = cfg_.retries});
+                                      RequestOptions{.timeout_ms = cfg_.timeout_ms, .retries = cfg_.retries},
+                                      cfg_.window_per_dest_max);
   if (cfg_.restore_sa_state) {
     if (cfg_.ha_replica_interval_ms == 0) throw std::invalid_argument("SmConfig.ha_replica_interval_ms must be >= 1");
     replica_ = std::make_unique<ha::ReplicaClient>(core.clock(), core, cfg_.core);

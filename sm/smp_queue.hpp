@@ -2,6 +2,9 @@
 // TransactionManager (which adds the per-destination bound, timeouts and
 // retries), a FIFO of SMPs waiting for the window, completion callbacks, and
 // an awaitable that resumes the sweep task once everything has completed.
+// An SMP whose destination window is full waits aside, so the window fills
+// with SMPs to other destinations (a switch's 200 LFT blocks would otherwise
+// hold 64 places for the 4 its destination window lets out).
 #pragma once
 
 #include <coroutine>
@@ -9,6 +12,8 @@
 #include <deque>
 #include <functional>
 #include <span>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "madengine/engine/mad_buf.hpp"
@@ -46,8 +51,11 @@ class SmpQueue final : public Poller {
 
   using Done = std::function<void(const TxnResult&)>;
 
-  // window_smps_max: SMPs handed to the transaction manager at once.
-  SmpQueue(TransactionManager& txn, std::uint32_t window_smps_max, RequestOptions opts);
+  // window_smps_max: SMPs handed to the transaction manager at once;
+  // window_per_dest_max: the transaction manager's bound per destination
+  // (TransactionConfig), which SMPs that would wait for it wait aside here.
+  SmpQueue(TransactionManager& txn, std::uint32_t window_smps_max, RequestOptions opts,
+           std::uint32_t window_per_dest_max = TransactionConfig{}.window_per_dest_max);
   SmpQueue(const SmpQueue&) = delete;
   SmpQueue& operator=(const SmpQueue&) = delete;
 
@@ -65,8 +73,8 @@ class SmpQueue final : public Poller {
   // After close(), completions are dropped (the SM is being destroyed).
   void close() noexcept { closed_ = true; }
 
-  // Nothing queued, in flight, or left for the feeder to go on with.
-  bool idle() const noexcept { return in_flight_ == 0 && pending_.empty() && !feed_later_; }
+  // Nothing queued, set aside, in flight, or left for the feeder to go on with.
+  bool idle() const noexcept { return in_flight_ == 0 && pending_.empty() && parked_count_ == 0 && !feed_later_; }
   std::uint32_t in_flight() const noexcept { return in_flight_; }
   // Requests submitted since construction (retries are the transaction
   // manager's and are not counted here).
@@ -95,19 +103,33 @@ class SmpQueue final : public Poller {
   DrainAwaiter drained() noexcept { return DrainAwaiter(*this); }
 
  private:
+  using Entry = std::pair<MadBuf, Done>;
   struct Slot {
     SmpQueue* queue = nullptr;
     Done done;
+    std::uint64_t dest = 0;  // dest_hash() of the request
     std::uint32_t next_free = 0;
   };
+  // SMPs waiting aside for their destination's window, beyond which the
+  // feeder is not asked for more: a few thousand SMPs, a few MB.
+  static constexpr std::size_t kParkedMax = 4096;
+
+  // The destination as the transaction manager's window sees it (the DLID,
+  // and a DR SMP's initial path), hashed: SMPs to one destination share it.
+  static std::uint64_t dest_hash(const MadBuf& req) noexcept;
   static void on_complete(void* user, const TxnResult& r) noexcept;
   void pump() noexcept;
+  bool next_sendable(Entry& out, std::uint64_t& out_dest);
   void maybe_wake() noexcept;
 
   TransactionManager& txn_;
   std::uint32_t window_smps_max_;
   RequestOptions opts_;
-  std::deque<std::pair<MadBuf, Done>> pending_;
+  std::uint32_t per_dest_max_;
+  std::deque<Entry> pending_;
+  std::unordered_map<std::uint64_t, std::deque<Entry>> parked_;  // by destination hash, each in FIFO order
+  std::deque<std::uint64_t> ready_;  // destinations that completed an SMP while others waited for them
+  std::size_t parked_count_ = 0;
   std::function<bool()> feeder_;
   std::vector<Slot> slots_;
   std::uint32_t free_head_ = 0;
@@ -117,6 +139,7 @@ class SmpQueue final : public Poller {
   bool closed_ = false;
   bool pumping_ = false;
   bool feed_later_ = false;  // the feeder has more, and waits for the next poll
+  std::uint32_t feeds_ = 0;  // feeder calls in this pump
   std::coroutine_handle<> waiter_{};
   detail::TaskContext* waiter_ctx_ = nullptr;
 };

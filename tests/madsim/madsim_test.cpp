@@ -324,6 +324,11 @@ TEST(MadsimRegression, Seed4418) { expect_passes(4418); }
 // standby's takeover sweep lost a port's PortInfo read, and gave it the LID
 // our own publication from before the join knew, not the one the master
 // gave it (read by our last refresh as standby): the port was moved.
+// Since SMPs to a full destination wait aside (another order, so other
+// SMPs lost): the master died during the standby's first refresh after the
+// renumbering; taking over, the second reading lost a switch's PortInfo,
+// which got the LID of the standby's reading from before the renumbering
+// (another port's now): a takeover's own first reading is newer.
 TEST(MadsimRegression, Seed2000) { expect_passes(2000); }
 // Runner: two subnets joined while a link down kept the higher master's
 // part away; the lower master's numbering of the rest was recorded as the

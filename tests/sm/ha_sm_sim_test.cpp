@@ -4,7 +4,10 @@
 // LID unchanged; a higher-priority SM started later getting the subnet by
 // handover; a standby that took over beside a running master seen by the
 // master's light sweep; two subnets with a master each joined at run time
-// ending with one master, every port pointing at its LID, no LID used twice.
+// ending with one master, every port pointing at its LID, no LID used twice;
+// after such a join, the standby taking over while the master that
+// renumbered its old part dies, one switch's PortInfo read lost on the
+// second look, and every port keeping the master's LID.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -233,6 +236,96 @@ TEST(HaSmSim, TwoSubnetsJoinedEndWithOneMaster) {
   std::uint32_t probe = 0;
   while (rig.fabric.is_switch(probe) || probe == two.sm_a || probe == two.sm_b) ++probe;
   check_one_master(rig.fabric, probe, b_lid);
+}
+
+
+// From arm(), for `window_ns`: drops the PortInfo answers of one switch's
+// port 0 (known by the LID they carry) after the first, and every
+// NodeDescription answer of another node (its time-outs hold the sweep
+// while the master's polls fail).
+class TakeoverReadLoss final : public sim::PacketFault {
+ public:
+  TakeoverReadLoss(const sim::Fabric& f, std::uint32_t sw, std::uint32_t slow) : fabric_(f), sw_(sw), slow_(slow) {}
+  void arm(std::uint16_t lid, Nanos window_ns) {
+    lid_ = lid;
+    until_ns_ = fabric_.now_ns() + window_ns;
+  }
+  bool drop(const sim::Packet& pkt, sim::PortIdx out) noexcept override {
+    if (lid_ == 0 || fabric_.now_ns() >= until_ns_) return false;
+    const auto& smp = *reinterpret_cast<const wire::DrSmp*>(pkt.mad.bytes.data());
+    if (smp.hdr.klass() != wire::MgmtClass::kSubnDirected || smp.hdr.method != wire::method::kGetResp) return false;
+    const std::uint32_t from = fabric_.node_of(out);
+    if (from == slow_ && smp.hdr.attr_id.get() == wire::smp_attr::kNodeDescription) return true;
+    if (from != sw_ || smp.hdr.attr_id.get() != wire::smp_attr::kPortInfo || (smp.hdr.attr_mod.get() & 0xff) != 0)
+      return false;
+    const auto pi = wire::decode<wire::PortInfo>(std::span<const std::uint8_t>(smp.data));
+    if (!pi || pi->lid.get() != lid_) return false;  // another node's answer on its way back
+    if (passed_++ == 0) return false;
+    ++dropped;
+    return true;
+  }
+  std::uint32_t dropped = 0;
+
+ private:
+  const sim::Fabric& fabric_;
+  std::uint32_t sw_, slow_;
+  std::uint16_t lid_ = 0;
+  Nanos until_ns_ = 0;
+  std::uint32_t passed_ = 0;
+};
+
+// After a join the higher master renumbered the lower one's old part; the
+// standby's last reading of the fabric was taken before that renumbering.
+// The master dies during the standby's next refresh, which read the new
+// LIDs; taking over, the standby reads the subnet again, and there a
+// switch's PortInfo is lost: it keeps the LID this sweep's first reading
+// found, not the older one of the standby's earlier reading (which another
+// port now carries: the switch would be moved).
+TEST(HaSmSim, TakeoverAfterARenumberingKeepsALidItsSecondReadingLost) {
+  const sim::TwoSubnets two = sim::make_two_subnets(4);
+  Rig rig(two.topo);
+  const std::uint32_t sw = rig.fabric.find_node("a-leaf-0");
+  TakeoverReadLoss loss(rig.fabric, sw, rig.fabric.find_node("b-host-1-1"));
+  rig.fabric.set_packet_fault(&loss);
+  bool armed = false, refresh_began = false;
+  sm::SmConfig acfg;
+  acfg.standby_refresh_ms = 3000;
+  sm::SubnetManager* ap = nullptr;
+  acfg.on_phase = [&](sm::SmPhase p) {
+    if (p == sm::SmPhase::kDiscovery && armed && ap != nullptr && is(*ap, wire::SmState::kStandby)) refresh_began = true;
+  };
+  sm::SubnetManager& a = rig.add(two.sm_a, 3, acfg);
+  ap = &a;
+  sm::SubnetManager& b = rig.add(two.sm_b, 7);
+  ASSERT_TRUE(rig.run_until([&] { return a.status().subnet_up && b.status().subnet_up; }, 30'000));
+  const std::uint16_t old_lid = rig.fabric.lid(rig.fabric.port(sw, 0));
+  ASSERT_TRUE(rig.fabric.link(rig.fabric.port(two.join_a, two.join_a_port), rig.fabric.port(two.join_b, two.join_b_port)));
+  ASSERT_TRUE(rig.run_until(
+      [&] {
+        return is(b, wire::SmState::kMaster) && is(a, wire::SmState::kStandby) && b.status().last_heavy.ok &&
+               b.status().last_heavy.nodes == 28;
+      },
+      30'000));
+  const auto numbered = sim_lids(rig.fabric);
+  const std::uint16_t new_lid = numbered.at(rig.fabric.port_guid(rig.fabric.port(sw, 0)));
+  ASSERT_NE(new_lid, old_lid);  // the join renumbered a's part
+  ASSERT_EQ(a.status().prepared_snapshots, 0u);  // a's only reading predates it
+  armed = true;
+  ASSERT_TRUE(rig.run_until([&] { return refresh_began; }, 10'000));
+  // The master dies while the refresh reads the subnet.
+  rig.fabric.kill_node(two.sm_b);
+  loss.arm(new_lid, 5 * kNanosPerSecond);
+  ASSERT_TRUE(rig.run_until([&] { return is(a, wire::SmState::kMaster); }, 10'000));
+  rig.run_until([] { return false; }, 6'000);  // its sweeps, the loss over, and a sweep after
+  EXPECT_TRUE(is(a, wire::SmState::kMaster));
+  EXPECT_TRUE(a.status().last_heavy.ok);
+  ASSERT_GE(loss.dropped, 1u);  // the second reading lost it
+  const auto after = sim_lids(rig.fabric);
+  const std::uint64_t dead = rig.fabric.port_guid(rig.fabric.port(two.sm_b, 1));
+  for (const auto& [guid, lid] : numbered) {
+    if (guid == dead) continue;
+    EXPECT_EQ(after.at(guid), lid) << std::hex << guid;
+  }
 }
 
 }  // namespace
