@@ -135,7 +135,10 @@ Task<void> SubnetManager::heavy_sweep() {
   if (const bool ok = co_await publication; !ok) co_return;
   Task<void> reregistration = sweep_reregistration(h);
   co_await reregistration;
-  sweep_report(h);
+  sweep_subnet_up(h);
+  Task<void> tables = sweep_port_tables(h);
+  co_await tables;
+  sweep_done(h);
 }
 
 void SubnetManager::sweep_failed(SweepStats& st, std::string error) {
@@ -433,8 +436,8 @@ BringupConfig SubnetManager::sweep_bringup_config(HeavySweep& h) {
   return bc;
 }
 
-// Programming: switches and ports brought up, MFTs, SL2VL/VLArb, then the
-// port tables read back; the sweep's times and SMPs counted.
+// Programming: switches and ports brought up, MFTs, SL2VL/VLArb; the
+// sweep's times and SMPs to subnet up counted.
 Task<void> SubnetManager::sweep_programming(HeavySweep& h) {
   SweepStats& st = h.st;
   DiscoveryResult& d = h.d;
@@ -466,17 +469,8 @@ Task<void> SubnetManager::sweep_programming(HeavySweep& h) {
   if (h.vl_tables != nullptr && !keys_unsettled)
     st.qos = co_await program_qos(*queue_, d, *h.vl_tables,
                                   QosProgramOptions{.port_num = h.lp.port_num, .m_key = cfg_.m_key}, qos_programmed_);
-  // After bring-up: OperationalVLs are final, and only changed ports are read.
-  const Clock& clock = sched_->clock();
-  const Nanos t_tables = clock.now_ns();
-  if (!keys_unsettled)
-    h.tables = co_await read_port_tables(
-        *queue_, d,
-        TablesOptions{.port_num = h.lp.port_num, .m_key = cfg_.m_key, .switch_ports = cfg_.read_switch_port_tables},
-        tables_);
-  st.tables_smps = h.tables.smps;
-  st.tables_ports_read = h.tables.ports_read;
-  const Nanos t5 = clock.now_ns();
+  h.tables_wait = keys_unsettled;
+  const Nanos t5 = sched_->clock().now_ns();
   st.discovery_smps += h.recheck->smps;  // the clears and their re-reads belong to discovery
   if (h.recheck->moved || st.bringup.links_lost != 0) {
     // A link changed while we swept, and the clear erased its bit: no light
@@ -486,7 +480,6 @@ Task<void> SubnetManager::sweep_programming(HeavySweep& h) {
     walk_reason_ = "a port moved during the sweep";
     heavy_requested_.store(true, std::memory_order_relaxed);
   }
-  st.tables_s = seconds(t_tables, t5);
   st.programming_s = seconds(h.t4, t5);
   st.smps = queue_->submitted() - h.smps0;
   st.total_s = seconds(h.t0, t5);
@@ -537,19 +530,17 @@ Task<void> SubnetManager::sweep_reregistration(HeavySweep& h) {
   }
 }
 
-// The sweep's log lines and SmStatus.
-void SubnetManager::sweep_report(HeavySweep& h) {
+// Subnet up: ports active, routes written, the SA answering from the
+// publication; logged and in SmStatus (the port tables follow).
+void SubnetManager::sweep_subnet_up(HeavySweep& h) {
   const SweepStats& st = h.st;
   const BringupReport& b = st.bringup;
-  const TablesReport& tables = h.tables;
   spdlog::info("sm: programmed: {} SwitchInfo, {} LFT blocks, {} PortInfo, {} armed, {} activated, {} P_Key, {} MFT blocks, {} errors",
                b.switch_info_sets, b.lft_blocks_written, b.port_info_sets, b.ports_armed, b.ports_activated, b.pkey_sets,
                st.mft_blocks_written, b.errors);
   if (b.lfts_lost != 0)
     spdlog::warn("sm: {} switches held our LinearFDBTop over tables we did not write (reset while we programmed): rewritten",
                  b.lfts_lost);
-  spdlog::info("sm: tables: {} ports read, {} kept, {} SMPs, {} errors, {:.6f} s; {} GID traps", tables.ports_read,
-               tables.ports_kept, tables.smps, tables.errors, st.tables_s, st.gid_traps);
   if (h.vl_tables != nullptr)
     spdlog::info("sm: {}: {} SL2VL and {} VLArb tables written, {} as wanted, {} errors",
                  cfg_.qos != nullptr ? "QoS" : "layered routing's SL2VL", st.qos.sl2vl_sets, st.qos.vlarb_sets,
@@ -569,6 +560,53 @@ void SubnetManager::sweep_report(HeavySweep& h) {
     s.sm_lid = sm_lid;
     s.epoch = epoch;
     ++s.heavy_sweeps;
+    s.last_heavy = st;
+  });
+}
+
+// After subnet up: the port tables (GUIDInfo, SL2VL, VLArb; OpenSM reads
+// none) of the ports that changed, so subnet up does not wait for them.
+// What was read joins the SA in an epoch of its own: the subnet-up epoch's
+// fabric, LFTs and paths, copied off this core, with the tables filled in.
+Task<void> SubnetManager::sweep_port_tables(HeavySweep& h) {
+  if (h.tables_wait) co_return;  // keys unsettled: the next sweep reads them
+  const Clock& clock = sched_->clock();
+  const Nanos t0 = clock.now_ns();
+  Task<TablesReport> reading = read_port_tables(
+      *queue_, h.snap->fabric, h.d.ca_port_paths,
+      TablesOptions{.port_num = h.lp.port_num, .m_key = cfg_.m_key, .switch_ports = cfg_.read_switch_port_tables},
+      tables_);
+  h.tables = co_await reading;
+  h.st.tables_smps = h.tables.smps;
+  h.st.tables_ports_read = h.tables.ports_read;
+  h.st.tables_s = seconds(t0, clock.now_ns());
+  // Nothing new, or another publication came first (it read the cache).
+  if (h.tables.ports_read == 0 || current_ != h.snap) co_return;
+  auto copy = offload(*compute_, mailbox_, [base = h.snap] {
+    return SnapshotParts{
+        .fabric = base->fabric, .lfts = base->lfts, .top_lid = base->top_lid, .paths = base->paths, .sm = base->sm};
+  });
+  auto parts = co_await copy;
+  if (!parts.value || current_ != h.snap) co_return;
+  parts.value->sm = sm_identity(h.lp, sm_lid_, ha_->state(), ha_->act_count());
+  Task<std::optional<AssembledSnapshot>> assembling = assemble_snapshot(std::move(*parts.value));
+  std::optional<AssembledSnapshot> a = co_await assembling;
+  if (!a || current_ != h.snap) co_return;
+  h.snap = a->snap;
+  h.st.gid_traps += publish(std::move(*a));
+  const std::uint64_t e = epoch_;
+  update_status([e](SmStatus& s) { s.epoch = e; });
+}
+
+// The sweep's end: its counts, with the port tables', in SmStatus.
+void SubnetManager::sweep_done(HeavySweep& h) {
+  SweepStats& st = h.st;
+  st.smps = queue_->submitted() - h.smps0;
+  const TablesReport& tables = h.tables;
+  spdlog::info("sm: tables: {} ports read, {} kept, {} SMPs, {} errors, {:.6f} s after subnet up; epoch {}; {} GID traps",
+               tables.ports_read, tables.ports_kept, tables.smps, tables.errors, st.tables_s, epoch_, st.gid_traps);
+  update_status([&](SmStatus& s) {
+    ++s.port_table_sweeps;
     s.last_heavy = st;
   });
 }

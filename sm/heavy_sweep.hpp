@@ -38,6 +38,7 @@ struct HeavySweep {
   std::shared_ptr<sa::Snapshot> snap;
   Nanos t4 = 0;  // programming starts
   const QosConfig* vl_tables = nullptr;  // SL2VL/VLArb programmed: QoS, a layered routing's, or none
+  bool tables_wait = false;  // ports refused our M_Key: the port tables wait for the next sweep
   TablesReport tables;
 };
 

@@ -181,7 +181,7 @@ struct SweepStats {
   std::uint8_t routing_vls = 0;      // SLs/VLs its layers use (identity SL2VL)
   std::uint32_t lids_rerouted = 0;   // LIDs routed this sweep (incremental: only those a change touched)
   QosReport qos;        // SL2VL/VLArb writes (QoS on)
-  double tables_s = 0;  // included in programming_s
+  double tables_s = 0;  // after subnet up: not in programming_s or total_s
   double discovery_s = 0, lids_s = 0, routing_s = 0, path_db_s = 0, programming_s = 0, total_s = 0;
   bool ok = false;
   std::string error;
@@ -249,7 +249,8 @@ struct SmStatus {
   std::uint16_t sm_lid = 0;    // the master's LID: ours as master, else what our port's MasterSMLID says
   std::uint16_t port_lid = 0;  // our own port's LID
   std::uint64_t epoch = 0;
-  std::uint64_t heavy_sweeps = 0;
+  std::uint64_t heavy_sweeps = 0;        // heavy sweeps that brought the subnet up
+  std::uint64_t port_table_sweeps = 0;  // of those, ended: their port tables (read after subnet up) in the SA
   std::uint64_t light_sweeps = 0;
   std::uint64_t last_light_smps = 0;
   std::uint64_t last_light_lid_routed = 0;  // of those, SwitchInfo Gets sent LID-routed
@@ -355,7 +356,9 @@ class SubnetManager {
   Task<void> sweep_programming(HeavySweep& h);
   Task<bool> sweep_publication(HeavySweep& h);
   Task<void> sweep_reregistration(HeavySweep& h);
-  void sweep_report(HeavySweep& h);
+  void sweep_subnet_up(HeavySweep& h);
+  Task<void> sweep_port_tables(HeavySweep& h);
+  void sweep_done(HeavySweep& h);
   // A heavy sweep ends without programming: says why, sweeps again later.
   void sweep_failed(SweepStats& st, std::string error);
   // A heavy sweep that waited through a loss of our device stops: says so

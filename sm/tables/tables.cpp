@@ -113,11 +113,11 @@ PortShape shape_of(const fabric::Fabric& f, const fabric::Node& n, std::uint8_t 
 
 }  // namespace
 
-Task<TablesReport> read_port_tables(SmpQueue& q, const DiscoveryResult& d, TablesOptions opts,
+Task<TablesReport> read_port_tables(SmpQueue& q, const fabric::Fabric& f,
+                                    const std::vector<std::vector<wire::DrPath>>& ca_port_paths, TablesOptions opts,
                                     TablesCache& cache) {
   TablesReport report;
   Reader rd(q, opts, report);
-  const fabric::Fabric& f = d.fabric;
   std::set<Key> present;
   std::vector<Entry*> read;
   // An entry whose shape matches is kept; otherwise it is reset and read.
@@ -142,8 +142,8 @@ Task<TablesReport> read_port_tables(SmpQueue& q, const DiscoveryResult& d, Table
       // A CA's SMA answers for the port the SMP arrives on: each port by its own path.
       for (std::uint8_t p = 1; p < n.ports.size(); ++p) {
         if (!n.ports[p].linked() || n.ports[p].guid == 0) continue;
-        if (id >= d.ca_port_paths.size() || p >= d.ca_port_paths[id].size()) continue;
-        const wire::DrPath& path = d.ca_port_paths[id][p];
+        if (id >= ca_port_paths.size() || p >= ca_port_paths[id].size()) continue;
+        const wire::DrPath& path = ca_port_paths[id][p];
         Entry* e = entry_to_read({n.node_guid, p}, shape_of(f, n, p));
         if (e == nullptr) continue;
         const wire::PortInfo& pi = n.ports[p].info;

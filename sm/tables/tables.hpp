@@ -56,9 +56,11 @@ struct TablesReport {
   std::uint32_t errors = 0;       // SMPs that failed; the port is re-read next sweep
 };
 
-// Reads the tables of changed ports of d.fabric into `cache` (which also
-// forgets ports no longer in the fabric). `q` must be idle.
-Task<TablesReport> read_port_tables(SmpQueue& q, const DiscoveryResult& d, TablesOptions opts,
+// Reads the tables of changed ports of `f` into `cache` (which also forgets
+// ports no longer in the fabric); a CA port by its path in `ca_port_paths`
+// ([node][port], as discovery found them). `q` must be idle.
+Task<TablesReport> read_port_tables(SmpQueue& q, const fabric::Fabric& f,
+                                    const std::vector<std::vector<wire::DrPath>>& ca_port_paths, TablesOptions opts,
                                     TablesCache& cache);
 
 // Copies the cached tables of nodes [first, last) into snap.port_tables

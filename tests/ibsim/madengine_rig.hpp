@@ -55,7 +55,8 @@ struct MadengineRig {
   }
   // The conformance method's second half: madengine on `fabric` (fresh from
   // bare ibsim), attached at `host`, starting from OpenSM's guid2lid text,
-  // up within a minute and with every port on the LID OpenSM gave it.
+  // up within a minute (its first sweep ended, port tables read) and with
+  // every port on the LID OpenSM gave it.
   bool start_from_opensm_lids(IbsimFabric& fabric, const char* host, const std::string& guid2lid,
                               node::NodeConfig cfg = opensm_keyed(), std::function<void(sm::SmConfig&)> tweak = {}) {
     const std::string g2l = fabric.work_dir() + "/guid2lid";
@@ -63,7 +64,9 @@ struct MadengineRig {
     fabric.attach_self(host);
     cfg.sm.guid2lid = g2l;
     if (!start(cfg, std::move(tweak))) return false;
-    if (!sm().wait_subnet_up(std::chrono::seconds(60))) {
+    // The first sweep's end: the port tables follow subnet up.
+    if (!sm().wait_for([](const sm::SmStatus& s) { return s.subnet_up && s.port_table_sweeps >= 1; },
+                       std::chrono::seconds(60))) {
       error = "no subnet up within 60 s: " + sm().status().last_heavy.error;
       return false;
     }

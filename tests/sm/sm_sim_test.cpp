@@ -274,7 +274,8 @@ TEST(SmSim, OwnPortBackIsSweptWithinTheLocalCheck) {
   cfg.light_sweep_interval_ms = 10'000;
   cfg.local_port_check_ms = 250;
   SimRig rig(sim::make_fat_tree_2level({.k = 8}), "host-0-0", cfg);
-  ASSERT_TRUE(rig.run_until([](const sm::SmStatus& s) { return s.subnet_up; }, 60'000));
+  // The first sweep ended (port tables read after subnet up).
+  ASSERT_TRUE(rig.run_until([](const sm::SmStatus& s) { return s.port_table_sweeps >= 1; }, 60'000));
   const std::uint32_t nodes = rig.sm->status().last_heavy.nodes;
   const sim::PortIdx own = rig.fabric.port(rig.fabric.find_node("host-0-0"), 1);
   rig.fabric.link_down(own);
@@ -359,7 +360,8 @@ TEST(SmSim, MulticastTreeReachesMembersAndFollowsChanges) {
     return out;
   };
   provider.list = {sa::McGroup{mlid, guids(4)}};
-  ASSERT_TRUE(rig.run_until([](const sm::SmStatus& s) { return s.subnet_up; }, 60'000));
+  // The first sweep ended: its last epoch (the port tables') published.
+  ASSERT_TRUE(rig.run_until([](const sm::SmStatus& s) { return s.port_table_sweeps >= 1; }, 60'000));
   EXPECT_GT(rig.sm->status().last_heavy.mft_blocks_written, 0u);
   const auto snap = rig.store.current();
   EXPECT_FALSE(snap->mfts->load()->empty());
