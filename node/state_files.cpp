@@ -173,7 +173,8 @@ std::size_t EpochWriter::poll(Nanos now_ns) noexcept {
   if (st.state != wire::SmState::kMaster) return 0;
   const std::shared_ptr<const sa::Snapshot> snap = store_.current();
   if (snap == nullptr || snap->epoch == restored_) return 0;  // nothing of this run's own yet
-  if (snap->epoch != queued_epoch_ || snap->mfts->load() != queued_mfts_) {
+  if (snap->epoch != queued_epoch_ || snap->mfts->load() != queued_mfts_ ||
+      snap->port_tables->version() != queued_tables_) {
     write(snap);
     return 1;
   }
@@ -185,6 +186,7 @@ void EpochWriter::write(std::shared_ptr<const sa::Snapshot> snap) noexcept {
   try {
     const std::uint64_t epoch = snap->epoch;
     auto mfts = snap->mfts->load();
+    const std::size_t tables = snap->port_tables->version();
     current_.store(false, std::memory_order_release);
     const bool queued = io_.submit([this, snap = std::move(snap)] {
       const auto t0 = std::chrono::steady_clock::now();
@@ -202,6 +204,7 @@ void EpochWriter::write(std::shared_ptr<const sa::Snapshot> snap) noexcept {
     if (!queued) return;  // the I/O queue is full: tried again at the next poll
     queued_epoch_ = epoch;
     queued_mfts_ = std::move(mfts);
+    queued_tables_ = tables;
     removed_ = false;
   } catch (const std::exception& e) {
     spdlog::warn("sa epoch {}: not written: {}", path_, e.what());
@@ -230,6 +233,7 @@ void EpochWriter::remove() noexcept {
     removed_ = true;
     queued_epoch_ = 0;
     queued_mfts_.reset();
+    queued_tables_ = 0;
     current_.store(false, std::memory_order_release);
   } catch (const std::exception&) {
     // tried again at the next poll

@@ -205,6 +205,7 @@ class EpochWriter final : public Poller {
   Nanos next_ns_ = 0;
   std::uint64_t queued_epoch_ = 0;
   std::shared_ptr<const std::vector<sa::SwitchMft>> queued_mfts_;
+  std::size_t queued_tables_ = 0;  // the epoch's port-table version queued
   bool removed_ = false;
   std::atomic<bool> current_{false};  // the file holds the last epoch queued (the I/O thread sets it)
   std::atomic<std::uint64_t> written_{0};

@@ -12,6 +12,7 @@ void Snapshot::index() {
   by_node_guid.clear();
   std::vector<std::span<const std::uint16_t>> lid_pkeys(top_lid + 1u);  // empty: the default partition
   std::vector<GuidIndex::Entry> guid_lids;
+  const auto rows = port_tables->load();
   for (fabric::NodeId n = 0; n < fabric.nodes.size(); ++n) by_node_guid.emplace(fabric.nodes[n].node_guid, n);
   for (const fabric::EndPort e : fabric.end_ports()) {
     const fabric::Node& node = fabric.nodes[e.node];
@@ -34,7 +35,7 @@ void Snapshot::index() {
       info.port0_mtu = pi.mtu_cap();
       info.port0_rate = wire::port_rate_code(pi, pi);
     }
-    const PortTables* t = tables(e.node, e.port);
+    const PortTables* t = PortTableView::find(*rows, e.node, e.port);
     for (unsigned i = 0; i < count && base != 0 && base + i < by_lid.size(); ++i) {
       by_lid[base + i] = e;
       lid_info[base + i] = info;

@@ -87,6 +87,35 @@ class MftTables {
   std::atomic<std::shared_ptr<const std::vector<SwitchMft>>> v_;
 };
 
+// An epoch's per-port tables, [node][port]; may be empty or shorter than
+// the fabric. The SM replaces them inside the epoch once it has read
+// GUIDInfo, SL2VL and VLArb after subnet up (a new epoch would copy the
+// fabric and the path database for them). P_Key tables are the same
+// buffers in every version: the partition index is built from them, and a
+// P_Key span read from one version stays valid while the epoch lives.
+class PortTableView {
+ public:
+  using Rows = std::vector<std::vector<PortTables>>;
+  PortTableView() : PortTableView(Rows{}) {}
+  explicit PortTableView(Rows r) : v_(std::make_shared<const Rows>(std::move(r))) {}
+  // Hold what load() gave while reading from it.
+  std::shared_ptr<const Rows> load() const noexcept { return v_.load(std::memory_order_acquire); }
+  void store(Rows r) {
+    v_.store(std::make_shared<const Rows>(std::move(r)), std::memory_order_release);
+    version_.fetch_add(1, std::memory_order_relaxed);
+  }
+  // How many times the tables were replaced in this epoch.
+  std::size_t version() const noexcept { return version_.load(std::memory_order_relaxed); }
+  // Port `port` of node `n` in `rows`; nullptr: not there.
+  static const PortTables* find(const Rows& rows, fabric::NodeId n, std::uint8_t port) noexcept {
+    return n < rows.size() && port < rows[n].size() ? &rows[n][port] : nullptr;
+  }
+
+ private:
+  std::atomic<std::shared_ptr<const Rows>> v_;
+  std::atomic<std::size_t> version_{0};
+};
+
 struct Snapshot {
   std::uint64_t epoch = 0;
   fabric::Fabric fabric;
@@ -99,8 +128,7 @@ struct Snapshot {
   bool local_prefix(std::uint64_t prefix) const noexcept {
     return prefix == subnet_prefix || wire::is_link_local_prefix(prefix);
   }
-  // Optional per-port tables, [node][port]; may be empty or shorter than the fabric.
-  std::vector<std::vector<PortTables>> port_tables;
+  std::shared_ptr<PortTableView> port_tables = std::make_shared<PortTableView>();  // never null
   // The partitions the SM defined (partitions.conf) with their SLs; empty:
   // the default partition only.
   std::vector<PartitionInfo> partitions;
@@ -110,9 +138,6 @@ struct Snapshot {
   std::uint16_t valid_sl_mask = 0xffff;
   std::shared_ptr<const QosPolicyView> qos_policy;
   std::shared_ptr<MftTables> mfts = std::make_shared<MftTables>();  // never null
-  const PortTables* tables(fabric::NodeId n, std::uint8_t port) const noexcept {
-    return n < port_tables.size() && port < port_tables[n].size() ? &port_tables[n][port] : nullptr;
-  }
   // Indexes built once per epoch by index().
   std::vector<fabric::EndPort> by_lid;  // LID -> end port (every LID of an LMC block)
   std::vector<LidEntry> lid_info;       // LID -> what PathRecords need (same indexing; `paths` as index() found it)

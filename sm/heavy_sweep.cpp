@@ -566,8 +566,8 @@ void SubnetManager::sweep_subnet_up(HeavySweep& h) {
 
 // After subnet up: the port tables (GUIDInfo, SL2VL, VLArb; OpenSM reads
 // none) of the ports that changed, so subnet up does not wait for them.
-// What was read joins the SA in an epoch of its own: the subnet-up epoch's
-// fabric, LFTs and paths, copied off this core, with the tables filled in.
+// What was read replaces the subnet-up epoch's port tables inside the epoch
+// (a new one would copy the fabric and the path database for them).
 Task<void> SubnetManager::sweep_port_tables(HeavySweep& h) {
   if (h.tables_wait) co_return;  // keys unsettled: the next sweep reads them
   const Clock& clock = sched_->clock();
@@ -582,20 +582,11 @@ Task<void> SubnetManager::sweep_port_tables(HeavySweep& h) {
   h.st.tables_s = seconds(t0, clock.now_ns());
   // Nothing new, or another publication came first (it read the cache).
   if (h.tables.ports_read == 0 || current_ != h.snap) co_return;
-  auto copy = offload(*compute_, mailbox_, [base = h.snap] {
-    return SnapshotParts{
-        .fabric = base->fabric, .lfts = base->lfts, .top_lid = base->top_lid, .paths = base->paths, .sm = base->sm};
-  });
-  auto parts = co_await copy;
-  if (!parts.value || current_ != h.snap) co_return;
-  parts.value->sm = sm_identity(h.lp, sm_lid_, ha_->state(), ha_->act_count());
-  Task<std::optional<AssembledSnapshot>> assembling = assemble_snapshot(std::move(*parts.value));
-  std::optional<AssembledSnapshot> a = co_await assembling;
-  if (!a || current_ != h.snap) co_return;
-  h.snap = a->snap;
-  h.st.gid_traps += publish(std::move(*a));
-  const std::uint64_t e = epoch_;
-  update_status([e](SmStatus& s) { s.epoch = e; });
+  sa::PortTableView::Rows rows;
+  const std::shared_ptr<const sa::PortTableView::Rows> now = h.snap->port_tables->load();
+  Task<bool> filling = port_table_rows(h.snap->fabric, now.get(), rows);
+  if (!co_await filling || current_ != h.snap) co_return;
+  h.snap->port_tables->store(std::move(rows));
 }
 
 // The sweep's end: its counts, with the port tables', in SmStatus.
@@ -603,8 +594,8 @@ void SubnetManager::sweep_done(HeavySweep& h) {
   SweepStats& st = h.st;
   st.smps = queue_->submitted() - h.smps0;
   const TablesReport& tables = h.tables;
-  spdlog::info("sm: tables: {} ports read, {} kept, {} SMPs, {} errors, {:.6f} s after subnet up; epoch {}; {} GID traps",
-               tables.ports_read, tables.ports_kept, tables.smps, tables.errors, st.tables_s, epoch_, st.gid_traps);
+  spdlog::info("sm: tables: {} ports read, {} kept, {} SMPs, {} errors, {:.6f} s after subnet up; in epoch {}",
+               tables.ports_read, tables.ports_kept, tables.smps, tables.errors, st.tables_s, epoch_);
   update_status([&](SmStatus& s) {
     ++s.port_table_sweeps;
     s.last_heavy = st;

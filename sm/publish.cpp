@@ -199,31 +199,42 @@ void SubnetManager::notify(const wire::Notice& n) noexcept {
 
 // ---- tables -----------------------------------------------------------------------
 
-// P_Key tables and MFTs as programmed, for the SA's records and checks. At
-// 13,000 nodes and 80,000 ports the fill takes tens of milliseconds: the
-// core this SM shares with every received MAD answers between slices.
+// P_Key tables and MFTs as programmed, for the SA's records and checks.
 Task<void> SubnetManager::fill_tables(const fabric::Fabric& f, sa::Snapshot& snap) {
-  constexpr fabric::NodeId kNodesPerSlice = 512;
-  snap.port_tables.resize(f.nodes.size());
-  for (fabric::NodeId first = 0; first < f.nodes.size(); first += kNodesPerSlice) {
-    const fabric::NodeId last = std::min<fabric::NodeId>(first + kNodesPerSlice, f.nodes.size());
-    fill_port_tables(f, tables_, snap, first, last);  // SL2VL, VLArb, GUIDInfo as read (sm/tables)
-    for (fabric::NodeId i = first; i < last; ++i) {
-      const fabric::Node& n = f.nodes[i];
-      auto& ports = snap.port_tables[i];
-      for (auto it = programmed_.pkeys.lower_bound({n.node_guid, 0});
-           it != programmed_.pkeys.end() && it->first.first == n.node_guid; ++it)
-        if (it->first.second < ports.size()) ports[it->first.second].pkeys = it->second;
-    }
-    const Wake w = co_await sched_->yield();
-    if (!w) co_return;  // cancelled: the SM is going away
-  }
-  fill_qos_tables(f, qos_programmed_, snap);  // and, with QoS, as written (acknowledged)
+  sa::PortTableView::Rows rows;
+  Task<bool> filling = port_table_rows(f, nullptr, rows);
+  if (!co_await filling) co_return;  // cancelled: the SM is going away
+  snap.port_tables = std::make_shared<sa::PortTableView>(std::move(rows));
   snap.partitions.clear();
   if (plan_ != nullptr)
     for (const Partition& p : plan_->partitions) snap.partitions.push_back(sa::PartitionInfo{.pkey = p.pkey, .sl = p.sl});
   fill_qos(f, snap);
   snap.mfts->store(mft_view(f));
+}
+
+// At 13,000 nodes and 80,000 ports the fill takes tens of milliseconds: the
+// core this SM shares with every received MAD answers between slices.
+Task<bool> SubnetManager::port_table_rows(const fabric::Fabric& f, const sa::PortTableView::Rows* pkeys_of,
+                                          sa::PortTableView::Rows& rows) {
+  constexpr fabric::NodeId kNodesPerSlice = 512;
+  rows.resize(f.nodes.size());
+  for (fabric::NodeId first = 0; first < f.nodes.size(); first += kNodesPerSlice) {
+    const fabric::NodeId last = std::min<fabric::NodeId>(first + kNodesPerSlice, f.nodes.size());
+    for (fabric::NodeId i = first; i < last && pkeys_of != nullptr; ++i)
+      if (i < pkeys_of->size()) rows[i] = (*pkeys_of)[i];  // the other tables are replaced below
+    fill_port_tables(f, tables_, rows, first, last);  // SL2VL, VLArb, GUIDInfo as read (sm/tables)
+    for (fabric::NodeId i = first; i < last && pkeys_of == nullptr; ++i) {
+      const fabric::Node& n = f.nodes[i];
+      auto& ports = rows[i];
+      for (auto it = programmed_.pkeys.lower_bound({n.node_guid, 0});
+           it != programmed_.pkeys.end() && it->first.first == n.node_guid; ++it)
+        if (it->first.second < ports.size()) ports[it->first.second].pkeys = it->second;
+    }
+    const Wake w = co_await sched_->yield();
+    if (!w) co_return false;
+  }
+  fill_qos_tables(f, qos_programmed_, rows);  // and, with QoS, as written (acknowledged)
+  co_return true;
 }
 
 std::vector<sa::SwitchMft> SubnetManager::mft_view(const fabric::Fabric& f) const {

@@ -422,6 +422,11 @@ class SubnetManager {
   // The snapshot's port tables (as read and as programmed), partitions, QoS
   // and MFTs; nodes a slice at a time, the core yielded between slices.
   Task<void> fill_tables(const fabric::Fabric& f, sa::Snapshot& snap);
+  // The port tables for `f` from the SM's caches: the P_Key tables as
+  // programmed, or those of `pkeys_of` (an epoch's rows) when given; false:
+  // cancelled.
+  Task<bool> port_table_rows(const fabric::Fabric& f, const sa::PortTableView::Rows* pkeys_of,
+                             sa::PortTableView::Rows& rows);
   // The partitions applied to `f` (sm_partitions.cpp): kept in plan_, its
   // notes logged and its groups handed on when they change.
   const PartitionPlan& plan_partitions_for(const fabric::Fabric& f, std::uint64_t sm_port_guid);

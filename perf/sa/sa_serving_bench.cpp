@@ -99,18 +99,19 @@ const Fixture& fixture() {
     // partition, and a limited member of the storage partition unless it is
     // one of its servers (every 16th host: a full member).
     auto p = std::make_shared<sa::Snapshot>(*s);
-    p->port_tables.assign(p->fabric.nodes.size(), {});
+    sa::PortTableView::Rows rows(p->fabric.nodes.size());
     const auto tenant_of = [](std::size_t host) { return static_cast<std::uint16_t>(1 + host % kPartitions); };
     const auto storage_server = [](std::size_t host) { return host % kStorageServerEvery == 0; };
     for (std::size_t h = 0; h < x.hosts.size(); ++h) {
       const fabric::EndPort e = s->by_lid[x.hosts[h]];
-      p->port_tables[e.node].resize(e.port + 1u);
+      rows[e.node].resize(e.port + 1u);
       std::vector<std::uint16_t> keys(64, 0);
       keys[0] = 0xffff;
       keys[1] = static_cast<std::uint16_t>(0x8000 | tenant_of(h));
       keys[2] = static_cast<std::uint16_t>(kStoragePKey | (storage_server(h) ? 0x8000 : 0));
-      p->port_tables[e.node][e.port].pkeys = std::move(keys);
+      rows[e.node][e.port].pkeys = std::move(keys);
     }
+    p->port_tables = std::make_shared<sa::PortTableView>(std::move(rows));
     for (std::uint16_t k = 1; k <= kPartitions; ++k) p->partitions.push_back({k, 0});
     p->partitions.push_back({kStoragePKey, 0});
     p->index();

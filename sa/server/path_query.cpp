@@ -245,7 +245,9 @@ bool range_of_gid(const Snapshot& s, const wire::Gid& gid, LidRange& out) noexce
 }  // namespace
 
 std::span<const std::uint16_t> port_pkeys(const Snapshot& snap, EndPort e) noexcept {
-  const PortTables* t = snap.tables(e.node, e.port);
+  // The span outlives `rows`: P_Key buffers are shared by every version of the epoch's tables.
+  const auto rows = snap.port_tables->load();
+  const PortTables* t = PortTableView::find(*rows, e.node, e.port);
   if (t != nullptr && !t->pkeys.empty()) return t->pkeys;
   return kDefaultPKeys;
 }

@@ -121,10 +121,11 @@ void link_records(const Snapshot& s, std::uint16_t lid, RecordSink& sink) {
 }
 
 void guid_info_records(const Snapshot& s, std::uint16_t lid, RecordSink& sink) {
+  const auto rows = s.port_tables->load();
   for_nodes(s, lid, [&](NodeId n) {
     const Node& node = s.fabric.nodes[n];
     for_end_ports(node, [&](std::uint8_t p) {
-      const PortTables* t = s.tables(n, p);
+      const PortTables* t = PortTableView::find(*rows, n, p);
       std::vector<std::uint64_t> guids;
       if (t != nullptr && !t->guids.empty()) {
         guids = t->guids.vec();
@@ -148,12 +149,13 @@ void guid_info_records(const Snapshot& s, std::uint16_t lid, RecordSink& sink) {
 }
 
 void pkey_records(const Snapshot& s, std::uint16_t lid, RecordSink& sink) {
+  const auto rows = s.port_tables->load();
   for_nodes(s, lid, [&](NodeId n) {
     const Node& node = s.fabric.nodes[n];
     const std::uint8_t first = node.is_switch() ? 0 : 1;
     for (std::uint8_t p = first; p <= node.num_ports() && !sink.full(); ++p) {
       const bool end_port = node.is_switch() ? p == 0 : node.ports[p].linked();
-      const PortTables* t = s.tables(n, p);
+      const PortTables* t = PortTableView::find(*rows, n, p);
       std::vector<std::uint16_t> keys;
       if (t != nullptr && !t->pkeys.empty()) keys = t->pkeys.vec();
       else if (end_port) keys = {wire::kDefaultPKey};  // not read: the default partition
@@ -180,10 +182,11 @@ constexpr std::uint64_t kEndNodePortComponents =
     wire::sl2vl_record_cm::kInputPortNum | wire::sl2vl_record_cm::kOutputPortNum;
 
 void sl2vl_records(const Snapshot& s, std::uint16_t lid, RecordSink& sink) {
+  const auto rows = s.port_tables->load();
   for_nodes(s, lid, [&](NodeId n) {
     const Node& node = s.fabric.nodes[n];
     for (std::uint8_t out = node.is_switch() ? 0 : 1; out <= node.num_ports() && !sink.full(); ++out) {
-      const PortTables* t = s.tables(n, out);
+      const PortTables* t = PortTableView::find(*rows, n, out);
       const bool read = t != nullptr && !t->sl2vl.empty();
       // A switch's port 0 always answers, for every input port, zeros when
       // it has no data VLs (a base port 0) or was not read: as its VLArb
@@ -206,10 +209,11 @@ void sl2vl_records(const Snapshot& s, std::uint16_t lid, RecordSink& sink) {
 }
 
 void vl_arb_records(const Snapshot& s, std::uint16_t lid, RecordSink& sink) {
+  const auto rows = s.port_tables->load();
   for_nodes(s, lid, [&](NodeId n) {
     const Node& node = s.fabric.nodes[n];
     for (std::uint8_t p = node.is_switch() ? 0 : 1; p <= node.num_ports() && !sink.full(); ++p) {
-      const PortTables* t = s.tables(n, p);
+      const PortTables* t = PortTableView::find(*rows, n, p);
       const bool read = t != nullptr && !t->vl_arb.empty();
       // A switch's port 0 always answers its four blocks, zeros when it has
       // no data VLs (a base port 0) or was not read, as OpenSM answers it.

@@ -304,7 +304,7 @@ std::vector<std::uint8_t> encode_epoch(const Snapshot& snap, const FabricIdentit
     w.vec(l.ports);
   }
   PathDbCodec::put(w, snap.paths);
-  put_port_tables(w, snap.port_tables);
+  put_port_tables(w, *snap.port_tables->load());
   w.vec(snap.partitions);
   w.pod(snap.qos_policy != nullptr);
   if (snap.qos_policy != nullptr) put_qos_policy(w, *snap.qos_policy);
@@ -361,7 +361,8 @@ bool decode_epoch(std::span<const std::uint8_t> bytes, Snapshot& out, FabricIden
     for (fabric::Lft& l : s.lfts)
       if (!r.pod(l.node) || l.node >= s.fabric.nodes.size() || !r.vec(l.ports)) ok = false;
   }
-  ok = ok && PathDbCodec::get(r, s.paths) && get_port_tables(r, s.port_tables) &&
+  PortTableView::Rows port_tables;
+  ok = ok && PathDbCodec::get(r, s.paths) && get_port_tables(r, port_tables) &&
        r.vec(s.partitions) && r.pod(has_policy);
   if (ok && has_policy) {
     auto policy = std::make_shared<QosPolicyView>();
@@ -381,6 +382,7 @@ bool decode_epoch(std::span<const std::uint8_t> bytes, Snapshot& out, FabricIden
         return false;
       }
   s.mfts->store(std::move(mfts));
+  s.port_tables = std::make_shared<PortTableView>(std::move(port_tables));
   s.index();
   fabric = id;
   return true;

@@ -171,17 +171,17 @@ Task<QosReport> program_qos(SmpQueue& q, const DiscoveryResult& d, const QosConf
   co_return *rep;
 }
 
-void fill_qos_tables(const fabric::Fabric& f, const QosProgrammed& state, sa::Snapshot& snap) {
+void fill_qos_tables(const fabric::Fabric& f, const QosProgrammed& state, sa::PortTableView::Rows& rows) {
   if (state.written.empty()) return;
   std::unordered_map<std::uint64_t, fabric::NodeId> by_guid;
   for (fabric::NodeId i = 0; i < f.nodes.size(); ++i) by_guid.emplace(f.nodes[i].node_guid, i);
-  snap.port_tables.resize(f.nodes.size());
+  rows.resize(f.nodes.size());
   for (const auto& [key, bytes] : state.written) {
     const auto& [guid, port, attr, mod] = key;
     const auto it = by_guid.find(guid);
     if (it == by_guid.end()) continue;
     const fabric::Node& n = f.nodes[it->second];
-    auto& ports = snap.port_tables[it->second];
+    auto& ports = rows[it->second];
     if (ports.size() < n.ports.size()) ports.resize(n.ports.size());
     if (port >= ports.size()) continue;
     sa::PortTables& t = ports[port];

@@ -47,8 +47,8 @@ Task<QosReport> program_qos(SmpQueue& q, const DiscoveryResult& d, const QosConf
 // The class a port belongs to.
 QosPortClass qos_class_of(const fabric::Node& n, std::uint8_t port) noexcept;
 
-// What `state` says each port holds, into snap.port_tables where the SM did
-// not read the port (switch external ports): the SA reports what was written.
-void fill_qos_tables(const fabric::Fabric& f, const QosProgrammed& state, sa::Snapshot& snap);
+// What `state` says each port holds, into `rows` ([node][port]) where the SM
+// did not read the port (switch external ports): the SA reports what was written.
+void fill_qos_tables(const fabric::Fabric& f, const QosProgrammed& state, sa::PortTableView::Rows& rows);
 
 }  // namespace madengine::sm

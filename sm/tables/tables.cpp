@@ -35,6 +35,14 @@ bool vl_arb_block_present(const wire::PortInfo& pi, std::uint16_t block) noexcep
   }
 }
 
+// A GUIDInfo table with no alias GUID (the port's own at index 0, the rest
+// zero) is what the SA answers for a port never read: not kept (15 MB at
+// 43,904 hosts).
+bool only_own_guid(const TablesCache::Entry& e) noexcept {
+  const auto& g = e.tables.guids;
+  return !g.empty() && g[0] == e.shape.port_guid && std::all_of(g.begin() + 1, g.end(), [](std::uint64_t x) { return x == 0; });
+}
+
 class Reader {
  public:
   Reader(SmpQueue& q, const TablesOptions& opts, TablesReport& report) : q_(q), opts_(opts), report_(report) {}
@@ -53,18 +61,22 @@ class Reader {
               });
   }
 
+  // A table with no alias GUID is dropped as its last block arrives (see
+  // only_own_guid), so its buffer serves the next port's.
   void guid_info(const wire::PortInfo& pi, const wire::DrPath& path, Entry& e) {
     const std::uint32_t blocks = wire::guid_info_blocks_for(std::max<std::uint32_t>(1, pi.guid_cap));
     e.tables.guids.assign(std::size_t{blocks} * wire::kGuidInfoBlockSize, 0);
     e.tables.guids.resize(std::max<std::size_t>(1, pi.guid_cap));
+    auto left = std::make_shared<std::uint32_t>(blocks);
     for (std::uint32_t b = 0; b < blocks; ++b) {
-      get(wire::smp_attr::kGuidInfo, wire::guid_info_modifier(b), path, e, [&e, b](const std::uint8_t* data) {
+      get(wire::smp_attr::kGuidInfo, wire::guid_info_modifier(b), path, e, [&e, b, left](const std::uint8_t* data) {
         const auto blk = wire::decode<wire::GuidInfoBlock>({data, wire::kSmpDataSize});
         if (!blk) return;
         for (std::size_t i = 0; i < wire::kGuidInfoBlockSize; ++i) {
           const std::size_t k = std::size_t{b} * wire::kGuidInfoBlockSize + i;
           if (k < e.tables.guids.size()) e.tables.guids[k] = blk->guid(i);
         }
+        if (--*left == 0 && only_own_guid(e)) e.tables.guids.clear();
       });
     }
   }
@@ -191,23 +203,23 @@ Task<TablesReport> read_port_tables(SmpQueue& q, const fabric::Fabric& f,
   co_await q.drained();
   q.set_feeder(nullptr);
   // Nearly every port holds the same SL2VL and VLArb tables: one buffer for
-  // each kind of table, shared by the cache and the snapshots (GUIDInfo
-  // starts with the port's own GUID, so those stay apart).
+  // each kind of table, shared by the cache and the snapshots.
   fabric::CowInterner<wire::Sl2VlTable> sl2vl_tables;
   fabric::CowInterner<wire::VlArbTableBlock> vl_arb_tables;
   for (Entry* e : read) {
     sl2vl_tables.intern(e->tables.sl2vl);
     vl_arb_tables.intern(e->tables.vl_arb);
+    if (only_own_guid(*e)) e->tables.guids.clear();  // a block failed: see guid_info
   }
   std::erase_if(cache.ports, [&](const auto& kv) { return !present.contains(kv.first); });
   co_return report;
 }
 
-void fill_port_tables(const fabric::Fabric& f, const TablesCache& cache, sa::Snapshot& snap, fabric::NodeId first,
-                      fabric::NodeId last) {
+void fill_port_tables(const fabric::Fabric& f, const TablesCache& cache, sa::PortTableView::Rows& rows,
+                      fabric::NodeId first, fabric::NodeId last) {
   for (fabric::NodeId id = first; id < last; ++id) {
     const fabric::Node& n = f.nodes[id];
-    auto& ports = snap.port_tables[id];
+    auto& ports = rows[id];
     ports.resize(n.ports.size());
     // The cache is ordered by (node GUID, port): one search a node, then its ports in turn.
     for (auto it = cache.ports.lower_bound({n.node_guid, 0}); it != cache.ports.end() && it->first.first == n.node_guid;

@@ -63,9 +63,9 @@ Task<TablesReport> read_port_tables(SmpQueue& q, const fabric::Fabric& f,
                                     const std::vector<std::vector<wire::DrPath>>& ca_port_paths, TablesOptions opts,
                                     TablesCache& cache);
 
-// Copies the cached tables of nodes [first, last) into snap.port_tables
-// ([node][port]; the caller sizes it to the fabric).
-void fill_port_tables(const fabric::Fabric& f, const TablesCache& cache, sa::Snapshot& snap, fabric::NodeId first,
-                      fabric::NodeId last);
+// Copies the cached tables of nodes [first, last) into `rows` ([node][port];
+// the caller sizes it to the fabric).
+void fill_port_tables(const fabric::Fabric& f, const TablesCache& cache, sa::PortTableView::Rows& rows,
+                      fabric::NodeId first, fabric::NodeId last);
 
 }  // namespace madengine::sm

@@ -21,11 +21,12 @@ constexpr FabricIdentity kFabric{.sm_port_guid = 0x0002c90300000101ull, .subnet_
 std::shared_ptr<Snapshot> richer_snapshot() {
   auto s = build_snapshot(::madengine::testing::fat_tree3(2, 2, 2, 1, 3), 7).snap;
   // Tables, partitions, a QoS policy and MFTs travel too.
-  s->port_tables.resize(s->fabric.nodes.size());
+  PortTableView::Rows rows(s->fabric.nodes.size());
   for (fabric::NodeId n = 0; n < s->fabric.nodes.size(); ++n) {
-    s->port_tables[n].resize(s->fabric.nodes[n].ports.size());
-    for (PortTables& t : s->port_tables[n]) t.pkeys = {0xffff, static_cast<std::uint16_t>(0x8000 | (n % 3 + 1))};
+    rows[n].resize(s->fabric.nodes[n].ports.size());
+    for (PortTables& t : rows[n]) t.pkeys = {0xffff, static_cast<std::uint16_t>(0x8000 | (n % 3 + 1))};
   }
+  s->port_tables = std::make_shared<PortTableView>(std::move(rows));
   s->partitions = {{.pkey = 0x7fff, .sl = 0}, {.pkey = 0x0001, .sl = 2}};
   auto q = std::make_shared<QosPolicyView>();
   q->groups = {{1, 2, 3}};
@@ -67,7 +68,7 @@ TEST(EpochFile, DecodedEpochAnswersAsTheWrittenOne) {
   for (std::size_t n = 0; n < before->fabric.nodes.size(); ++n) {
     EXPECT_EQ(after->fabric.nodes[n].description, before->fabric.nodes[n].description);
     EXPECT_EQ(after->fabric.nodes[n].port_lids, before->fabric.nodes[n].port_lids);
-    EXPECT_EQ(after->port_tables[n][0].pkeys, before->port_tables[n][0].pkeys);
+    EXPECT_EQ(after->port_tables->load()->at(n).at(0).pkeys, before->port_tables->load()->at(n).at(0).pkeys);
   }
   ASSERT_EQ(after->lfts.size(), before->lfts.size());
   for (std::size_t i = 0; i < before->lfts.size(); ++i) EXPECT_EQ(after->lfts[i].ports, before->lfts[i].ports);

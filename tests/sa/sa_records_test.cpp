@@ -298,8 +298,8 @@ TEST_F(SaRecords, TablesFromSnapshotTables) {
   auto s = std::make_shared<Snapshot>(*built_.snap);
   s->epoch = 2;
   const auto* e = s->end_port_by_lid(me_);
-  s->port_tables.assign(s->fabric.nodes.size(), {});
-  auto& pt = s->port_tables[e->node];
+  PortTableView::Rows rows(s->fabric.nodes.size());
+  auto& pt = rows[e->node];
   pt.resize(2);
   std::vector<std::uint16_t> keys(40, 0);
   keys[0] = 0xffff;
@@ -311,6 +311,7 @@ TEST_F(SaRecords, TablesFromSnapshotTables) {
   pt[1].vl_arb.resize(4);
   pt[1].vl_arb[1].entries[0].weight = 7;
   pt[1].guids = {0x1, 0x2, 0x3, 0x4, 0x5, 0x6, 0x7, 0x8, 0x9};
+  s->port_tables = std::make_shared<PortTableView>(std::move(rows));
   h_.publish(s);
 
   wire::PKeyTableRecord pq{};
@@ -637,15 +638,16 @@ TEST_F(SaRecords, PartitionsLimitPaths) {
   // Two hosts in partition 0x0002, one full and one limited member; a third limited only.
   auto s = std::make_shared<Snapshot>(*built_.snap);
   s->epoch = 5;
-  s->port_tables.assign(s->fabric.nodes.size(), {});
+  PortTableView::Rows rows(s->fabric.nodes.size());
   auto set_keys = [&](std::uint16_t lid, std::vector<std::uint16_t> k) {
     const auto* e = s->end_port_by_lid(lid);
-    s->port_tables[e->node].resize(e->port + 1u);
-    s->port_tables[e->node][e->port].pkeys = std::move(k);
+    rows[e->node].resize(e->port + 1u);
+    rows[e->node][e->port].pkeys = std::move(k);
   };
   set_keys(lids_[0], {0x8002});
   set_keys(lids_[1], {0x0002});
   set_keys(lids_[2], {0x0002});
+  s->port_tables = std::make_shared<PortTableView>(std::move(rows));
   s->index();  // the partition sets are derived from the tables
   h_.publish(s);
   namespace cm = wire::path_record_cm;

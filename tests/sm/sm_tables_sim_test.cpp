@@ -65,24 +65,26 @@ struct Rig {
       if (!n.is_switch()) return wire::guid_info_blocks_for(n.ports[1].info.guid_cap);
     return 0;
   }
-  const sa::PortTables& tables_of(std::uint64_t node_guid, std::uint8_t port) const {
+  sa::PortTables tables_of(std::uint64_t node_guid, std::uint8_t port) const {
     const auto snap = node->store().current();
     const fabric::NodeId n = snap->by_node_guid.at(node_guid);
-    return snap->port_tables.at(n).at(port);
+    return snap->port_tables->load()->at(n).at(port);
   }
 };
 
 TEST(SmTablesSim, EndPortTablesAreReadOnceAndAgainWhenThePortChanges) {
   Rig rig(sim::make_fat_tree_2level({.k = 8}), "host-0-0", [](sm::SmConfig& c) { c.light_sweep_interval_ms = 100; });
   // Subnet up does not wait for the port tables (OpenSM reads none): they
-  // are read next and published in the following epoch.
+  // are read next and replace the epoch's tables inside the epoch.
   ASSERT_TRUE(rig.run_until_status([](const sm::SmStatus& s) { return s.subnet_up; }, 60'000));
   const sm::SmStatus up = rig.sm().status();
   EXPECT_EQ(up.port_table_sweeps, 0u);
   EXPECT_EQ(up.last_heavy.tables_smps, 0u);
-  EXPECT_TRUE(rig.tables_of(rig.fabric.node_guid(rig.fabric.find_node("host-3-1")), 1).guids.empty());
+  EXPECT_TRUE(rig.tables_of(rig.fabric.node_guid(rig.fabric.find_node("host-3-1")), 1).sl2vl.empty());
+  EXPECT_EQ(rig.node->store().current()->port_tables->version(), 0u);
   ASSERT_TRUE(rig.run_until_status([](const sm::SmStatus& s) { return s.port_table_sweeps >= 1; }, 60'000));
-  EXPECT_EQ(rig.sm().status().epoch, up.epoch + 1);
+  EXPECT_EQ(rig.sm().status().epoch, up.epoch);
+  EXPECT_EQ(rig.node->store().current()->port_tables->version(), 1u);
   const auto first = rig.sm().status().last_heavy;
   // Every CA port (32 hosts) and switch port 0 (12 switches): CAs read
   // their GUIDInfo blocks, SL2VL and VLArb blocks 1 and 3 (caps of 8
@@ -97,7 +99,7 @@ TEST(SmTablesSim, EndPortTablesAreReadOnceAndAgainWhenThePortChanges) {
   // The SA's source equals what the simulated SMAs hold.
   const std::uint32_t host = rig.fabric.find_node("host-3-1");
   const sim::PortIdx hp = rig.fabric.port(host, 1);
-  const sa::PortTables& t = rig.tables_of(rig.fabric.node_guid(host), 1);
+  const sa::PortTables t = rig.tables_of(rig.fabric.node_guid(host), 1);
   ASSERT_EQ(t.sl2vl.size(), 1u);
   EXPECT_EQ(std::memcmp(t.sl2vl[0].bytes.data(), kDefaultSl2Vl, 8), 0);
   ASSERT_EQ(t.vl_arb.size(), 4u);
@@ -105,13 +107,13 @@ TEST(SmTablesSim, EndPortTablesAreReadOnceAndAgainWhenThePortChanges) {
   EXPECT_EQ(t.vl_arb[0].entries[1].weight, 4);
   EXPECT_EQ(t.vl_arb[2].entries[0].weight, 4);  // high table: VL0 weight 4
   EXPECT_EQ(t.vl_arb[1].entries[0].weight, 0);  // no upper blocks at a cap of 8
-  ASSERT_FALSE(t.guids.empty());
-  EXPECT_EQ(t.guids[0], rig.fabric.port_guid(hp));
+  // GUIDInfo with no alias GUID is not kept: the SA answers it from the
+  // port GUID and GUIDCap, as for a port never read.
+  EXPECT_TRUE(t.guids.empty());
   const std::uint32_t leaf = rig.fabric.find_node("leaf-0");
-  const sa::PortTables& sw0 = rig.tables_of(rig.fabric.node_guid(leaf), 0);
+  const sa::PortTables sw0 = rig.tables_of(rig.fabric.node_guid(leaf), 0);
   EXPECT_TRUE(sw0.sl2vl.empty());
-  ASSERT_EQ(sw0.guids.size(), 1u);
-  EXPECT_EQ(sw0.guids[0], rig.fabric.port_guid(rig.fabric.port(leaf, 0)));
+  EXPECT_TRUE(sw0.guids.empty());
 
   // An unchanged fabric: a forced heavy sweep reads no table.
   rig.sm().request_heavy_sweep();
@@ -126,6 +128,12 @@ TEST(SmTablesSim, EndPortTablesAreReadOnceAndAgainWhenThePortChanges) {
   for (std::uint8_t sl = 0; sl < wire::kSlCount; ++sl) changed.set_vl(sl, sl % 2);
   ASSERT_TRUE(client.dr(wire::method::kSet, wire::smp_attr::kSl2VlTable, 0, {},
                         std::span<const std::uint8_t>(changed.bytes.data(), changed.bytes.size())));
+  // And an alias GUID at index 1: that GUIDInfo table is kept.
+  constexpr std::uint64_t kAlias = 0x0002c9030000a11aull;
+  wire::GuidInfoBlock gb{};
+  gb.set_guid(1, kAlias);
+  ASSERT_TRUE(client.dr(wire::method::kSet, wire::smp_attr::kGuidInfo, 0, {},
+                        std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(&gb), sizeof gb)));
   const std::uint64_t sweeps = rig.sm().status().heavy_sweeps;
   rig.fabric.link_down(hp);
   ASSERT_TRUE(rig.run_until_status([&](const sm::SmStatus& s) { return s.heavy_sweeps > sweeps; }, 10'000));
@@ -133,10 +141,13 @@ TEST(SmTablesSim, EndPortTablesAreReadOnceAndAgainWhenThePortChanges) {
   ASSERT_TRUE(rig.run_until_status(
       [&](const sm::SmStatus& s) { return s.last_heavy.tables_ports_read > 0 && s.last_heavy.ok; }, 10'000));
   EXPECT_EQ(rig.sm().status().last_heavy.tables_ports_read, 1u);
-  const sa::PortTables& again = rig.tables_of(rig.fabric.node_guid(host), 1);
+  const sa::PortTables again = rig.tables_of(rig.fabric.node_guid(host), 1);
   ASSERT_EQ(again.sl2vl.size(), 1u);
   EXPECT_EQ(again.sl2vl[0].get_vl(3), 1);
   EXPECT_EQ(again.sl2vl[0].get_vl(4), 0);
+  ASSERT_GE(again.guids.size(), 2u);
+  EXPECT_EQ(again.guids[0], rig.fabric.port_guid(hp));
+  EXPECT_EQ(again.guids[1], kAlias);
 }
 
 TEST(SmTablesSim, SwitchPortTablesOnRequest) {
@@ -148,7 +159,7 @@ TEST(SmTablesSim, SwitchPortTablesOnRequest) {
   // 0 has no tables of its own as an output port).
   EXPECT_EQ(st.tables_smps, 32u * (rig.ca_guid_blocks() + 3u) + 12u * (1u + 8u * 2u + 8u * 9u));
   const std::uint32_t leaf = rig.fabric.find_node("leaf-1");
-  const sa::PortTables& t = rig.tables_of(rig.fabric.node_guid(leaf), 2);
+  const sa::PortTables t = rig.tables_of(rig.fabric.node_guid(leaf), 2);
   ASSERT_EQ(t.sl2vl.size(), 9u);
   EXPECT_EQ(std::memcmp(t.sl2vl[5].bytes.data(), kDefaultSl2Vl, 8), 0);
   ASSERT_EQ(t.vl_arb.size(), 4u);
