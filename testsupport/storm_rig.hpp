@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -87,6 +88,65 @@ inline StormResult read_storm(const std::string& path) {
   r.busy = c.value("busy", 0ull);
   r.errors = c.value("errors", 0ull);
   return r;
+}
+
+// Several madstorm processes' storm, summed: wall time from the common
+// start to the last process's last answer, the worst process's latencies.
+struct ShardedStorm {
+  double wall_s = 0;
+  StormResult sum;
+  double p99_ms = 0, max_ms = 0;
+  bool ok = false;  // every process ran and every query it issued was answered
+};
+
+// One madstorm process (`madstorm`, the binary) on each host of `at`, each
+// the requester for its share of `hosts` (a --save-hosts file), all
+// starting at one instant with `pattern`, one query in flight a host (as a
+// host's IPoIB and SA client ask), 64 a process. Each writes
+// `json_base`.N.json; one still running after `limit` is killed (not ok).
+inline ShardedStorm run_sharded_storm(const ibsim::IbsimFabric& fabric, const std::string& madstorm,
+                                      const std::vector<std::string>& at, const std::string& hosts,
+                                      const std::string& pattern, const std::string& json_base,
+                                      std::chrono::seconds limit = std::chrono::seconds(600)) {
+  const auto start_unix =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count() + 3;
+  std::vector<std::thread> shards;
+  std::vector<int> rc(at.size(), -1);
+  for (std::size_t i = 0; i < at.size(); ++i) {
+    shards.emplace_back([&, i] {
+      const std::string cmd = madstorm + " -p " + pattern +
+                              " --window 64 --window-per-host 1 --timeout 1000 --retries 3 --no-progress --hosts-file " +
+                              hosts + " --shard " + std::to_string(i) + "/" + std::to_string(at.size()) +
+                              " --start-at @" + std::to_string(start_unix) + " --json " + json_base + "." +
+                              std::to_string(i) + ".json";
+      const auto r = fabric.run(cmd, at[i], limit);
+      rc[i] = r.exit_code;
+      if (r.exit_code != 0)
+        std::fprintf(stderr, "%s shard %zu: exit %d\n%s%s", pattern.c_str(), i, r.exit_code, r.out.c_str(), r.err.c_str());
+    });
+  }
+  for (auto& t : shards) t.join();
+  ShardedStorm s;
+  s.ok = true;
+  for (std::size_t i = 0; i < at.size(); ++i) {
+    const std::string path = json_base + "." + std::to_string(i) + ".json";
+    const auto j = nlohmann::json::parse(slurp(path), nullptr, false);
+    if (j.is_discarded() || rc[i] != 0) {
+      s.ok = false;
+      continue;
+    }
+    const StormResult r = read_storm(path);
+    s.sum.issued += r.issued;
+    s.sum.answered += r.answered;
+    s.sum.timeouts += r.timeouts;
+    s.sum.busy += r.busy;
+    s.sum.errors += r.errors;
+    s.p99_ms = std::max(s.p99_ms, r.p99_ms);
+    s.max_ms = std::max(s.max_ms, r.max_ms);
+    s.wall_s = std::max(s.wall_s, j["timing"].value("end_ns", 0.0) / 1e9);
+  }
+  s.ok = s.ok && s.sum.issued != 0 && s.sum.answered == s.sum.issued;
+  return s;
 }
 
 // Every sample of the daemon's /metrics at `listen` ("HOST:PORT"), by its

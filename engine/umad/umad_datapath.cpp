@@ -1,6 +1,7 @@
 // umad transport, fast path: rx_burst drains the umad fd without blocking,
 // tx_burst hands each MAD to umad_send (libibumad has no batch send: one
-// write(2) per MAD is the floor). No allocation; only varying fields are set.
+// write(2) per MAD is the floor; under ibsim's shim, only once its socket
+// has room, umad_shim.hpp). No allocation; only varying fields are set.
 #include <endian.h>
 #include <infiniband/umad.h>
 #include <poll.h>
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "engine/umad/umad_shim.hpp"
 #include "engine/umad/umad_transport.hpp"
 #include "madengine/wire/mad.hpp"
 #include "madengine/wire/smp.hpp"
@@ -114,6 +116,10 @@ std::size_t UmadTransport::tx_burst(std::span<MadBuf* const> bufs) noexcept {
     if (agent < 0) {
       ++counters_.dropped;  // no agent registered for this QP (see AgentSpec)
       continue;
+    }
+    if (shim_data_fd_ >= 0 && !umad_shim::shim_data_writable(shim_data_fd_, umad_shim::kDataRoomWaitUs)) {
+      ++counters_.tx_deferred;  // back-pressure: the caller keeps this MAD and the rest
+      break;
     }
     std::memcpy(mad, b.mad.bytes.data(), b.len);
     std::memset(mad + b.len, 0, wire::kMadSize - b.len);

@@ -202,7 +202,7 @@ bool UmadTransport::open_device() noexcept {
   // Under ibsim's shim the calls below and close_device() wait on ibsim's
   // replies: bounded here, on every open (a reopen included).
   shim_fd_ = umad_shim::is_shim_fd(fd_);
-  if (shim_fd_) umad_shim::bound_shim_sockets();
+  shim_data_fd_ = shim_fd_ ? umad_shim::bound_shim_sockets() : -1;
 
   auto reg = [&](std::uint8_t klass, std::uint8_t version, const MethodMask* mask) {
     MethodMask m = mask ? *mask : MethodMask{};
@@ -300,6 +300,7 @@ void UmadTransport::close_device() noexcept {
     umad_close_port(fd_);
   }
   fd_ = -1;
+  shim_data_fd_ = -1;
   smi_agent_[0] = smi_agent_[1] = -1;
   gsi_agent_ = -1;
   perf_agent_ = -1;

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -42,7 +43,7 @@ std::string abstract_name(int fd) {
 
 bool is_shim_fd(int fd) noexcept { return fd >= 0 && ::fcntl(fd, F_GETFD) == -1 && errno == EBADF; }
 
-std::size_t bound_shim_sockets() noexcept {
+int bound_shim_sockets() noexcept {
   try {
     // umad2sim's names (sim_client.c): "<base>:ctl<pid>" and "<base>:in<pid>",
     // base from IBSIM_SOCKNAME, "sim" without it. IBSIM_SERVER_NAME puts the
@@ -52,8 +53,9 @@ std::size_t bound_shim_sockets() noexcept {
     const std::string pid = std::to_string(::getpid());
     const std::string ctl = base + ":ctl" + pid, data = base + ":in" + pid;
     DIR* dir = ::opendir("/proc/self/fd");
-    if (dir == nullptr) return 0;
+    if (dir == nullptr) return -1;
     std::size_t bounded = 0;
+    int data_fd = -1;
     while (const dirent* e = ::readdir(dir)) {
       char* end = nullptr;
       const long fd = std::strtol(e->d_name, &end, 10);
@@ -64,6 +66,7 @@ std::size_t bound_shim_sockets() noexcept {
                    set_timeout(static_cast<int>(fd), SO_SNDTIMEO, kControlTimeoutMs);
       } else if (name == data) {
         bounded += set_timeout(static_cast<int>(fd), SO_SNDTIMEO, kDataSendTimeoutMs);
+        data_fd = static_cast<int>(fd);
       }
     }
     ::closedir(dir);
@@ -74,10 +77,16 @@ std::size_t bound_shim_sockets() noexcept {
     else
       spdlog::debug("umad: ibsim's shim: control socket waits bounded to {} ms, data sends to {} ms", kControlTimeoutMs,
                     kDataSendTimeoutMs);
-    return bounded;
+    return data_fd;
   } catch (...) {
-    return 0;
+    return -1;
   }
+}
+
+bool shim_data_writable(int data_fd, long wait_us) noexcept {
+  pollfd p{data_fd, POLLOUT, 0};
+  const timespec ts{.tv_sec = 0, .tv_nsec = wait_us * 1000};
+  return ::ppoll(&p, 1, &ts, nullptr) != 0;  // the kernel's: the shim wraps poll(), not ppoll()
 }
 
 }  // namespace madengine::umad_shim

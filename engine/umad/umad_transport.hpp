@@ -38,6 +38,7 @@ struct UmadCounters {
   std::uint64_t kernel_timeouts = 0;  // requests returned with status ETIMEDOUT
   std::uint64_t dropped = 0;          // received with a bad length, or unsendable
   std::uint64_t reopens = 0;          // successful reopen after kDeviceLost
+  std::uint64_t tx_deferred = 0;      // bursts ended because ibsim's shim had no room (kept, sent later)
 };
 
 class UmadTransport final : public Transport, public SoleWait {
@@ -104,6 +105,7 @@ class UmadTransport final : public Transport, public SoleWait {
 
   int fd_ = -1;
   bool shim_fd_ = false;  // fd_ is umad2sim's (umad_shim::is_shim_fd), asked at each open
+  int shim_data_fd_ = -1;  // then the shim's socket to ibsim, written only when it has room (umad_shim.hpp)
   int issm_fd_ = -1;
   int smi_agent_[2] = {-1, -1};  // [0] class 0x01 (LID routed), [1] class 0x81 (directed route)
   int gsi_agent_ = -1;           // QP1: SA server or GSI client, everything not an SMP

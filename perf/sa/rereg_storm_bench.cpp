@@ -36,56 +36,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct Storm {
-  double wall_s = 0;  // common start to the last shard's last answer
-  testing::StormResult sum;
-  double p99_ms = 0, max_ms = 0;  // worst shard's
-  bool ok = false;
-};
+using Storm = testing::ShardedStorm;
 
-// `requesters` madstorm processes on hosts spread over the fabric, each the
-// requester for its share of the hosts, all starting at one instant.
 Storm run_storm(const ibsim::IbsimFabric& fabric, const std::vector<std::string>& at, const std::string& hosts,
                 const std::string& pattern, const std::string& json_base) {
-  const auto start_unix = std::chrono::duration_cast<std::chrono::seconds>(
-                              std::chrono::system_clock::now().time_since_epoch()).count() + 3;
-  std::vector<std::thread> shards;
-  std::vector<int> rc(at.size(), -1);
-  for (std::size_t i = 0; i < at.size(); ++i) {
-    shards.emplace_back([&, i] {
-      const std::string cmd = std::string(MADSTORM_BIN) + " -p " + pattern +
-                              " --window 64 --window-per-host 1 --timeout 1000 --retries 3 --no-progress --hosts-file " +
-                              hosts + " --shard " + std::to_string(i) + "/" + std::to_string(at.size()) +
-                              " --start-at @" + std::to_string(start_unix) + " --json " + json_base + "." +
-                              std::to_string(i) + ".json";
-      const auto r = fabric.run(cmd, at[i], 600s);
-      rc[i] = r.exit_code;
-      if (r.exit_code != 0) std::fprintf(stderr, "%s shard %zu: exit %d\n%s%s", pattern.c_str(), i, r.exit_code,
-                                         r.out.c_str(), r.err.c_str());
-    });
-  }
-  for (auto& t : shards) t.join();
-  Storm s;
-  s.ok = true;
-  for (std::size_t i = 0; i < at.size(); ++i) {
-    const std::string path = json_base + "." + std::to_string(i) + ".json";
-    const auto j = nlohmann::json::parse(testing::slurp(path), nullptr, false);
-    if (j.is_discarded() || rc[i] != 0) {
-      s.ok = false;
-      continue;
-    }
-    const auto r = testing::read_storm(path);
-    s.sum.issued += r.issued;
-    s.sum.answered += r.answered;
-    s.sum.timeouts += r.timeouts;
-    s.sum.busy += r.busy;
-    s.sum.errors += r.errors;
-    s.p99_ms = std::max(s.p99_ms, r.p99_ms);
-    s.max_ms = std::max(s.max_ms, r.max_ms);
-    s.wall_s = std::max(s.wall_s, j["timing"].value("end_ns", 0.0) / 1e9);
-  }
-  s.ok = s.ok && s.sum.issued != 0 && s.sum.answered == s.sum.issued;
-  return s;
+  return testing::run_sharded_storm(fabric, MADSTORM_BIN, at, hosts, pattern, json_base);
 }
 
 void print_storm(const char* sa, const char* what, const Storm& s) {
