@@ -308,6 +308,19 @@ void UmadTransport::close_device() noexcept {
 }
 
 void UmadTransport::close() noexcept {
+  if (fd_ >= 0 && shim_fd_ && !lost_) {
+    // Under ibsim's shim a MAD that arrives for a class with no agent kills
+    // the process (its receiver thread dereferences the closed fd's null
+    // queue), and answers to SMPs still in flight arrive after a close. So
+    // the agents stay registered, their fd open, and late MADs wait there
+    // unread; a later open registers anew and receives in their place.
+    if (issm_fd_ >= 0) ::close(issm_fd_);
+    issm_fd_ = -1;
+    fd_ = shim_data_fd_ = -1;
+    smi_agent_[0] = smi_agent_[1] = -1;
+    gsi_agent_ = perf_agent_ = -1;
+    vendor_agents_.clear();
+  }
   close_device();
   want_open_ = false;
   lost_ = false;
