@@ -358,15 +358,21 @@ RMPP_EXPORT int umad_unregister(int portid, int agentid) {
     rmpp_engine_set_agent(&p->eng, agentid, 0);
     unlock_port(p, cs);
   }
+  if (!t_inside && shim_tail_active()) return 0; /* stays registered with the shim: see umad_close_port */
   if (!t_inside) shim_tail_agent_removed(portid, agentid);
   return real.umad_unregister(portid, agentid);
 }
 
+/* The shim hands a MAD whose class has no open fd to a null queue, and the
+ * process dies; answers still in flight (a late response, a retransmitted
+ * segment) arrive after a close, past the relay's check. So under the shim
+ * the fd and its agents stay with it, and such MADs wait there unread. */
 RMPP_EXPORT int umad_close_port(int portid) {
   init();
   if (!t_inside) {
-    shim_tail_port_closed(portid);
     remove_port(portid);
+    if (shim_tail_active()) return 0;
+    shim_tail_port_closed(portid);
   }
   return real.umad_close_port(portid);
 }

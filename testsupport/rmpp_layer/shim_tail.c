@@ -90,6 +90,7 @@ static void agents_remove(int port_fd, int agent_id) { /* agent_id < 0: all of t
 
 void shim_tail_agent_removed(int port_fd, int agent_id) { agents_remove(port_fd, agent_id); }
 void shim_tail_port_closed(int port_fd) { agents_remove(port_fd, -1); }
+int shim_tail_active(void) { return atomic_load(&g.running); }
 
 static void keep(const ibsim_packet *pk) {
   pthread_mutex_lock(&g.mu);

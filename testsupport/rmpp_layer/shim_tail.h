@@ -24,6 +24,8 @@ void shim_tail_stop(void);
 void shim_tail_agent_added(int port_fd, int agent_id, int mgmt_class);
 void shim_tail_agent_removed(int port_fd, int agent_id);
 void shim_tail_port_closed(int port_fd);
+/* The relay runs: the process is under the shim. */
+int shim_tail_active(void);
 
 /* Restores bytes 224..255 of a MAD the shim delivered, if the relay saw it. */
 void shim_tail_repair(struct ib_user_mad *umad, size_t mad_len);
